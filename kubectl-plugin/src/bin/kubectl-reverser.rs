@@ -1,0 +1,2 @@
+//! `kubectl reverser`.
+fn main() {}

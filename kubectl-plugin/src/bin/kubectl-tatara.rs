@@ -1,0 +1,2 @@
+//! `kubectl tatara`.
+fn main() {}

@@ -1,0 +1,9 @@
+//! Attribution (`spec/attribution.md`): audit events become facts (publish
+//! side), watch events find their fact in an index (join side), waiting up to
+//! a grace window for facts that arrive late.
+
+mod fact;
+mod scope;
+
+pub use fact::{ActorKind, Fact, Tier, is_removal_verb};
+pub use scope::{GroupResource, Scope};

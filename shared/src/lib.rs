@@ -1,0 +1,14 @@
+//! Every rule of the attribution and ownership specs, as plain data and pure
+//! decisions; the binaries (`reverser-sidecar`, `kubectl-reverser`,
+//! `kubectl-tatara`) are thin executors over this crate.
+//!
+//! - [`attribution`]: audit events become facts, watch events find their fact
+//!   in an index within a grace window (`spec/attribution.md`).
+//! - [`ownership`]: forge artifacts mirrored as CRs, owned by Tasks through
+//!   owner references (`spec/ownership.md`).
+
+pub mod attribution;
+mod error;
+pub mod ownership;
+
+pub use error::{Error, Result};

@@ -1,0 +1,5 @@
+//! `reverser-sidecar`: the attribution sidecar.
+
+fn main() {
+    println!("reverser-sidecar: under construction");
+}
