@@ -9,6 +9,7 @@
 
 pub mod attribution;
 mod error;
+pub mod metrics;
 pub mod ownership;
 
 pub use error::{Error, Result};

@@ -4,6 +4,7 @@
 
 mod fact;
 mod scope;
+pub mod transport;
 
 pub use fact::{ActorKind, Fact, Tier, is_removal_verb};
 pub use scope::{GroupResource, Scope};

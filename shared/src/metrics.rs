@@ -1,0 +1,270 @@
+//! Metrics under the names of the spec's "What is observable" table,
+//! rendered as Prometheus text. One [`Metrics`] per process, shared by the
+//! publish side, the index, the resolver, the transports and the commit writer.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResolutionLabels {
+    pub tier: String,
+    pub actor_kind: String,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WaitLabels {
+    pub tier: String,
+    /// `write` or `removal`.
+    pub event_kind: String,
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OpLabel {
+    /// `written` or `matched`.
+    pub op: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StreamLabel {
+    pub stream: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TransportLabel {
+    pub transport: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuditLabels {
+    pub group: String,
+    pub resource: String,
+    pub verb: String,
+    /// `fact` when a fact was published, else the counted rejection reason
+    /// (accept gate, publish gates, `no_attribution_fact`).
+    pub result: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommitLabels {
+    /// `user`, `serviceaccount` or `none` (unresolved).
+    pub author_kind: String,
+}
+
+/// Every metric of the spec's table.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub resolutions: Family<ResolutionLabels, Counter>,
+    pub resolution_wait_seconds: Family<WaitLabels, Histogram, fn() -> Histogram>,
+    pub facts: Family<OpLabel, Counter>,
+    pub fact_index_entries: Gauge,
+    pub fact_index_evictions: Family<ReasonLabel, Counter>,
+    pub collection_without_uidset: Family<ReasonLabel, Counter>,
+    pub fact_stream_gaps: Family<StreamLabel, Counter>,
+    pub fact_stream_decode_errors: Family<TransportLabel, Counter>,
+    pub fact_follower_errors: Family<TransportLabel, Counter>,
+    pub fact_follower_last_success_timestamp_seconds: Gauge<f64, AtomicU64>,
+    pub transport_info: Family<TransportLabel, Gauge>,
+    pub audit_events: Family<AuditLabels, Counter>,
+    pub commits: Family<CommitLabels, Counter>,
+}
+
+fn wait_histogram() -> Histogram {
+    Histogram::new([0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0])
+}
+
+impl Default for Family<WaitLabels, Histogram, fn() -> Histogram> {
+    fn default() -> Self {
+        Family::new_with_constructor(wait_histogram)
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Counts an audit event's outcome on `gitopsreverser_audit_events_total`.
+    pub fn audit_event(&self, group: &str, resource: &str, verb: &str, result: &str) {
+        self.audit_events
+            .get_or_create(&AuditLabels {
+                group: group.to_owned(),
+                resource: resource.to_owned(),
+                verb: verb.to_owned(),
+                result: result.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn fact_op(&self, op: &str, n: u64) {
+        self.facts
+            .get_or_create(&OpLabel { op: op.to_owned() })
+            .inc_by(n);
+    }
+
+    pub fn eviction(&self, reason: &str) {
+        self.fact_index_evictions
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn decode_error(&self, transport: &str) {
+        self.fact_stream_decode_errors
+            .get_or_create(&TransportLabel {
+                transport: transport.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn follower_error(&self, transport: &str) {
+        self.fact_follower_errors
+            .get_or_create(&TransportLabel {
+                transport: transport.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn stream_gap(&self, stream: &str, n: u64) {
+        self.fact_stream_gaps
+            .get_or_create(&StreamLabel {
+                stream: stream.to_owned(),
+            })
+            .inc_by(n);
+    }
+
+    /// Marks a successful follower read now.
+    pub fn follower_success(&self) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or_default();
+        self.fact_follower_last_success_timestamp_seconds.set(now);
+    }
+
+    /// Renders every metric as Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut registry = Registry::default();
+        let p = "gitopsreverser";
+        // prometheus-client appends `_total` to counters itself.
+        registry.register(
+            format!("{p}_attribution_resolutions"),
+            "which evidence named the author and who it named, per type",
+            self.resolutions.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_resolution_wait_seconds"),
+            "how long the join waited, by tier and by write/removal",
+            self.resolution_wait_seconds.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_facts"),
+            "facts written / matched",
+            self.facts.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_index_entries"),
+            "entries held across every scope",
+            self.fact_index_entries.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_index_evictions"),
+            "whether the caps are binding",
+            self.fact_index_evictions.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_collection_without_uidset"),
+            "how often the precise collection join was unavailable",
+            self.collection_without_uidset.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_stream_gaps"),
+            "facts lost for good to a trim",
+            self.fact_stream_gaps.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_stream_decode_errors"),
+            "entries skipped because they could not be decoded",
+            self.fact_stream_decode_errors.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_follower_errors"),
+            "follower reads that failed and were retried",
+            self.fact_follower_errors.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_follower_last_success_timestamp_seconds"),
+            "whether the follower is reading at all",
+            self.fact_follower_last_success_timestamp_seconds.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_transport_info"),
+            "which contract the metrics above are read under",
+            self.transport_info.clone(),
+        );
+        registry.register(
+            format!("{p}_audit_events"),
+            "audit events by outcome",
+            self.audit_events.clone(),
+        );
+        registry.register(
+            format!("{p}_commits"),
+            "what reached Git",
+            self.commits.clone(),
+        );
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_the_spec_metric_names() {
+        let m = Metrics::new();
+        m.fact_op("written", 2);
+        m.decode_error("redis");
+        m.eviction("per_type");
+        m.stream_gap("s", 1);
+        m.audit_event("", "configmaps", "create", "fact");
+        m.commits
+            .get_or_create(&CommitLabels {
+                author_kind: "user".into(),
+            })
+            .inc();
+        let text = m.render();
+        for name in [
+            "gitopsreverser_attribution_facts_total{op=\"written\"} 2",
+            "gitopsreverser_attribution_fact_stream_decode_errors_total{transport=\"redis\"} 1",
+            "gitopsreverser_attribution_fact_index_evictions_total{reason=\"per_type\"} 1",
+            "gitopsreverser_attribution_fact_stream_gaps_total{stream=\"s\"} 1",
+            "gitopsreverser_attribution_fact_index_entries 0",
+            "gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds",
+            "gitopsreverser_commits_total{author_kind=\"user\"} 1",
+            "gitopsreverser_audit_events_total{",
+        ] {
+            assert!(text.contains(name), "missing {name} in\n{text}");
+        }
+    }
+}
