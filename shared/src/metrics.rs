@@ -68,7 +68,7 @@ pub struct CommitLabels {
 }
 
 /// Every metric of the spec's table.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
     pub resolutions: Family<ResolutionLabels, Counter>,
     pub resolution_wait_seconds: Family<WaitLabels, Histogram, fn() -> Histogram>,
@@ -89,9 +89,23 @@ fn wait_histogram() -> Histogram {
     Histogram::new([0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0])
 }
 
-impl Default for Family<WaitLabels, Histogram, fn() -> Histogram> {
+impl Default for Metrics {
     fn default() -> Self {
-        Family::new_with_constructor(wait_histogram)
+        Self {
+            resolutions: Family::default(),
+            resolution_wait_seconds: Family::new_with_constructor(wait_histogram),
+            facts: Family::default(),
+            fact_index_entries: Gauge::default(),
+            fact_index_evictions: Family::default(),
+            collection_without_uidset: Family::default(),
+            fact_stream_gaps: Family::default(),
+            fact_stream_decode_errors: Family::default(),
+            fact_follower_errors: Family::default(),
+            fact_follower_last_success_timestamp_seconds: Gauge::default(),
+            transport_info: Family::default(),
+            audit_events: Family::default(),
+            commits: Family::default(),
+        }
     }
 }
 

@@ -7,4 +7,4 @@ mod scope;
 pub mod transport;
 
 pub use fact::{ActorKind, Fact, Tier, is_removal_verb};
-pub use scope::{GroupResource, Scope};
+pub use scope::{DEFAULT_STREAM_PREFIX, GroupResource, Scope};
