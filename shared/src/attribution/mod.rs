@@ -2,8 +2,11 @@
 //! side), watch events find their fact in an index (join side), waiting up to
 //! a grace window for facts that arrive late.
 
+pub mod audit;
 mod fact;
+pub mod index;
 mod scope;
+pub mod selector;
 pub mod transport;
 
 pub use fact::{ActorKind, Fact, Tier, is_removal_verb};

@@ -1,0 +1,667 @@
+//! The fact index (spec §3 "The index" and §4 "The tiers"): facts filed
+//! under exactly the keys a query could reach them by, partitioned by
+//! [`Scope`], bounded by a TTL decided on read and by total and per-type caps.
+//!
+//! Filing picks one branch, first match wins: uid+rv files `exact` and
+//! `latest`; uid alone files `latest`; rv alone files the rv hatch; a name
+//! alone files the name tier. A removal fact with a uid also takes the sticky
+//! removal pointer, which no write fact may overwrite and the TTL does not
+//! bound. A collection fact is filed under its namespace.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use super::selector::Selector;
+use super::{Fact, Scope, Tier};
+
+/// Caps and horizons of the index. Defaults are the sidecar's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexConfig {
+    /// `--author-attribution-ttl`: facts older than this are never joined.
+    pub ttl_ms: u64,
+    /// `--author-attribution-collection-window`: how far apart a collection
+    /// fact and a removal may be for the scope tier to join them.
+    pub collection_window_ms: u64,
+    /// `--author-attribution-max-facts`, across every scope.
+    pub max_facts: usize,
+    /// `--author-attribution-max-facts-per-type`, per scope.
+    pub max_facts_per_type: usize,
+}
+
+impl Default for IndexConfig {
+    fn default() -> Self {
+        Self {
+            ttl_ms: 600_000,
+            collection_window_ms: 30_000,
+            max_facts: 1_000_000,
+            max_facts_per_type: 250_000,
+        }
+    }
+}
+
+/// A fact as the index holds it: `at_ms` is when it was appended to its
+/// stream (the clock it ages on); `seq` is arrival order (what caps evict by).
+#[derive(Debug, PartialEq)]
+pub struct StoredFact {
+    pub fact: Fact,
+    pub at_ms: u64,
+    seq: u64,
+    /// Parsed once at filing; `None` for an unparseable selector, which
+    /// then matches nothing (a wrong author is worse than no author).
+    selector: Option<Selector>,
+}
+
+pub type FactRef = Arc<StoredFact>;
+
+/// A key a fact is filed under, and so a key a waiter can wait on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum IndexKey {
+    /// `exact`: uid + resourceVersion.
+    Exact(Box<str>, Box<str>),
+    /// `latest` and the sticky removal pointer: uid.
+    Uid(Box<str>),
+    /// The rv-only hatch.
+    Rv(Box<str>),
+    /// The name tier: namespace + name.
+    Name(Box<str>, Box<str>),
+    /// Collection facts: namespace.
+    Collection(Box<str>),
+}
+
+/// What a watch event asks of the index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query {
+    pub uid: String,
+    pub resource_version: String,
+    pub namespace: String,
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// A removal: a DELETED event or the first observation of deletionTimestamp.
+    pub removal: bool,
+    /// When the watch event was observed, on the index clock.
+    pub observed_at_ms: u64,
+}
+
+impl Query {
+    /// A create or update presents the resourceVersion its own write
+    /// produced: it may not fall through to the removal tiers.
+    pub fn exact_capable(&self) -> bool {
+        !self.removal && !self.uid.is_empty() && !self.resource_version.is_empty()
+    }
+
+    /// One key per tier this query could resolve through: what a resolver
+    /// registers its waiter under before it reads.
+    pub fn waiter_keys(&self) -> Vec<IndexKey> {
+        let mut keys = Vec::with_capacity(5);
+        if !self.uid.is_empty() && !self.resource_version.is_empty() {
+            keys.push(IndexKey::Exact(
+                self.uid.as_str().into(),
+                self.resource_version.as_str().into(),
+            ));
+        }
+        if self.removal {
+            if !self.uid.is_empty() {
+                keys.push(IndexKey::Uid(self.uid.as_str().into()));
+            }
+            keys.push(IndexKey::Collection(self.namespace.as_str().into()));
+        }
+        if !self.resource_version.is_empty() {
+            keys.push(IndexKey::Rv(self.resource_version.as_str().into()));
+        }
+        keys.push(IndexKey::Name(
+            self.namespace.as_str().into(),
+            self.name.as_str().into(),
+        ));
+        keys
+    }
+}
+
+/// A tier's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Match {
+    pub tier: Tier,
+    pub fact: FactRef,
+}
+
+/// The result of one read of the index.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Lookup {
+    /// The strongest answer available now (`None`: absent).
+    pub best: Option<Match>,
+    /// Whether waiting longer could not improve on `best`. For a removal only
+    /// a fact about the deletion settles it; a write fact is held as a
+    /// fallback while the caller keeps waiting for delete evidence.
+    pub settled: bool,
+}
+
+/// One candidate fact, for `Explain`: every fact the index holds for an
+/// object, under which tier, and whether the tier rules allow it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub tier: Tier,
+    pub fact: FactRef,
+    /// `None` when usable; otherwise why the join would pass it by.
+    pub excluded: Option<&'static str>,
+}
+
+/// Counters the index keeps for the caller to export.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evictions {
+    pub per_type: u64,
+    pub total: u64,
+}
+
+#[derive(Debug, Default)]
+struct ScopeIndex {
+    exact: HashMap<(Box<str>, Box<str>), FactRef>,
+    latest: HashMap<Box<str>, FactRef>,
+    sticky: HashMap<Box<str>, FactRef>,
+    rv: HashMap<Box<str>, FactRef>,
+    name: HashMap<(Box<str>, Box<str>), FactRef>,
+    collections: HashMap<Box<str>, Vec<FactRef>>,
+    /// TTL-bound facts in arrival order.
+    live: VecDeque<FactRef>,
+    /// Removal facts past their TTL, still held by the sticky pointer.
+    sticky_only: VecDeque<FactRef>,
+}
+
+impl ScopeIndex {
+    fn len(&self) -> usize {
+        self.live.len() + self.sticky_only.len()
+    }
+
+    fn oldest_seq(&self) -> Option<u64> {
+        let a = self.live.front().map(|f| f.seq);
+        let b = self.sticky_only.front().map(|f| f.seq);
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn file(&mut self, f: &FactRef) -> Vec<IndexKey> {
+        let fact = &f.fact;
+        let mut keys = Vec::with_capacity(3);
+        if fact.is_collection() {
+            let ns: Box<str> = fact.namespace.as_str().into();
+            self.collections
+                .entry(ns.clone())
+                .or_default()
+                .push(f.clone());
+            keys.push(IndexKey::Collection(ns));
+        } else if !fact.uid.is_empty() {
+            let uid: Box<str> = fact.uid.as_str().into();
+            if !fact.resource_version.is_empty() {
+                let rv: Box<str> = fact.resource_version.as_str().into();
+                self.exact.insert((uid.clone(), rv.clone()), f.clone());
+                keys.push(IndexKey::Exact(uid.clone(), rv));
+            }
+            self.latest.insert(uid.clone(), f.clone());
+            if fact.is_removal() {
+                // Only another removal fact may fill the sticky pointer.
+                self.sticky.insert(uid.clone(), f.clone());
+            }
+            keys.push(IndexKey::Uid(uid));
+        } else if !fact.resource_version.is_empty() {
+            let rv: Box<str> = fact.resource_version.as_str().into();
+            self.rv.insert(rv.clone(), f.clone());
+            keys.push(IndexKey::Rv(rv));
+        } else if !fact.name.is_empty() {
+            let key: (Box<str>, Box<str>) =
+                (fact.namespace.as_str().into(), fact.name.as_str().into());
+            self.name.insert(key.clone(), f.clone());
+            keys.push(IndexKey::Name(key.0, key.1));
+        }
+        keys
+    }
+
+    /// Removes `f` from every TTL-bound structure that still points at it.
+    fn unfile_ttl_bound(&mut self, f: &FactRef) {
+        fn drop_if<K: std::hash::Hash + Eq>(m: &mut HashMap<K, FactRef>, k: &K, f: &FactRef) {
+            if m.get(k).is_some_and(|cur| Arc::ptr_eq(cur, f)) {
+                m.remove(k);
+            }
+        }
+        let fact = &f.fact;
+        if fact.is_collection() {
+            if let Some(v) = self.collections.get_mut(fact.namespace.as_str()) {
+                v.retain(|c| !Arc::ptr_eq(c, f));
+                if v.is_empty() {
+                    self.collections.remove(fact.namespace.as_str());
+                }
+            }
+        } else if !fact.uid.is_empty() {
+            let uid: Box<str> = fact.uid.as_str().into();
+            drop_if(
+                &mut self.exact,
+                &(uid.clone(), fact.resource_version.as_str().into()),
+                f,
+            );
+            drop_if(&mut self.latest, &uid, f);
+        } else if !fact.resource_version.is_empty() {
+            drop_if(&mut self.rv, &fact.resource_version.as_str().into(), f);
+        } else {
+            drop_if(
+                &mut self.name,
+                &(fact.namespace.as_str().into(), fact.name.as_str().into()),
+                f,
+            );
+        }
+    }
+
+    fn holds_sticky(&self, f: &FactRef) -> bool {
+        f.fact.is_removal()
+            && !f.fact.uid.is_empty()
+            && self
+                .sticky
+                .get(f.fact.uid.as_str())
+                .is_some_and(|cur| Arc::ptr_eq(cur, f))
+    }
+
+    /// Evicts the oldest fact entirely (caps): every key, sticky included.
+    fn evict_oldest(&mut self) -> bool {
+        let from_live = match (self.live.front(), self.sticky_only.front()) {
+            (Some(a), Some(b)) => a.seq < b.seq,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return false,
+        };
+        let f = if from_live {
+            self.live.pop_front()
+        } else {
+            self.sticky_only.pop_front()
+        };
+        if let Some(f) = f {
+            self.unfile_ttl_bound(&f);
+            if self.holds_sticky(&f) {
+                self.sticky.remove(f.fact.uid.as_str());
+            }
+        }
+        true
+    }
+}
+
+/// The index over every scope.
+#[derive(Debug, Default)]
+pub struct Index {
+    config: IndexConfig,
+    scopes: HashMap<Scope, ScopeIndex>,
+    /// Arrival order across scopes, for the total cap. Entries of facts
+    /// already gone are skipped lazily.
+    arrivals: VecDeque<(u64, Scope)>,
+    next_seq: u64,
+    total: usize,
+    evictions: Evictions,
+}
+
+impl Index {
+    pub fn new(config: IndexConfig) -> Self {
+        Self {
+            config,
+            ..Self::default()
+        }
+    }
+
+    pub fn config(&self) -> &IndexConfig {
+        &self.config
+    }
+
+    /// Facts held across every scope (`fact_index_entries`).
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    pub fn evictions(&self) -> Evictions {
+        self.evictions
+    }
+
+    /// Whether any fact of this scope has ever been filed and is still held.
+    pub fn knows(&self, scope: &Scope) -> bool {
+        self.scopes.contains_key(scope)
+    }
+
+    /// Files a fact; returns the keys it filled (the waiters to wake). A fact
+    /// that names no key (no uid, rv or name, not a collection) files nothing.
+    pub fn insert(&mut self, scope: &Scope, fact: Fact, at_ms: u64) -> Vec<IndexKey> {
+        let selector = if fact.is_collection() {
+            Selector::parse(&fact.label_selector).ok()
+        } else {
+            None
+        };
+        let seq = self.next_seq;
+        let stored = Arc::new(StoredFact {
+            fact,
+            at_ms,
+            seq,
+            selector,
+        });
+        if !self.scopes.contains_key(scope) {
+            self.scopes.insert(scope.clone(), ScopeIndex::default());
+        }
+        let cap = self.config.max_facts_per_type.max(1);
+        let s = self.scopes.get_mut(scope).expect("inserted above");
+        let keys = s.file(&stored);
+        if keys.is_empty() {
+            return keys;
+        }
+        self.next_seq += 1;
+        while s.len() >= cap && s.evict_oldest() {
+            self.total -= 1;
+            self.evictions.per_type += 1;
+        }
+        s.live.push_back(stored);
+        self.total += 1;
+        self.arrivals.push_back((seq, scope.clone()));
+        while self.total > self.config.max_facts.max(1) {
+            if !self.evict_globally_oldest() {
+                break;
+            }
+            self.evictions.total += 1;
+        }
+        keys
+    }
+
+    fn evict_globally_oldest(&mut self) -> bool {
+        while let Some((seq, scope)) = self.arrivals.pop_front() {
+            let Some(s) = self.scopes.get_mut(&scope) else {
+                continue;
+            };
+            if s.oldest_seq() == Some(seq) {
+                s.evict_oldest();
+                self.total -= 1;
+                if s.len() == 0 {
+                    self.scopes.remove(&scope);
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Bounds memory: drops facts past the TTL from the TTL-bound tiers. A
+    /// removal fact still named by its sticky pointer stays until the caps
+    /// evict it. Correctness never depends on this running: expiry is
+    /// decided on read.
+    pub fn sweep(&mut self, now_ms: u64) {
+        let ttl = self.config.ttl_ms;
+        let mut dropped = 0;
+        self.scopes.retain(|_, s| {
+            while s
+                .live
+                .front()
+                .is_some_and(|f| f.at_ms.saturating_add(ttl) <= now_ms)
+            {
+                let f = s.live.pop_front().expect("front checked");
+                s.unfile_ttl_bound(&f);
+                if s.holds_sticky(&f) {
+                    let at = s.sticky_only.partition_point(|x| x.seq < f.seq);
+                    s.sticky_only.insert(at, f);
+                } else {
+                    dropped += 1;
+                }
+            }
+            s.len() > 0
+        });
+        self.total -= dropped;
+        // Forget arrival entries of facts that are gone, so the queue stays
+        // proportional to what is held.
+        if self.arrivals.len() > 2 * self.total + 1024 {
+            let mut held: Vec<(u64, Scope)> = self
+                .scopes
+                .iter()
+                .flat_map(|(scope, s)| {
+                    s.live
+                        .iter()
+                        .chain(&s.sticky_only)
+                        .map(move |f| (f.seq, scope.clone()))
+                })
+                .collect();
+            held.sort_unstable_by_key(|(seq, _)| *seq);
+            self.arrivals = held.into();
+        }
+    }
+
+    fn pair(a: &str, b: &str) -> (Box<str>, Box<str>) {
+        (a.into(), b.into())
+    }
+
+    fn live<'a>(&self, f: Option<&'a FactRef>, now_ms: u64) -> Option<&'a FactRef> {
+        f.filter(|f| f.at_ms.saturating_add(self.config.ttl_ms) > now_ms)
+    }
+
+    /// Reads the tiers for `q` in the spec's precedence (§4 flowchart).
+    pub fn lookup(&self, scope: &Scope, q: &Query, now_ms: u64) -> Lookup {
+        let Some(s) = self.scopes.get(scope) else {
+            return Lookup::default();
+        };
+        let found = |tier: Tier, f: &FactRef| {
+            Some(Match {
+                tier,
+                fact: f.clone(),
+            })
+        };
+        let has_uid = !q.uid.is_empty();
+        let exact = if has_uid && !q.resource_version.is_empty() {
+            self.live(
+                s.exact.get(&Self::pair(&q.uid, &q.resource_version)),
+                now_ms,
+            )
+        } else {
+            None
+        };
+
+        if q.removal {
+            // A fact about the deletion, filed under any key, ends the wait;
+            // a write fact is only ever held as a fallback.
+            let mut fallback: Option<Match> = None;
+            if has_uid && let Some(f) = s.sticky.get(q.uid.as_str()) {
+                // Not TTL-bound: a uid is unique across space and time.
+                return Lookup {
+                    best: found(Tier::DeleteSticky, f),
+                    settled: true,
+                };
+            }
+            if let Some(f) = exact {
+                if f.fact.is_removal() {
+                    return Lookup {
+                        best: found(Tier::Exact, f),
+                        settled: true,
+                    };
+                }
+                fallback = found(Tier::Exact, f);
+            }
+            if has_uid && let Some(f) = self.collection_with_uid(s, q, now_ms) {
+                return Lookup {
+                    best: found(Tier::DeletecollectionBodyUid, f),
+                    settled: true,
+                };
+            }
+            if has_uid && let Some(f) = self.live(s.latest.get(q.uid.as_str()), now_ms) {
+                if f.fact.is_removal() {
+                    return Lookup {
+                        best: found(Tier::Latest, f),
+                        settled: true,
+                    };
+                }
+                fallback = fallback.or_else(|| found(Tier::Latest, f));
+            }
+            let name = self.live(s.name.get(&Self::pair(&q.namespace, &q.name)), now_ms);
+            if let Some(f) = name.filter(|f| f.fact.is_removal()) {
+                return Lookup {
+                    best: found(Tier::Name, f),
+                    settled: true,
+                };
+            }
+            if fallback.is_some() {
+                return Lookup {
+                    best: fallback,
+                    settled: false,
+                };
+            }
+            if let Some(f) = self.collection_covering(s, q, now_ms) {
+                return Lookup {
+                    best: found(Tier::DeletecollectionScope, f),
+                    settled: true,
+                };
+            }
+        } else if let Some(f) = exact {
+            return Lookup {
+                best: found(Tier::Exact, f),
+                settled: true,
+            };
+        }
+
+        // The rv hatch and the name tier: all an exact-capable event may
+        // reach after `exact`, and the last resort of a removal.
+        let hatch = (!q.resource_version.is_empty())
+            .then(|| self.live(s.rv.get(q.resource_version.as_str()), now_ms))
+            .flatten()
+            .map(|f| (Tier::ResourceVersion, f))
+            .or_else(|| {
+                self.live(s.name.get(&Self::pair(&q.namespace, &q.name)), now_ms)
+                    .map(|f| (Tier::Name, f))
+            });
+        match hatch {
+            Some((tier, f)) => Lookup {
+                best: found(tier, f),
+                settled: !q.removal || f.fact.is_removal(),
+            },
+            None => Lookup::default(),
+        }
+    }
+
+    fn collection_with_uid<'a>(
+        &self,
+        s: &'a ScopeIndex,
+        q: &Query,
+        now_ms: u64,
+    ) -> Option<&'a FactRef> {
+        s.collections
+            .get(q.namespace.as_str())?
+            .iter()
+            .rev()
+            .find(|c| {
+                self.live(Some(c), now_ms).is_some()
+                    && c.fact
+                        .uids
+                        .as_ref()
+                        .is_some_and(|u| u.contains(&q.uid))
+            })
+    }
+
+    /// The scope tier: a collection request in the object's namespace whose
+    /// selector selects it, within the collection window. A collection whose
+    /// body named its uids is not a scope candidate: the API server said
+    /// exactly which objects it deleted, and this one was not among them.
+    fn collection_covering<'a>(
+        &self,
+        s: &'a ScopeIndex,
+        q: &Query,
+        now_ms: u64,
+    ) -> Option<&'a FactRef> {
+        let window = self.config.collection_window_ms;
+        s.collections
+            .get(q.namespace.as_str())?
+            .iter()
+            .rev()
+            .find(|c| {
+                self.live(Some(c), now_ms).is_some()
+                    && c.fact.uids.is_none()
+                    && c.at_ms.abs_diff(q.observed_at_ms) <= window
+                    && c.selector
+                        .as_ref()
+                        .is_some_and(|sel| sel.matches(&q.labels))
+            })
+    }
+
+    /// Every fact the index holds for the object of `q`, tier by tier, with
+    /// why a tier's fact would be passed by. The winner is [`Index::lookup`].
+    pub fn explain(&self, scope: &Scope, q: &Query, now_ms: u64) -> Vec<Candidate> {
+        let Some(s) = self.scopes.get(scope) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let expired = |f: &FactRef| f.at_ms.saturating_add(self.config.ttl_ms) <= now_ms;
+        let mut push = |tier: Tier, f: &FactRef, rule: Option<&'static str>| {
+            let excluded = if expired(f) && tier != Tier::DeleteSticky {
+                Some("expired: older than the TTL")
+            } else {
+                rule
+            };
+            out.push(Candidate {
+                tier,
+                fact: f.clone(),
+                excluded,
+            });
+        };
+        let uid = q.uid.as_str();
+        if let Some(f) = s.sticky.get(uid) {
+            push(
+                Tier::DeleteSticky,
+                f,
+                (!q.removal).then_some("only a removal consults the sticky pointer"),
+            );
+        }
+        if let Some(f) = s.exact.get(&Self::pair(uid, &q.resource_version)) {
+            push(Tier::Exact, f, None);
+        }
+        if let Some(cs) = s.collections.get(q.namespace.as_str()) {
+            for c in cs {
+                let named = c
+                    .fact
+                    .uids
+                    .as_ref()
+                    .is_some_and(|u| u.iter().any(|u| u == uid));
+                if named {
+                    push(
+                        Tier::DeletecollectionBodyUid,
+                        c,
+                        (!q.removal).then_some("a write may not reach the removal tiers"),
+                    );
+                } else {
+                    let rule = if !q.removal {
+                        Some("a write may not reach the removal tiers")
+                    } else if c.fact.uids.is_some() {
+                        Some("the collection's uid set does not name this object")
+                    } else if c.at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms
+                    {
+                        Some("outside the collection window")
+                    } else if !c
+                        .selector
+                        .as_ref()
+                        .is_some_and(|sel| sel.matches(&q.labels))
+                    {
+                        Some("the collection's selector does not select this object")
+                    } else {
+                        None
+                    };
+                    push(Tier::DeletecollectionScope, c, rule);
+                }
+            }
+        }
+        if let Some(f) = s.latest.get(uid) {
+            let rule = if q.exact_capable() {
+                Some("an exact-capable event may not fall through to the removal tiers")
+            } else if !q.removal {
+                Some("only a removal consults the latest pointer")
+            } else {
+                None
+            };
+            push(Tier::Latest, f, rule);
+        }
+        if let Some(f) = s.rv.get(q.resource_version.as_str()) {
+            push(Tier::ResourceVersion, f, None);
+        }
+        if let Some(f) = s.name.get(&Self::pair(&q.namespace, &q.name)) {
+            push(Tier::Name, f, None);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
