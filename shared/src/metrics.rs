@@ -56,9 +56,11 @@ pub struct AuditLabels {
     pub group: String,
     pub resource: String,
     pub verb: String,
-    /// `fact` when a fact was published, else the counted rejection reason
-    /// (accept gate, publish gates, `no_attribution_fact`).
+    /// `fact`, `rejected` (the accept gate) or `no_attribution_fact` (the
+    /// publish gates).
     pub result: String,
+    /// Which gate, for a rejection; empty for a fact.
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -115,13 +117,22 @@ impl Metrics {
     }
 
     /// Counts an audit event's outcome on `gitopsreverser_audit_events_total`.
-    pub fn audit_event(&self, group: &str, resource: &str, verb: &str, result: &str) {
+    pub fn audit_event(&self, group: &str, resource: &str, verb: &str, result: &str, reason: &str) {
         self.audit_events
             .get_or_create(&AuditLabels {
                 group: group.to_owned(),
                 resource: resource.to_owned(),
                 verb: verb.to_owned(),
                 result: result.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn collection_without_uidset(&self, reason: &str) {
+        self.collection_without_uidset
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_owned(),
             })
             .inc();
     }
@@ -261,7 +272,7 @@ mod tests {
         m.decode_error("redis");
         m.eviction("per_type");
         m.stream_gap("s", 1);
-        m.audit_event("", "configmaps", "create", "fact");
+        m.audit_event("", "configmaps", "create", "fact", "");
         m.commits
             .get_or_create(&CommitLabels {
                 author_kind: "user".into(),

@@ -3,11 +3,17 @@
 //! a grace window for facts that arrive late.
 
 pub mod audit;
+pub mod clock;
 mod fact;
 pub mod index;
+pub mod intent;
+pub mod resolver;
 mod scope;
 pub mod selector;
 pub mod transport;
+pub mod waiters;
+pub mod watch;
 
 pub use fact::{ActorKind, Fact, Tier, is_removal_verb};
+pub use resolver::{Engine, EngineConfig, Resolution};
 pub use scope::{DEFAULT_STREAM_PREFIX, GroupResource, Scope};

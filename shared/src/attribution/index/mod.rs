@@ -546,10 +546,7 @@ impl Index {
             .rev()
             .find(|c| {
                 self.live(Some(c), now_ms).is_some()
-                    && c.fact
-                        .uids
-                        .as_ref()
-                        .is_some_and(|u| u.contains(&q.uid))
+                    && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid))
             })
     }
 

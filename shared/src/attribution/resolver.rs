@@ -1,0 +1,316 @@
+//! The resolver (spec §4 "The join side" and "The wait"): one watch event
+//! in, the strongest fact about its object out, waiting up to the grace for
+//! a fact that could match. The [`Engine`] also is the index's
+//! [`FactSink`]: applying a batch files its facts and wakes exactly the
+//! resolvers registered under the keys they filled.
+//!
+//! Resolutions are independent futures: a removal waiting out its grace
+//! delays no other resolution (no head-of-line blocking).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::audit::{Event, Published};
+use super::clock::Clock;
+use super::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Query};
+use super::transport::{FactBatch, FactSink};
+use super::waiters::WaiterRegistry;
+use super::{ActorKind, Scope, Tier};
+use crate::metrics::{Metrics, ResolutionLabels, WaitLabels};
+
+/// A route that never resolved and has this many unresolved events in a row
+/// is misrouted ("a lone miss is ordinary; a run of them with nothing ever
+/// matched is the signature of a route nobody writes to").
+pub const MISROUTED_AFTER: u32 = 5;
+
+/// Engine settings; defaults are the sidecar's flags' defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// `--author-attribution-grace`.
+    pub grace: Duration,
+    pub index: IndexConfig,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            grace: Duration::from_secs(3),
+            index: IndexConfig::default(),
+        }
+    }
+}
+
+/// Who authored a watch event, on which evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolution {
+    pub tier: Tier,
+    /// The winning fact; `None` when `tier` is `absent`.
+    pub fact: Option<FactRef>,
+    pub waited: Duration,
+}
+
+impl Resolution {
+    pub fn actor_kind(&self) -> ActorKind {
+        self.fact
+            .as_ref()
+            .map_or(ActorKind::None, |f| f.fact.actor_kind())
+    }
+
+    pub fn author(&self) -> Option<&str> {
+        self.fact.as_ref().map(|f| f.fact.author.as_str())
+    }
+}
+
+/// Per-route memory for the misrouted-route warning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RouteHealth {
+    pub ever_resolved: bool,
+    pub unresolved_in_a_row: u32,
+    pub warned: bool,
+}
+
+/// The attribution engine: index, waiter registry, resolver.
+#[derive(Debug)]
+pub struct Engine {
+    config: EngineConfig,
+    index: RwLock<Index>,
+    waiters: WaiterRegistry,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<Metrics>,
+    routes: Mutex<HashMap<String, RouteHealth>>,
+    shutdown: watch::Sender<bool>,
+    last_sweep_ms: Mutex<u64>,
+}
+
+/// How often applying facts also sweeps expired ones (memory only).
+const SWEEP_EVERY_MS: u64 = 10_000;
+
+impl Engine {
+    pub fn new(config: EngineConfig, clock: Arc<dyn Clock>, metrics: Arc<Metrics>) -> Self {
+        let now = clock.now_ms();
+        Self {
+            config,
+            index: RwLock::new(Index::new(config.index)),
+            waiters: WaiterRegistry::new(),
+            clock,
+            metrics,
+            routes: Mutex::new(HashMap::new()),
+            shutdown: watch::channel(false).0,
+            last_sweep_ms: Mutex::new(now),
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub fn waiters(&self) -> &WaiterRegistry {
+        &self.waiters
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Index> {
+        self.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Index> {
+        self.index.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Facts held (`fact_index_entries`).
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The publish side for one audit event, counted on
+    /// `gitopsreverser_audit_events_total` (a fact, or the rejection reason).
+    pub fn publish_event(&self, route: &str, ev: &Event) -> Published {
+        let p = super::audit::publish(route, ev);
+        let (group, resource) = ev
+            .object_ref
+            .as_ref()
+            .map(|r| (r.api_group.as_str(), r.resource.as_str()))
+            .unwrap_or(("", ""));
+        match &p {
+            Published::Fact { without_uidset, .. } => {
+                self.metrics
+                    .audit_event(group, resource, &ev.verb, "fact", "");
+                if let Some(reason) = without_uidset {
+                    self.metrics.collection_without_uidset(reason);
+                }
+            }
+            Published::Rejected(r) => {
+                self.metrics
+                    .audit_event(group, resource, &ev.verb, r.result(), r.label())
+            }
+        }
+        p
+    }
+
+    /// Files a batch and wakes the resolvers its facts could answer.
+    pub fn apply_batch(&self, batch: FactBatch) {
+        let now = self.clock.now_ms();
+        let (keys, len, evictions_before, evictions_after) = {
+            let mut ix = self.write();
+            let before = ix.evictions();
+            let mut keys = Vec::new();
+            for fact in batch.facts {
+                keys.extend(ix.insert(&batch.scope, fact, batch.at_ms));
+            }
+            let mut last = self.last_sweep_ms.lock().unwrap_or_else(|e| e.into_inner());
+            if now.saturating_sub(*last) >= SWEEP_EVERY_MS {
+                ix.sweep(now);
+                *last = now;
+            }
+            (keys, ix.len(), before, ix.evictions())
+        };
+        // Wake after the write lock is released: a woken resolver re-reads.
+        self.waiters.wake(&batch.scope, &keys);
+        self.metrics.fact_index_entries.set(len as i64);
+        for _ in evictions_before.per_type..evictions_after.per_type {
+            self.metrics.eviction("per_type");
+        }
+        for _ in evictions_before.total..evictions_after.total {
+            self.metrics.eviction("total");
+        }
+    }
+
+    /// Drops expired facts (memory only; expiry is decided on read anyway).
+    pub fn sweep(&self) {
+        let now = self.clock.now_ms();
+        let len = {
+            let mut ix = self.write();
+            ix.sweep(now);
+            ix.len()
+        };
+        self.metrics.fact_index_entries.set(len as i64);
+    }
+
+    /// One read of the index, as of now.
+    pub fn lookup(&self, scope: &Scope, q: &Query) -> Lookup {
+        self.read().lookup(scope, q, self.clock.now_ms())
+    }
+
+    /// Every fact the index holds for the object, and why each would lose.
+    pub fn explain(&self, scope: &Scope, q: &Query) -> Vec<Candidate> {
+        self.read().explain(scope, q, self.clock.now_ms())
+    }
+
+    /// Ends every wait now: in-flight resolutions return their best answer.
+    pub fn shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Resolves one watch event's author. `version` only labels metrics.
+    pub async fn resolve(&self, scope: &Scope, version: &str, q: &Query) -> Resolution {
+        let start = Instant::now();
+        let deadline = start + self.config.grace;
+        let mut shutdown = self.shutdown.subscribe();
+        // Register BEFORE the read, so a fact landing in between still wakes us.
+        let mut waiter = self.waiters.register(scope, &q.waiter_keys());
+        let best = loop {
+            let l = self.lookup(scope, q);
+            if l.settled || *shutdown.borrow_and_update() {
+                break l.best;
+            }
+            tokio::select! {
+                biased;
+                _ = waiter.woken() => continue,
+                _ = shutdown.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => {}
+            }
+            // Grace over or shutting down: what is there now is the answer.
+            break self.lookup(scope, q).best;
+        };
+        drop(waiter);
+        let r = Resolution {
+            tier: best.as_ref().map_or(Tier::Absent, |m| m.tier),
+            fact: best.map(|m| m.fact),
+            waited: start.elapsed(),
+        };
+        self.observe(scope, version, q, &r);
+        r
+    }
+
+    fn observe(&self, scope: &Scope, version: &str, q: &Query, r: &Resolution) {
+        let gr = &scope.group_resource;
+        self.metrics
+            .resolutions
+            .get_or_create(&ResolutionLabels {
+                tier: r.tier.label().into(),
+                actor_kind: r.actor_kind().label().into(),
+                group: gr.group.clone(),
+                version: version.into(),
+                resource: gr.resource.clone(),
+            })
+            .inc();
+        self.metrics
+            .resolution_wait_seconds
+            .get_or_create(&WaitLabels {
+                tier: r.tier.label().into(),
+                event_kind: if q.removal { "removal" } else { "write" }.into(),
+                group: gr.group.clone(),
+                version: version.into(),
+                resource: gr.resource.clone(),
+            })
+            .observe(r.waited.as_secs_f64());
+        if r.fact.is_some() {
+            self.metrics.fact_op("matched", 1);
+        }
+        self.track_route(&scope.route, r.tier != Tier::Absent);
+    }
+
+    fn track_route(&self, route: &str, resolved: bool) {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let h = routes.entry(route.to_owned()).or_default();
+        if resolved {
+            h.ever_resolved = true;
+            h.unresolved_in_a_row = 0;
+            return;
+        }
+        h.unresolved_in_a_row = h.unresolved_in_a_row.saturating_add(1);
+        if !h.ever_resolved && !h.warned && h.unresolved_in_a_row >= MISROUTED_AFTER {
+            h.warned = true;
+            tracing::warn!(
+                route,
+                unresolved = h.unresolved_in_a_row,
+                "attribution has never resolved on audit route {route:?}: no fact has ever arrived for it. \
+                 Point the API server's audit webhook at /audit-webhook/{route} (or set the route annotation), \
+                 or set the ClusterProvider's spec.attribution.auditRoute to the route its audit events arrive on"
+            );
+        }
+    }
+
+    /// The misrouted-route state of `route`, if it has seen a resolution.
+    pub fn route_health(&self, route: &str) -> Option<RouteHealth> {
+        self.routes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(route)
+            .copied()
+    }
+}
+
+impl FactSink for Engine {
+    fn apply(&self, batch: FactBatch) {
+        self.apply_batch(batch);
+    }
+}
+
+#[cfg(test)]
+mod tests;
