@@ -7,6 +7,7 @@ pub mod clock;
 mod fact;
 pub mod index;
 pub mod intent;
+pub mod replay;
 pub mod resolver;
 mod scope;
 pub mod selector;
