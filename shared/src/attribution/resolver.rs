@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use super::audit::{Event, Published};
 use super::clock::Clock;
-use super::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Query};
+use super::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
 use super::transport::{FactBatch, FactSink};
 use super::waiters::WaiterRegistry;
 use super::{ActorKind, Scope, Tier};
@@ -220,8 +220,14 @@ impl Engine {
     pub async fn resolve(&self, scope: &Scope, version: &str, q: &Query) -> Resolution {
         let start = Instant::now();
         let deadline = start + self.config.grace;
+        // Fast path: a read that settles needs no waiter (nothing to wait for).
+        let first = self.lookup(scope, q);
+        if first.settled {
+            return self.finish(scope, version, q, first.best, start);
+        }
         let mut shutdown = self.shutdown.subscribe();
-        // Register BEFORE the read, so a fact landing in between still wakes us.
+        // Register BEFORE the read that decides to wait, so a fact landing
+        // in between still wakes us.
         let mut waiter = self.waiters.register(scope, &q.waiter_keys());
         let best = loop {
             let l = self.lookup(scope, q);
@@ -238,6 +244,17 @@ impl Engine {
             break self.lookup(scope, q).best;
         };
         drop(waiter);
+        self.finish(scope, version, q, best, start)
+    }
+
+    fn finish(
+        &self,
+        scope: &Scope,
+        version: &str,
+        q: &Query,
+        best: Option<Match>,
+        start: Instant,
+    ) -> Resolution {
         let r = Resolution {
             tier: best.as_ref().map_or(Tier::Absent, |m| m.tier),
             fact: best.map(|m| m.fact),
@@ -277,7 +294,10 @@ impl Engine {
 
     fn track_route(&self, route: &str, resolved: bool) {
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        let h = routes.entry(route.to_owned()).or_default();
+        if !routes.contains_key(route) {
+            routes.insert(route.to_owned(), RouteHealth::default());
+        }
+        let h = routes.get_mut(route).expect("inserted above");
         if resolved {
             h.ever_resolved = true;
             h.unresolved_in_a_row = 0;

@@ -151,18 +151,41 @@ pub struct Evictions {
     pub total: u64,
 }
 
+/// The uid tiers of one object, under one copy of its uid: `exact` (by
+/// resourceVersion), `latest`, and the sticky removal pointer.
+#[derive(Debug, Default)]
+struct UidEntry {
+    /// Few per object within a TTL, so a short list beats a map.
+    exact: Vec<(Box<str>, FactRef)>,
+    latest: Option<FactRef>,
+    sticky: Option<FactRef>,
+}
+
+impl UidEntry {
+    fn is_empty(&self) -> bool {
+        self.exact.is_empty() && self.latest.is_none() && self.sticky.is_none()
+    }
+
+    fn exact(&self, rv: &str) -> Option<&FactRef> {
+        self.exact.iter().find(|(r, _)| &**r == rv).map(|(_, f)| f)
+    }
+}
+
 #[derive(Debug, Default)]
 struct ScopeIndex {
-    exact: HashMap<(Box<str>, Box<str>), FactRef>,
-    latest: HashMap<Box<str>, FactRef>,
-    sticky: HashMap<Box<str>, FactRef>,
+    by_uid: HashMap<Box<str>, UidEntry>,
     rv: HashMap<Box<str>, FactRef>,
-    name: HashMap<(Box<str>, Box<str>), FactRef>,
+    /// namespace -> name -> fact, so a read needs no allocation.
+    name: HashMap<Box<str>, HashMap<Box<str>, FactRef>>,
     collections: HashMap<Box<str>, Vec<FactRef>>,
     /// TTL-bound facts in arrival order.
     live: VecDeque<FactRef>,
     /// Removal facts past their TTL, still held by the sticky pointer.
     sticky_only: VecDeque<FactRef>,
+}
+
+fn same(a: &Option<FactRef>, f: &FactRef) -> bool {
+    a.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, f))
 }
 
 impl ScopeIndex {
@@ -179,9 +202,17 @@ impl ScopeIndex {
         }
     }
 
+    fn uid(&self, uid: &str) -> Option<&UidEntry> {
+        self.by_uid.get(uid)
+    }
+
+    fn name(&self, namespace: &str, name: &str) -> Option<&FactRef> {
+        self.name.get(namespace)?.get(name)
+    }
+
     fn file(&mut self, f: &FactRef) -> Vec<IndexKey> {
         let fact = &f.fact;
-        let mut keys = Vec::with_capacity(3);
+        let mut keys = Vec::with_capacity(2);
         if fact.is_collection() {
             let ns: Box<str> = fact.namespace.as_str().into();
             self.collections
@@ -191,15 +222,19 @@ impl ScopeIndex {
             keys.push(IndexKey::Collection(ns));
         } else if !fact.uid.is_empty() {
             let uid: Box<str> = fact.uid.as_str().into();
+            let e = self.by_uid.entry(uid.clone()).or_default();
             if !fact.resource_version.is_empty() {
-                let rv: Box<str> = fact.resource_version.as_str().into();
-                self.exact.insert((uid.clone(), rv.clone()), f.clone());
-                keys.push(IndexKey::Exact(uid.clone(), rv));
+                let rv = fact.resource_version.as_str();
+                match e.exact.iter_mut().find(|(r, _)| &**r == rv) {
+                    Some(slot) => slot.1 = f.clone(),
+                    None => e.exact.push((rv.into(), f.clone())),
+                }
+                keys.push(IndexKey::Exact(uid.clone(), rv.into()));
             }
-            self.latest.insert(uid.clone(), f.clone());
+            e.latest = Some(f.clone());
             if fact.is_removal() {
                 // Only another removal fact may fill the sticky pointer.
-                self.sticky.insert(uid.clone(), f.clone());
+                e.sticky = Some(f.clone());
             }
             keys.push(IndexKey::Uid(uid));
         } else if !fact.resource_version.is_empty() {
@@ -207,21 +242,20 @@ impl ScopeIndex {
             self.rv.insert(rv.clone(), f.clone());
             keys.push(IndexKey::Rv(rv));
         } else if !fact.name.is_empty() {
-            let key: (Box<str>, Box<str>) =
+            let (ns, name): (Box<str>, Box<str>) =
                 (fact.namespace.as_str().into(), fact.name.as_str().into());
-            self.name.insert(key.clone(), f.clone());
-            keys.push(IndexKey::Name(key.0, key.1));
+            self.name
+                .entry(ns.clone())
+                .or_default()
+                .insert(name.clone(), f.clone());
+            keys.push(IndexKey::Name(ns, name));
         }
         keys
     }
 
-    /// Removes `f` from every TTL-bound structure that still points at it.
-    fn unfile_ttl_bound(&mut self, f: &FactRef) {
-        fn drop_if<K: std::hash::Hash + Eq>(m: &mut HashMap<K, FactRef>, k: &K, f: &FactRef) {
-            if m.get(k).is_some_and(|cur| Arc::ptr_eq(cur, f)) {
-                m.remove(k);
-            }
-        }
+    /// Removes `f` from every TTL-bound structure that still points at it,
+    /// and from the sticky pointer too when `with_sticky`.
+    fn unfile(&mut self, f: &FactRef, with_sticky: bool) {
         let fact = &f.fact;
         if fact.is_collection() {
             if let Some(v) = self.collections.get_mut(fact.namespace.as_str()) {
@@ -231,31 +265,45 @@ impl ScopeIndex {
                 }
             }
         } else if !fact.uid.is_empty() {
-            let uid: Box<str> = fact.uid.as_str().into();
-            drop_if(
-                &mut self.exact,
-                &(uid.clone(), fact.resource_version.as_str().into()),
-                f,
-            );
-            drop_if(&mut self.latest, &uid, f);
+            if let Some(e) = self.by_uid.get_mut(fact.uid.as_str()) {
+                e.exact.retain(|(_, cur)| !Arc::ptr_eq(cur, f));
+                if same(&e.latest, f) {
+                    e.latest = None;
+                }
+                if with_sticky && same(&e.sticky, f) {
+                    e.sticky = None;
+                }
+                if e.is_empty() {
+                    self.by_uid.remove(fact.uid.as_str());
+                }
+            }
         } else if !fact.resource_version.is_empty() {
-            drop_if(&mut self.rv, &fact.resource_version.as_str().into(), f);
-        } else {
-            drop_if(
-                &mut self.name,
-                &(fact.namespace.as_str().into(), fact.name.as_str().into()),
-                f,
-            );
+            if self
+                .rv
+                .get(fact.resource_version.as_str())
+                .is_some_and(|cur| Arc::ptr_eq(cur, f))
+            {
+                self.rv.remove(fact.resource_version.as_str());
+            }
+        } else if let Some(names) = self.name.get_mut(fact.namespace.as_str()) {
+            if names
+                .get(fact.name.as_str())
+                .is_some_and(|cur| Arc::ptr_eq(cur, f))
+            {
+                names.remove(fact.name.as_str());
+            }
+            if names.is_empty() {
+                self.name.remove(fact.namespace.as_str());
+            }
         }
     }
 
     fn holds_sticky(&self, f: &FactRef) -> bool {
-        f.fact.is_removal()
-            && !f.fact.uid.is_empty()
+        !f.fact.uid.is_empty()
             && self
-                .sticky
+                .by_uid
                 .get(f.fact.uid.as_str())
-                .is_some_and(|cur| Arc::ptr_eq(cur, f))
+                .is_some_and(|e| same(&e.sticky, f))
     }
 
     /// Evicts the oldest fact entirely (caps): every key, sticky included.
@@ -272,10 +320,7 @@ impl ScopeIndex {
             self.sticky_only.pop_front()
         };
         if let Some(f) = f {
-            self.unfile_ttl_bound(&f);
-            if self.holds_sticky(&f) {
-                self.sticky.remove(f.fact.uid.as_str());
-            }
+            self.unfile(&f, true);
         }
         true
     }
@@ -285,10 +330,11 @@ impl ScopeIndex {
 #[derive(Debug, Default)]
 pub struct Index {
     config: IndexConfig,
-    scopes: HashMap<Scope, ScopeIndex>,
-    /// Arrival order across scopes, for the total cap. Entries of facts
-    /// already gone are skipped lazily.
-    arrivals: VecDeque<(u64, Scope)>,
+    scope_ids: HashMap<Scope, u32>,
+    scopes: Vec<ScopeIndex>,
+    /// Arrival order across scopes (seq, scope id), for the total cap.
+    /// Entries of facts already gone are skipped lazily.
+    arrivals: VecDeque<(u64, u32)>,
     next_seq: u64,
     total: usize,
     evictions: Evictions,
@@ -319,9 +365,15 @@ impl Index {
         self.evictions
     }
 
-    /// Whether any fact of this scope has ever been filed and is still held.
+    fn scope(&self, scope: &Scope) -> Option<&ScopeIndex> {
+        self.scope_ids
+            .get(scope)
+            .map(|&id| &self.scopes[id as usize])
+    }
+
+    /// Whether a fact of this scope is held.
     pub fn knows(&self, scope: &Scope) -> bool {
-        self.scopes.contains_key(scope)
+        self.scope(scope).is_some_and(|s| s.len() > 0)
     }
 
     /// Files a fact; returns the keys it filled (the waiters to wake). A fact
@@ -339,11 +391,17 @@ impl Index {
             seq,
             selector,
         });
-        if !self.scopes.contains_key(scope) {
-            self.scopes.insert(scope.clone(), ScopeIndex::default());
-        }
+        let id = match self.scope_ids.get(scope) {
+            Some(&id) => id,
+            None => {
+                let id = self.scopes.len() as u32;
+                self.scopes.push(ScopeIndex::default());
+                self.scope_ids.insert(scope.clone(), id);
+                id
+            }
+        };
         let cap = self.config.max_facts_per_type.max(1);
-        let s = self.scopes.get_mut(scope).expect("inserted above");
+        let s = &mut self.scopes[id as usize];
         let keys = s.file(&stored);
         if keys.is_empty() {
             return keys;
@@ -355,7 +413,7 @@ impl Index {
         }
         s.live.push_back(stored);
         self.total += 1;
-        self.arrivals.push_back((seq, scope.clone()));
+        self.arrivals.push_back((seq, id));
         while self.total > self.config.max_facts.max(1) {
             if !self.evict_globally_oldest() {
                 break;
@@ -366,16 +424,11 @@ impl Index {
     }
 
     fn evict_globally_oldest(&mut self) -> bool {
-        while let Some((seq, scope)) = self.arrivals.pop_front() {
-            let Some(s) = self.scopes.get_mut(&scope) else {
-                continue;
-            };
+        while let Some((seq, id)) = self.arrivals.pop_front() {
+            let s = &mut self.scopes[id as usize];
             if s.oldest_seq() == Some(seq) {
                 s.evict_oldest();
                 self.total -= 1;
-                if s.len() == 0 {
-                    self.scopes.remove(&scope);
-                }
                 return true;
             }
         }
@@ -389,14 +442,14 @@ impl Index {
     pub fn sweep(&mut self, now_ms: u64) {
         let ttl = self.config.ttl_ms;
         let mut dropped = 0;
-        self.scopes.retain(|_, s| {
+        for s in &mut self.scopes {
             while s
                 .live
                 .front()
                 .is_some_and(|f| f.at_ms.saturating_add(ttl) <= now_ms)
             {
                 let f = s.live.pop_front().expect("front checked");
-                s.unfile_ttl_bound(&f);
+                s.unfile(&f, false);
                 if s.holds_sticky(&f) {
                     let at = s.sticky_only.partition_point(|x| x.seq < f.seq);
                     s.sticky_only.insert(at, f);
@@ -404,29 +457,25 @@ impl Index {
                     dropped += 1;
                 }
             }
-            s.len() > 0
-        });
+        }
         self.total -= dropped;
         // Forget arrival entries of facts that are gone, so the queue stays
         // proportional to what is held.
         if self.arrivals.len() > 2 * self.total + 1024 {
-            let mut held: Vec<(u64, Scope)> = self
+            let mut held: Vec<(u64, u32)> = self
                 .scopes
                 .iter()
-                .flat_map(|(scope, s)| {
+                .enumerate()
+                .flat_map(|(id, s)| {
                     s.live
                         .iter()
                         .chain(&s.sticky_only)
-                        .map(move |f| (f.seq, scope.clone()))
+                        .map(move |f| (f.seq, id as u32))
                 })
                 .collect();
             held.sort_unstable_by_key(|(seq, _)| *seq);
             self.arrivals = held.into();
         }
-    }
-
-    fn pair(a: &str, b: &str) -> (Box<str>, Box<str>) {
-        (a.into(), b.into())
     }
 
     fn live<'a>(&self, f: Option<&'a FactRef>, now_ms: u64) -> Option<&'a FactRef> {
@@ -435,7 +484,7 @@ impl Index {
 
     /// Reads the tiers for `q` in the spec's precedence (§4 flowchart).
     pub fn lookup(&self, scope: &Scope, q: &Query, now_ms: u64) -> Lookup {
-        let Some(s) = self.scopes.get(scope) else {
+        let Some(s) = self.scope(scope) else {
             return Lookup::default();
         };
         let found = |tier: Tier, f: &FactRef| {
@@ -444,21 +493,22 @@ impl Index {
                 fact: f.clone(),
             })
         };
-        let has_uid = !q.uid.is_empty();
-        let exact = if has_uid && !q.resource_version.is_empty() {
-            self.live(
-                s.exact.get(&Self::pair(&q.uid, &q.resource_version)),
-                now_ms,
-            )
-        } else {
+        let by_uid = if q.uid.is_empty() {
             None
+        } else {
+            s.uid(&q.uid)
+        };
+        let exact = if q.resource_version.is_empty() {
+            None
+        } else {
+            self.live(by_uid.and_then(|e| e.exact(&q.resource_version)), now_ms)
         };
 
         if q.removal {
             // A fact about the deletion, filed under any key, ends the wait;
             // a write fact is only ever held as a fallback.
             let mut fallback: Option<Match> = None;
-            if has_uid && let Some(f) = s.sticky.get(q.uid.as_str()) {
+            if let Some(f) = by_uid.and_then(|e| e.sticky.as_ref()) {
                 // Not TTL-bound: a uid is unique across space and time.
                 return Lookup {
                     best: found(Tier::DeleteSticky, f),
@@ -474,13 +524,15 @@ impl Index {
                 }
                 fallback = found(Tier::Exact, f);
             }
-            if has_uid && let Some(f) = self.collection_with_uid(s, q, now_ms) {
+            if !q.uid.is_empty()
+                && let Some(f) = self.collection_with_uid(s, q, now_ms)
+            {
                 return Lookup {
                     best: found(Tier::DeletecollectionBodyUid, f),
                     settled: true,
                 };
             }
-            if has_uid && let Some(f) = self.live(s.latest.get(q.uid.as_str()), now_ms) {
+            if let Some(f) = self.live(by_uid.and_then(|e| e.latest.as_ref()), now_ms) {
                 if f.fact.is_removal() {
                     return Lookup {
                         best: found(Tier::Latest, f),
@@ -489,7 +541,7 @@ impl Index {
                 }
                 fallback = fallback.or_else(|| found(Tier::Latest, f));
             }
-            let name = self.live(s.name.get(&Self::pair(&q.namespace, &q.name)), now_ms);
+            let name = self.live(s.name(&q.namespace, &q.name), now_ms);
             if let Some(f) = name.filter(|f| f.fact.is_removal()) {
                 return Lookup {
                     best: found(Tier::Name, f),
@@ -522,7 +574,7 @@ impl Index {
             .flatten()
             .map(|f| (Tier::ResourceVersion, f))
             .or_else(|| {
-                self.live(s.name.get(&Self::pair(&q.namespace, &q.name)), now_ms)
+                self.live(s.name(&q.namespace, &q.name), now_ms)
                     .map(|f| (Tier::Name, f))
             });
         match hatch {
@@ -578,7 +630,7 @@ impl Index {
     /// Every fact the index holds for the object of `q`, tier by tier, with
     /// why a tier's fact would be passed by. The winner is [`Index::lookup`].
     pub fn explain(&self, scope: &Scope, q: &Query, now_ms: u64) -> Vec<Candidate> {
-        let Some(s) = self.scopes.get(scope) else {
+        let Some(s) = self.scope(scope) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -595,52 +647,54 @@ impl Index {
                 excluded,
             });
         };
-        let uid = q.uid.as_str();
-        if let Some(f) = s.sticky.get(uid) {
+        const WRITE_GATE: &str = "a write may not reach the removal tiers";
+        let by_uid = if q.uid.is_empty() {
+            None
+        } else {
+            s.uid(&q.uid)
+        };
+        if let Some(f) = by_uid.and_then(|e| e.sticky.as_ref()) {
             push(
                 Tier::DeleteSticky,
                 f,
                 (!q.removal).then_some("only a removal consults the sticky pointer"),
             );
         }
-        if let Some(f) = s.exact.get(&Self::pair(uid, &q.resource_version)) {
+        if let Some(f) = by_uid.and_then(|e| e.exact(&q.resource_version)) {
             push(Tier::Exact, f, None);
         }
-        if let Some(cs) = s.collections.get(q.namespace.as_str()) {
-            for c in cs {
-                let named = c
-                    .fact
-                    .uids
-                    .as_ref()
-                    .is_some_and(|u| u.iter().any(|u| u == uid));
-                if named {
-                    push(
-                        Tier::DeletecollectionBodyUid,
-                        c,
-                        (!q.removal).then_some("a write may not reach the removal tiers"),
-                    );
-                } else {
-                    let rule = if !q.removal {
-                        Some("a write may not reach the removal tiers")
-                    } else if c.fact.uids.is_some() {
-                        Some("the collection's uid set does not name this object")
-                    } else if c.at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms
-                    {
-                        Some("outside the collection window")
-                    } else if !c
-                        .selector
-                        .as_ref()
-                        .is_some_and(|sel| sel.matches(&q.labels))
-                    {
-                        Some("the collection's selector does not select this object")
-                    } else {
-                        None
-                    };
-                    push(Tier::DeletecollectionScope, c, rule);
-                }
+        for c in s
+            .collections
+            .get(q.namespace.as_str())
+            .into_iter()
+            .flatten()
+        {
+            if !q.uid.is_empty() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid)) {
+                push(
+                    Tier::DeletecollectionBodyUid,
+                    c,
+                    (!q.removal).then_some(WRITE_GATE),
+                );
+                continue;
             }
+            let rule = if !q.removal {
+                Some(WRITE_GATE)
+            } else if c.fact.uids.is_some() {
+                Some("the collection's uid set does not name this object")
+            } else if c.at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
+                Some("outside the collection window")
+            } else if !c
+                .selector
+                .as_ref()
+                .is_some_and(|sel| sel.matches(&q.labels))
+            {
+                Some("the collection's selector does not select this object")
+            } else {
+                None
+            };
+            push(Tier::DeletecollectionScope, c, rule);
         }
-        if let Some(f) = s.latest.get(uid) {
+        if let Some(f) = by_uid.and_then(|e| e.latest.as_ref()) {
             let rule = if q.exact_capable() {
                 Some("an exact-capable event may not fall through to the removal tiers")
             } else if !q.removal {
@@ -653,7 +707,7 @@ impl Index {
         if let Some(f) = s.rv.get(q.resource_version.as_str()) {
             push(Tier::ResourceVersion, f, None);
         }
-        if let Some(f) = s.name.get(&Self::pair(&q.namespace, &q.name)) {
+        if let Some(f) = s.name(&q.namespace, &q.name) {
             push(Tier::Name, f, None);
         }
         out
