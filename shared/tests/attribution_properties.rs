@@ -88,7 +88,7 @@ fn make_fact(scope: usize, uid: u8, rv: u8, verb: &str, shape: u8, seq: u64) -> 
     };
     if verb == "deletecollection" {
         f.name.clear();
-        f.uids = (shape % 2 == 0).then(|| vec![uid_s]);
+        f.uids = shape.is_multiple_of(2).then(|| vec![uid_s]);
         f.author = format!("{scope}|{verb}|||{seq}");
         return f;
     }
