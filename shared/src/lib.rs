@@ -11,5 +11,6 @@ pub mod attribution;
 mod error;
 pub mod metrics;
 pub mod ownership;
+pub mod proto;
 
 pub use error::{Error, Result};
