@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod replay;
+mod tls;
 
 #[derive(Debug, Parser)]
 #[command(
