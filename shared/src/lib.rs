@@ -11,5 +11,6 @@ pub mod attribution;
 mod error;
 pub mod metrics;
 pub mod ownership;
+pub mod test_support;
 
 pub use error::{Error, Result};
