@@ -45,9 +45,7 @@ pub enum Error {
     MemoryTransportReplicas { replicas: u32 },
 
     /// `--transport redis` without a URL.
-    #[error(
-        "the redis transport needs a Redis URL (redis://[:password@]host:port[/db] or rediss:// for TLS)"
-    )]
+    #[error("the redis transport needs a Redis URL (redis://[:password@]host:port[/db] or rediss:// for TLS)")]
     RedisUrlMissing,
 
     /// The Redis URL (or its TLS material) could not be used.

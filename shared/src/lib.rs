@@ -12,6 +12,7 @@ mod error;
 pub mod metrics;
 pub mod ownership;
 pub mod proto;
+#[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 
 pub use error::{Error, Result};

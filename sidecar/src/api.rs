@@ -22,37 +22,23 @@ pub struct Api {
 }
 
 fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
-    let t = t.ok_or_else(|| {
-        Status::invalid_argument("type is required: route, group, version, resource")
-    })?;
+    let t = t.ok_or_else(|| Status::invalid_argument("type is required: route, group, version, resource"))?;
     if t.resource.is_empty() {
-        return Err(Status::invalid_argument(
-            "type.resource is required (e.g. \"configmaps\")",
-        ));
+        return Err(Status::invalid_argument("type.resource is required (e.g. \"configmaps\")"));
     }
-    Ok((
-        Scope::new(&t.route, GroupResource::new(&t.group, &t.resource)),
-        t.version.clone(),
-    ))
+    Ok((Scope::new(&t.route, GroupResource::new(&t.group, &t.resource)), t.version.clone()))
 }
 
 fn watch_kind(s: &str) -> Result<WatchKind, Status> {
     serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| {
-        Status::invalid_argument(format!(
-            "event_type {s:?} is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR"
-        ))
+        Status::invalid_argument(format!("event_type {s:?} is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR"))
     })
 }
 
 impl Api {
     pub fn new(engine: Arc<Engine>, follower: AnyFollower) -> Self {
         let ttl = engine.config().index.ttl_ms;
-        Self {
-            engine,
-            follower,
-            intent: Mutex::new(IntentTracker::new(ttl)),
-            refs: Mutex::new(HashMap::new()),
-        }
+        Self { engine, follower, intent: Mutex::new(IntentTracker::new(ttl)), refs: Mutex::new(HashMap::new()) }
     }
 
     fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, u32>> {
@@ -77,10 +63,7 @@ impl Api {
 
 #[tonic::async_trait]
 impl Attribution for Api {
-    async fn resolve(
-        &self,
-        req: Request<proto::ResolveRequest>,
-    ) -> Result<Response<proto::ResolveResponse>, Status> {
+    async fn resolve(&self, req: Request<proto::ResolveRequest>) -> Result<Response<proto::ResolveResponse>, Status> {
         let req = req.into_inner();
         let (scope, version) = scope_of(req.r#type.as_ref())?;
         let kind = watch_kind(&req.event_type)?;
@@ -92,15 +75,8 @@ impl Attribution for Api {
         };
         let event = WatchEvent { kind, object };
         let now = self.engine.clock().now_ms();
-        let action = self
-            .intent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .observe(&scope, &event, now);
-        let mut out = proto::ResolveResponse {
-            action: action.label().into(),
-            ..Default::default()
-        };
+        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(&scope, &event, now);
+        let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
         if !matches!(action, Action::Write | Action::Delete) {
             return Ok(Response::new(out));
         }
@@ -115,10 +91,7 @@ impl Attribution for Api {
         Ok(Response::new(out))
     }
 
-    async fn explain(
-        &self,
-        req: Request<proto::ExplainRequest>,
-    ) -> Result<Response<proto::ExplainResponse>, Status> {
+    async fn explain(&self, req: Request<proto::ExplainRequest>) -> Result<Response<proto::ExplainResponse>, Status> {
         let req = req.into_inner();
         let (scope, _) = scope_of(req.r#type.as_ref())?;
         let q = Query {
@@ -136,10 +109,7 @@ impl Attribution for Api {
             .explain(&scope, &q)
             .into_iter()
             .map(|c| {
-                let wins = winner
-                    .best
-                    .as_ref()
-                    .is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact));
+                let wins = winner.best.as_ref().is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact));
                 proto::Candidate {
                     tier: c.tier.label().into(),
                     asserts: c.tier.asserts().into(),
@@ -149,58 +119,36 @@ impl Attribution for Api {
                 }
             })
             .collect();
-        let route = self
-            .engine
-            .route_health(&scope.route)
-            .map(|h| proto::RouteHealth {
-                ever_resolved: h.ever_resolved,
-                unresolved_in_a_row: h.unresolved_in_a_row,
-                misrouted: h.warned,
-            });
+        let route = self.engine.route_health(&scope.route).map(|h| proto::RouteHealth {
+            ever_resolved: h.ever_resolved,
+            unresolved_in_a_row: h.unresolved_in_a_row,
+            misrouted: h.warned,
+        });
         Ok(Response::new(proto::ExplainResponse {
-            winner_tier: winner
-                .best
-                .as_ref()
-                .map_or(Tier::Absent, |m| m.tier)
-                .label()
-                .into(),
+            winner_tier: winner.best.as_ref().map_or(Tier::Absent, |m| m.tier).label().into(),
             settled: winner.settled,
             candidates,
             route,
             following: self.follower.subscriptions().contains(&scope),
-            follower_last_success: self
-                .engine
-                .metrics()
-                .fact_follower_last_success_timestamp_seconds
-                .get(),
+            follower_last_success: self.engine.metrics().fact_follower_last_success_timestamp_seconds.get(),
         }))
     }
 
-    async fn acquire(
-        &self,
-        req: Request<proto::FollowRequest>,
-    ) -> Result<Response<proto::FollowResponse>, Status> {
+    async fn acquire(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {
         let r = req.into_inner();
         if r.resource.is_empty() {
             return Err(Status::invalid_argument("resource is required"));
         }
         let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
-        Ok(Response::new(proto::FollowResponse {
-            refs: Api::acquire(self, &scope),
-        }))
+        Ok(Response::new(proto::FollowResponse { refs: Api::acquire(self, &scope) }))
     }
 
-    async fn release(
-        &self,
-        req: Request<proto::FollowRequest>,
-    ) -> Result<Response<proto::FollowResponse>, Status> {
+    async fn release(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {
         let r = req.into_inner();
         let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
         let mut refs = self.refs();
         let Some(n) = refs.get_mut(&scope) else {
-            return Err(Status::failed_precondition(format!(
-                "{scope} is not acquired: nothing to release"
-            )));
+            return Err(Status::failed_precondition(format!("{scope} is not acquired: nothing to release")));
         };
         *n -= 1;
         let left = *n;

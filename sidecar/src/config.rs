@@ -13,13 +13,9 @@ use shared::attribution::transport::{TransportConfig, TransportKind, TransportOp
 /// Parses `250ms`, `3s`, `10m`, `1h` (a bare number is seconds).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration: use e.g. 500ms, 3s, 10m, 1h"))?;
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration: use e.g. 500ms, 3s, 10m, 1h"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "" | "s" => n,
@@ -56,10 +52,7 @@ pub struct Attribution {
     #[arg(long = "author-attribution-transport", env = "REVERSER_TRANSPORT")]
     pub transport: Option<String>,
     /// Audit-event annotation naming the route, for the bare `/audit-webhook` path.
-    #[arg(
-        long = "author-attribution-audit-route-annotation-key",
-        env = "REVERSER_AUDIT_ROUTE_ANNOTATION_KEY"
-    )]
+    #[arg(long = "author-attribution-audit-route-annotation-key", env = "REVERSER_AUDIT_ROUTE_ANNOTATION_KEY")]
     pub route_annotation_key: Option<String>,
     /// Redis URL: `redis://[:password@]host:port[/db]`, `rediss://` for TLS.
     #[arg(long, env = "REVERSER_REDIS_URL", hide_env_values = true)]
@@ -97,30 +90,18 @@ impl Attribution {
         let redis = match &self.redis_url {
             Some(url) => {
                 let ca_cert_pem = match &self.redis_ca {
-                    Some(p) => Some(
-                        std::fs::read(p)
-                            .map_err(|e| format!("cannot read --redis-ca {}: {e}", p.display()))?,
-                    ),
+                    Some(p) => {
+                        Some(std::fs::read(p).map_err(|e| format!("cannot read --redis-ca {}: {e}", p.display()))?)
+                    }
                     None => None,
                 };
-                Some(RedisOptions {
-                    url: url.clone(),
-                    ca_cert_pem,
-                })
+                Some(RedisOptions { url: url.clone(), ca_cert_pem })
             }
             None => None,
         };
-        let config = TransportConfig {
-            prefix: self.stream_prefix.clone(),
-            ttl: self.ttl,
-            ..TransportConfig::default()
-        };
-        Ok(TransportOptions {
-            kind,
-            replica_count: self.replica_count,
-            redis,
-            config,
-        })
+        let config =
+            TransportConfig { prefix: self.stream_prefix.clone(), ttl: self.ttl, ..TransportConfig::default() };
+        Ok(TransportOptions { kind, replica_count: self.replica_count, redis, config })
     }
 }
 
@@ -142,11 +123,7 @@ pub struct Receiver {
     #[arg(long, env = "REVERSER_AUDIT_CLIENT_CA")]
     pub audit_client_ca: Option<PathBuf>,
     /// Where development certificates are generated when no TLS paths are given.
-    #[arg(
-        long,
-        env = "REVERSER_DEV_CERTS_DIR",
-        default_value = "reverser-dev-certs"
-    )]
+    #[arg(long, env = "REVERSER_DEV_CERTS_DIR", default_value = "reverser-dev-certs")]
     pub dev_certs_dir: PathBuf,
     /// Largest audit batch accepted, in bytes (413 above).
     #[arg(long, env = "REVERSER_AUDIT_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
@@ -158,12 +135,10 @@ impl Receiver {
         if self.audit_listen == "off" {
             return Ok(None);
         }
-        self.audit_listen.parse().map(Some).map_err(|_| {
-            format!(
-                "--audit-listen {:?} is not host:port (or `off`)",
-                self.audit_listen
-            )
-        })
+        self.audit_listen
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("--audit-listen {:?} is not host:port (or `off`)", self.audit_listen))
     }
 }
 
@@ -171,11 +146,7 @@ impl Receiver {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Ops {
     /// Plain HTTP for /metrics, /healthz and /readyz.
-    #[arg(
-        long,
-        env = "REVERSER_METRICS_LISTEN",
-        default_value = "127.0.0.1:9090"
-    )]
+    #[arg(long, env = "REVERSER_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
     pub metrics_listen: SocketAddr,
 }
 
