@@ -545,3 +545,53 @@ mod gap_model {
         }
     }
 }
+
+/// Ids of the connections currently blocked in (or last running) XREAD.
+fn xread_client_ids(server: &RedisServer) -> Vec<String> {
+    let list = server.cli(&["CLIENT", "LIST"]).unwrap();
+    list.lines()
+        .filter(|l| l.contains(" cmd=xread"))
+        .filter_map(|l| l.split(' ').find_map(|kv| kv.strip_prefix("id=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn one_xread_client(server: &RedisServer) -> String {
+    for _ in 0..200 {
+        let ids = xread_client_ids(server);
+        if ids.len() == 1 {
+            return ids[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no single XREAD connection: {:?}", xread_client_ids(server));
+}
+
+/// The subscription set changes on the same connection: the reader
+/// re-issues its XREAD "rather than tearing the connection down".
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn subscription_changes_reuse_the_connection() {
+    let h = RedisHarness::new(test_config());
+    let (a, b) = (scope("r", "", "configmaps"), scope("r", "", "secrets"));
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    let before = one_xread_client(&h.server).await;
+    follower.acquire(&b);
+    tokio::time::timeout(Duration::from_secs(20), follower.settled())
+        .await
+        .unwrap();
+    h.transport
+        .publisher()
+        .publish(vec![(b.clone(), fact("bob", "b"))])
+        .await
+        .unwrap();
+    rec.wait_for_name("b").await;
+    follower.release(&a);
+    tokio::time::timeout(Duration::from_secs(20), follower.settled())
+        .await
+        .unwrap();
+    assert_eq!(one_xread_client(&h.server).await, before);
+}
