@@ -8,6 +8,9 @@ pub mod owners;
 pub mod types;
 
 pub mod fold;
+pub mod merge_request;
 pub mod reap;
+pub mod sweep;
+pub mod takeover;
 #[cfg(test)]
 mod testkit;
