@@ -236,10 +236,7 @@ pub fn adopt_or_create(
             }
         }
         None => {
-            let mut iss = Issue::default();
-            iss.api_version = Some(super::types::API_VERSION.into());
-            iss.kind = Some(Issue::KIND.into());
-            iss.metadata.name = Some(issue_cr_name(&issue.repository_ref, issue.number));
+            let mut iss = Issue::new(&issue_cr_name(&issue.repository_ref, issue.number));
             iss.metadata.owner_references = Some(vec![controller.clone()]);
             iss.spec = IssueSpec {
                 number: issue.number,

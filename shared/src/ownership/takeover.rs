@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::merge_request::{OwnershipWrite, TAKEOVER_REQUESTED_BY, TATARA};
 use super::naming::takeover_task_name;
 use super::sweep::effective_maintainers;
-use super::types::{API_VERSION, MergeRequest, Project, Repository, Stage, Task};
+use super::types::{MergeRequest, Project, Repository, Stage, Task};
 
 /// "HTTP 403 with the body ...".
 pub const REFUSAL_BODY: &str =
@@ -107,10 +107,7 @@ pub fn mint_or_unpark(
                 .as_ref()
                 .and_then(|s| s.head_branch.clone())
                 .unwrap_or_default();
-            let mut t = Task::default();
-            t.api_version = Some(API_VERSION.into());
-            t.kind = Some(Task::KIND.into());
-            t.metadata.name = Some(name.clone());
+            let mut t = Task::new(&name);
             t.metadata.namespace = mr.metadata.namespace.clone();
             // "bound to the MR's existing head branch, so the implement pod
             // pushes there rather than to a derived tatara/* branch"

@@ -46,6 +46,17 @@ macro_rules! custom_resource {
             /// URL plural of this CR.
             pub const PLURAL: &'static str = $plural;
 
+            /// An empty object of this kind named `name`, with apiVersion and kind set.
+            pub fn new(name: &str) -> Self {
+                let mut o = Self {
+                    api_version: Some(API_VERSION.to_string()),
+                    kind: Some($kind.to_string()),
+                    ..Default::default()
+                };
+                o.metadata.name = Some(name.to_string());
+                o
+            }
+
             /// The object's name, or "" when it has none yet.
             pub fn name(&self) -> &str {
                 self.metadata.name.as_deref().unwrap_or("")
