@@ -159,10 +159,7 @@ pub fn mint_stage(webhook_originated: bool, last_comment_human: bool) -> MintSta
 /// carried in the immutable spec (`initialParkReason`), as the CRD does.
 pub fn mint_task(project: &Project, namespace: &str, issue: &ForgeIssue, stage: MintStage) -> Task {
     let project_name = project.name().to_string();
-    let mut t = Task::default();
-    t.api_version = Some(super::types::API_VERSION.into());
-    t.kind = Some(Task::KIND.into());
-    t.metadata.name = Some(intake_task_name(
+    let mut t = Task::new(&intake_task_name(
         &project_name,
         "",
         &issue.repository_ref,
