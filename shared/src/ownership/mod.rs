@@ -7,6 +7,7 @@ pub mod naming;
 pub mod owners;
 pub mod types;
 
+pub mod budget;
 pub mod fold;
 pub mod merge_request;
 pub mod reap;
