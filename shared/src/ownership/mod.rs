@@ -8,6 +8,8 @@ pub mod owners;
 pub mod types;
 
 pub mod budget;
+#[cfg(any(test, feature = "test-support"))]
+pub mod fakeapi;
 pub mod fold;
 pub mod merge_request;
 pub mod reap;
