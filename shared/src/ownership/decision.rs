@@ -147,6 +147,10 @@ pub enum Action {
         reason: String,
         why: String,
     },
+    /// Create a Task (a sweep mint, a takeover mint).
+    CreateTask { task: Box<Task>, why: String },
+    /// Create an Issue mirror CR (adopt-or-create's create half).
+    CreateIssue { issue: Box<Issue>, why: String },
     /// Delete a Task (guarded by its uid).
     DeleteTask {
         task: String,
@@ -192,6 +196,8 @@ impl Action {
             | Action::SetFoldInFlight { why, .. }
             | Action::FailTask { why, .. }
             | Action::DeleteTask { why, .. }
+            | Action::CreateTask { why, .. }
+            | Action::CreateIssue { why, .. }
             | Action::PostIssueComment { why, .. }
             | Action::StampLabel { why, .. }
             | Action::CloseMergeRequest { why, .. }
@@ -208,5 +214,37 @@ impl Action {
                 | Action::CloseMergeRequest { .. }
                 | Action::DeleteBranch { .. }
         )
+    }
+}
+
+/// Everything the ownership rules read from one namespace, at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub tasks: Vec<Task>,
+    pub issues: Vec<Issue>,
+    pub merge_requests: Vec<MergeRequest>,
+}
+
+impl Snapshot {
+    /// Every Issue and MergeRequest, as [`Artifact`]s.
+    pub fn artifacts(&self) -> Vec<Artifact> {
+        self.issues
+            .iter()
+            .map(Artifact::from)
+            .chain(self.merge_requests.iter().map(Artifact::from))
+            .collect()
+    }
+    /// Every Task as a potential owner; one being deleted does not survive.
+    pub fn owner_infos(&self) -> Vec<OwnerInfo> {
+        self.tasks.iter().map(|t| OwnerInfo::of(t, true)).collect()
+    }
+    /// A Task by name.
+    pub fn task(&self, name: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.name() == name)
+    }
+    /// An Issue by name.
+    pub fn issue(&self, name: &str) -> Option<&Issue> {
+        self.issues.iter().find(|i| i.name() == name)
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::decision::{Action, Artifact};
+use super::decision::{Action, Artifact, Snapshot};
 use super::owners::swap_controller;
 use super::types::{POST_APPROVED_STATES, Stage, Task, task_owner_ref};
 
@@ -46,6 +46,15 @@ impl FoldRefusal {
                 format!("fold target {member} is in project {project}, not the umbrella's")
             }
             FoldRefusal::WorkInFlight { .. } => WORK_IN_FLIGHT.to_string(),
+        }
+    }
+}
+
+impl From<FoldRefusal> for crate::Error {
+    fn from(r: FoldRefusal) -> Self {
+        crate::Error::Refused {
+            status: r.status(),
+            message: r.message(),
         }
     }
 }
@@ -118,10 +127,12 @@ pub fn adopt(umbrella: &Task, members: &[Task], artifacts: &[Artifact]) -> Vec<A
         .iter()
         .filter_map(|m| m.metadata.uid.clone())
         .collect();
+    // "for each artifact A owned by Mi ... REWRITES Mi's ownerRef to
+    // controller=false": the artifacts a member controls. One a member only
+    // holds open with a plain reference stays with its own controller.
     artifacts
         .iter()
-        .filter(|a| a.owner_references.iter().any(|r| member_uids.contains(&r.uid)))
-        .filter(|a| !(a.controlled_by(&uid) && a.controller().is_some()))
+        .filter(|a| a.controller().is_some_and(|c| member_uids.contains(&c.uid)))
         .map(|a| Action::SetOwners {
             kind: a.kind,
             name: a.name.clone(),
@@ -136,18 +147,65 @@ pub fn adopt(umbrella: &Task, members: &[Task], artifacts: &[Artifact]) -> Vec<A
         .collect()
 }
 
-/// The artifacts a fold names: every artifact a member or the umbrella owns.
+/// The artifacts a fold names: those a member controls (still to adopt)
+/// and those the umbrella controls with a member's plain reference (adopted).
 pub fn named_artifacts(umbrella: &Task, members: &[Task], artifacts: &[Artifact]) -> Vec<String> {
-    let mut uids: BTreeSet<String> = members
+    let member_uids: BTreeSet<String> = members
         .iter()
         .filter_map(|m| m.metadata.uid.clone())
         .collect();
-    uids.extend(umbrella.metadata.uid.clone());
+    let uid = umbrella.metadata.uid.clone().unwrap_or_default();
     artifacts
         .iter()
-        .filter(|a| a.owner_references.iter().any(|r| uids.contains(&r.uid)))
+        .filter(|a| match a.controller() {
+            Some(c) if member_uids.contains(&c.uid) => true,
+            Some(c) if c.uid == uid => a
+                .owner_references
+                .iter()
+                .any(|r| member_uids.contains(&r.uid)),
+            _ => false,
+        })
         .map(|a| a.name.clone())
         .collect()
+}
+
+/// The whole fold as one decision over a fresh snapshot: each call returns
+/// the next step(s), so an executor that recomputes after every conflict or
+/// crash resumes where the cluster stands. Empty when the fold is over.
+pub fn decide(
+    snap: &Snapshot,
+    umbrella: &str,
+    members: &[String],
+) -> Result<Vec<Action>, FoldRefusal> {
+    let Some(u) = snap.task(umbrella) else {
+        return Ok(vec![]);
+    };
+    if u.is_terminal() {
+        return Ok(vec![]);
+    }
+    let present: Vec<Task> = members
+        .iter()
+        .filter_map(|m| snap.task(m).cloned())
+        .collect();
+    let artifacts = snap.artifacts();
+    if u.fold_in_flight().is_empty() {
+        if present.is_empty() {
+            return Ok(vec![]);
+        }
+        liveness_gate(u, members, &present)?;
+        return Ok(vec![begin(u, members)]);
+    }
+    if present.is_empty() {
+        return Ok(resume(u, &present).into_iter().collect());
+    }
+    let adopt_steps = adopt(u, &present, &artifacts);
+    if !adopt_steps.is_empty() {
+        return Ok(adopt_steps);
+    }
+    let named = named_artifacts(u, &present, &artifacts);
+    Ok(match verify(u, &present, &named, &artifacts) {
+        FoldVerdict::Verified { actions } | FoldVerdict::Unverified { actions, .. } => actions,
+    })
 }
 
 /// The outcome of step 3.

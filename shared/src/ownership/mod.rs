@@ -8,6 +8,7 @@ pub mod owners;
 pub mod types;
 
 pub mod budget;
+pub mod executor;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fakeapi;
 pub mod fold;

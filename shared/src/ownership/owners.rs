@@ -6,7 +6,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 
-use super::decision::{Action, Artifact, OwnerInfo, is_controller};
+use super::decision::{Action, Artifact, OwnerInfo, Snapshot, is_controller};
 use super::types::Task;
 
 /// One broken rule on one object.
@@ -199,6 +199,17 @@ pub fn repair(artifact: &Artifact, owners: &[OwnerInfo]) -> Option<Action> {
         ),
         owner_references: new_refs,
     })
+}
+
+/// Rule 5's reconcile guard over a snapshot: one repair per artifact that
+/// needs one. (Each found violation is logged at ERROR by the executor that
+/// applies it, the spec's operator_orphan_no_controller_total signal.)
+pub fn decide_repairs(snap: &Snapshot) -> Vec<Action> {
+    let owners = snap.owner_infos();
+    snap.artifacts()
+        .iter()
+        .filter_map(|a| repair(a, &owners))
+        .collect()
 }
 
 /// Rule 4's repair on a Task: drop every Task owner reference.

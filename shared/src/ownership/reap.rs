@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use super::decision::{Action, Artifact, OwnerInfo};
+use super::decision::{Action, Artifact, OwnerInfo, Snapshot};
 use super::owners::{oldest_surviving, swap_controller};
 use super::types::{ArtifactKind, BACKLOG_SWEEP, Project, Stage, Task};
 
@@ -175,6 +175,30 @@ pub fn settle_and_delete(task: &Task, artifacts: &[Artifact], owners: &[OwnerInf
         ),
     });
     actions
+}
+
+/// Reaping one Task as a decision over a fresh snapshot (retention already
+/// judged by [`reap_verdict`]): nothing while a live fold names it, else
+/// settle-then-delete (or, from parked, the terminal path then delete).
+pub fn decide(snap: &Snapshot, project: &Project, task: &str) -> Vec<Action> {
+    let Some(t) = snap.task(task) else {
+        return vec![];
+    };
+    if live_fold_members(&snap.tasks).contains(task) {
+        return vec![];
+    }
+    let artifacts = snap.artifacts();
+    let owners = snap.owner_infos();
+    if matches!(t.stage(), Stage::Parked(_)) {
+        let mut actions = terminal_release(t, project, &artifacts, &owners);
+        actions.push(Action::DeleteTask {
+            task: t.name().to_string(),
+            uid: t.metadata.uid.clone(),
+            why: format!("reap {} from parked after its terminal path", t.name()),
+        });
+        return actions;
+    }
+    settle_and_delete(t, &artifacts, &owners)
 }
 
 /// The ordered terminal path "on entering failed / rejected, or being reaped

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 
-use super::decision::Artifact;
+use super::decision::{Action, Artifact, Snapshot};
 use super::naming::{intake_task_name, issue_cr_name, natural_key};
 use super::types::{BACKLOG_SWEEP, Issue, IssueSpec, Project, Repository, Task};
 
@@ -416,3 +416,52 @@ pub fn pr_disposition(
 
 #[cfg(test)]
 mod tests;
+
+/// One orphan's mint as a decision over a fresh snapshot: create the Task,
+/// then adopt-or-create its Issue. Empty once the issue is no longer an
+/// orphan. A same-named Task that is terminal (a failed Task survives 7 days)
+/// blocks the re-mint until it is reaped.
+pub fn decide(
+    snap: &Snapshot,
+    project: &Project,
+    repo: Option<&Repository>,
+    namespace: &str,
+    issue: &ForgeIssue,
+    stage: MintStage,
+) -> Vec<Action> {
+    let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
+    if !orphan(issue, &index, project, repo).orphan {
+        return vec![];
+    }
+    let task = mint_task(project, namespace, issue, stage);
+    let Some(existing) = snap.task(task.name()) else {
+        return vec![Action::CreateTask {
+            why: format!(
+                "{} is an orphan: mint {} ({stage:?})",
+                natural_key(&issue.repository_ref, issue.number),
+                task.name()
+            ),
+            task: Box::new(task),
+        }];
+    };
+    if existing.is_terminal() || existing.metadata.deletion_timestamp.is_some() {
+        return vec![];
+    }
+    let task_ref = super::types::task_owner_ref(
+        existing.name(),
+        existing.metadata.uid.as_deref().unwrap_or(""),
+        true,
+    );
+    let mirror = snap.issue(&issue_cr_name(&issue.repository_ref, issue.number));
+    match adopt_or_create(&task_ref, mirror, project.name(), issue) {
+        IssueWrite::Adopt { issue, why } => vec![Action::SetOwners {
+            kind: super::types::ArtifactKind::Issue,
+            name: issue.name().to_string(),
+            resource_version: issue.metadata.resource_version.clone(),
+            owner_references: issue.owner_refs().to_vec(),
+            why,
+        }],
+        IssueWrite::Create { issue, why } => vec![Action::CreateIssue { issue, why }],
+        IssueWrite::Skip { .. } => vec![],
+    }
+}
