@@ -66,6 +66,18 @@ pub fn live_reason(task: &Task) -> Option<String> {
     if let Some(pod) = st.pod_name.filter(|p| !p.is_empty()) {
         return Some(format!("{} has a running pod {pod}", task.name()));
     }
+    // A Task that is itself mid-fold is work in flight too: folding it would
+    // delete an umbrella whose adoptions are still landing, and a reference
+    // appended to a deleted owner is removed by the GC, leaving its artifact
+    // with plain owners and no controller (found by the interleaving test:
+    // two Tasks folding each other).
+    if !task.fold_in_flight().is_empty() {
+        return Some(format!(
+            "{} is mid-fold of {}",
+            task.name(),
+            task.fold_in_flight().join(", ")
+        ));
+    }
     if let Stage::Active(state) = task.stage()
         && POST_APPROVED_STATES.contains(&state.as_str())
     {
@@ -231,15 +243,24 @@ pub fn verify(
     relisted: &[Artifact],
 ) -> FoldVerdict {
     let uid = umbrella.metadata.uid.clone().unwrap_or_default();
-    let mismatches: Vec<String> = named
+    // A member that became an umbrella after the gate (two folds racing
+    // past each other's gate) must not be deleted.
+    let mid_fold = members
         .iter()
-        .filter_map(|n| match relisted.iter().find(|a| &a.name == n) {
-            None => Some(format!("{n} is gone")),
-            Some(a) if a.controller().map(|c| c.uid.as_str()) != Some(uid.as_str()) => {
-                Some(format!("{n} is not controlled by {}", umbrella.name()))
-            }
-            Some(_) => None,
-        })
+        .filter(|m| !m.fold_in_flight().is_empty())
+        .map(|m| format!("member {} is itself mid-fold", m.name()));
+    let mismatches: Vec<String> = mid_fold
+        .chain(
+            named
+                .iter()
+                .filter_map(|n| match relisted.iter().find(|a| &a.name == n) {
+                    None => Some(format!("{n} is gone")),
+                    Some(a) if a.controller().map(|c| c.uid.as_str()) != Some(uid.as_str()) => {
+                        Some(format!("{n} is not controlled by {}", umbrella.name()))
+                    }
+                    Some(_) => None,
+                }),
+        )
         .collect();
     let clear = Action::SetFoldInFlight {
         task: umbrella.name().to_string(),

@@ -12,6 +12,8 @@ pub mod executor;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fakeapi;
 pub mod fold;
+#[cfg(test)]
+mod interleavings;
 pub mod merge_request;
 pub mod reap;
 pub mod sweep;

@@ -68,6 +68,18 @@ pub fn reap_verdict(task: &Task, now: Timestamp, ctx: &ReapContext) -> ReapVerdi
             why: format!("{name} is named in a live Task's foldInFlight; the reaper skips it"),
         };
     }
+    // The umbrella itself, while its foldInFlight is set, is mid-adoption:
+    // deleting it lets a landing adoption append a reference to a gone
+    // owner, which the GC removes, leaving plain owners and no controller
+    // (found by the interleaving test). Same reason the spec skips members.
+    if !task.fold_in_flight().is_empty() {
+        return ReapVerdict::Keep {
+            why: format!(
+                "{name} is mid-fold of {}; the reaper waits for the fold to finish",
+                task.fold_in_flight().join(", ")
+            ),
+        };
+    }
     let st = task.status.clone().unwrap_or_default();
     let entered = parse(st.state_entered_at.as_ref());
     let aged = |anchor: Option<Timestamp>, secs: i64, label: &str| -> ReapVerdict {

@@ -177,3 +177,39 @@ fn resume_clears_fold_in_flight_once_members_are_gone() {
         matches!(resume(&u, &[]), Some(Action::SetFoldInFlight { ref members, .. }) if members.is_empty())
     );
 }
+
+#[test]
+fn a_member_that_is_itself_mid_fold_is_work_in_flight() {
+    // A fold in flight is work in flight: "fold target has work in flight".
+    // Without this two Tasks folding each other delete each other's umbrella
+    // (found by the interleaving property test).
+    let u = task("u", 30);
+    let mut m = task("m1", 10);
+    m.status_mut().fold_in_flight = Some(vec!["x".into()]);
+    assert_eq!(
+        liveness_gate(&u, &["m1".into()], std::slice::from_ref(&m))
+            .unwrap_err()
+            .status(),
+        409
+    );
+    // Raced past the gate: verification fails the fold and deletes nothing.
+    let v = verify(&u, &[m], &[], &[]);
+    let FoldVerdict::Unverified { actions, .. } = v else {
+        panic!()
+    };
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, Action::DeleteTask { .. }))
+    );
+}
+
+#[test]
+fn an_artifact_a_member_only_holds_open_keeps_its_controller() {
+    // "for each artifact A owned by Mi ... REWRITES Mi's ownerRef to
+    // controller=false": only artifacts a member controls are swapped.
+    let u = task("u", 30);
+    let held = issue("iss-held", vec![oref("x", true), oref("m1", false)]);
+    assert!(adopt(&u, &members(), std::slice::from_ref(&held)).is_empty());
+    assert!(named_artifacts(&u, &members(), &[held]).is_empty());
+}

@@ -348,3 +348,20 @@ fn a_shared_mr_is_left_completely_alone() {
             | Action::PostIssueComment { .. }
     )));
 }
+
+#[test]
+fn reaper_skips_an_umbrella_mid_fold() {
+    // Extends "The reaper skips any Task named in a live Task's
+    // status.foldInFlight" to the umbrella carrying the marker: deleting it
+    // mid-adoption leaves an artifact with plain owners and no controller.
+    let now = ts(30 * DAY);
+    let mut u = at(
+        with_state(task("u", 0), "rejected", None),
+        "stateEnteredAt",
+        5 * DAY,
+        now,
+    );
+    assert!(reaps(reap_verdict(&u, now, &ReapContext::default())));
+    u.status_mut().fold_in_flight = Some(vec!["m".into()]);
+    assert!(!reaps(reap_verdict(&u, now, &ReapContext::default())));
+}
