@@ -151,6 +151,25 @@ pub enum Action {
     CreateTask { task: Box<Task>, why: String },
     /// Create an Issue mirror CR (adopt-or-create's create half).
     CreateIssue { issue: Box<Issue>, why: String },
+    /// Write MR ownership on the mirror's status (a minimal merge patch
+    /// guarded by resourceVersion): `ownership`, `ownershipReason` (`None`
+    /// removes it), `ownershipChangedAt`, and, on a takeover, `lastBotHeadSHA`.
+    SetMergeRequestOwnership {
+        name: String,
+        resource_version: Option<String>,
+        ownership: String,
+        reason: Option<String>,
+        last_bot_head_sha: Option<String>,
+        why: String,
+    },
+    /// Un-park a Task into `state` (removes `parkReason`; the CRD's enum has
+    /// no empty value, so clearing is removal).
+    UnparkTask {
+        task: String,
+        resource_version: Option<String>,
+        state: String,
+        why: String,
+    },
     /// Delete a Task (guarded by its uid).
     DeleteTask {
         task: String,
@@ -197,6 +216,8 @@ impl Action {
             | Action::FailTask { why, .. }
             | Action::DeleteTask { why, .. }
             | Action::CreateTask { why, .. }
+            | Action::SetMergeRequestOwnership { why, .. }
+            | Action::UnparkTask { why, .. }
             | Action::CreateIssue { why, .. }
             | Action::PostIssueComment { why, .. }
             | Action::StampLabel { why, .. }

@@ -230,6 +230,54 @@ impl Executor {
                         .await,
                 )
             }
+            Action::SetMergeRequestOwnership {
+                name,
+                resource_version,
+                ownership,
+                reason,
+                last_bot_head_sha,
+                ..
+            } => {
+                let mut status = json!({
+                    "ownership": ownership,
+                    "ownershipReason": reason,
+                    "ownershipChangedAt": Timestamp::now().to_string(),
+                });
+                if let Some(sha) = last_bot_head_sha {
+                    status["lastBotHeadSHA"] = json!(sha);
+                }
+                let mut patch = json!({"status": status});
+                if let Some(rv) = resource_version {
+                    patch["metadata"] = json!({"resourceVersion": rv});
+                }
+                classify(
+                    "patch status",
+                    "MergeRequest",
+                    name,
+                    self.api::<MergeRequest>()
+                        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await,
+                )
+            }
+            Action::UnparkTask {
+                task,
+                resource_version,
+                state,
+                ..
+            } => {
+                let mut patch = json!({"status": {"parkReason": null, "parkedAt": null, "state": state, "stateEnteredAt": Timestamp::now().to_string()}});
+                if let Some(rv) = resource_version {
+                    patch["metadata"] = json!({"resourceVersion": rv});
+                }
+                classify(
+                    "patch status",
+                    "Task",
+                    task,
+                    self.api::<Task>()
+                        .patch_status(task, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await,
+                )
+            }
             Action::DeleteTask { task, uid, .. } => {
                 let dp = DeleteParams {
                     preconditions: Some(Preconditions {

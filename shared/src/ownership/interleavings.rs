@@ -94,6 +94,9 @@ fn apply(store: &mut Store, action: &Action) -> Outcome {
         Action::CreateIssue { issue, .. } => {
             store.create("issues", NS, serde_json::to_value(issue).unwrap())
         }
+        Action::SetMergeRequestOwnership { .. } | Action::UnparkTask { .. } => {
+            unreachable!("not generated here")
+        }
         // Forge steps have no cluster effect.
         _ => return Outcome::Applied,
     };

@@ -112,6 +112,20 @@ pub fn flip_on_push(
     })
 }
 
+impl OwnershipWrite {
+    /// This write as a step on `mr`, guarded by its resourceVersion.
+    pub fn action(&self, mr: &MergeRequest) -> super::decision::Action {
+        super::decision::Action::SetMergeRequestOwnership {
+            name: mr.name().to_string(),
+            resource_version: mr.metadata.resource_version.clone(),
+            ownership: self.ownership.clone(),
+            reason: self.reason.clone(),
+            last_bot_head_sha: None,
+            why: self.why.clone(),
+        }
+    }
+}
+
 /// The stand-down announcement `DrainOwnershipAnnouncement` posts.
 pub const STAND_DOWN_ANNOUNCEMENT: &str = "A commit outside tatara landed on this branch - standing down from pushing. I'll keep reviewing, and the operator will still merge on an approved review. Comment 'take over' to hand it back.";
 

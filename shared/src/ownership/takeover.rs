@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::decision::Action;
+
 use super::merge_request::{OwnershipWrite, TAKEOVER_REQUESTED_BY, TATARA};
 use super::naming::takeover_task_name;
 use super::sweep::effective_maintainers;
@@ -90,6 +92,39 @@ pub fn takeover(
         last_bot_head_sha: live_head_sha.to_string(),
         task: mint_or_unpark(project, mr, existing),
     })
+}
+
+impl TakeoverPlan {
+    /// The plan as ordered steps: stamp ownership first (with the MR's
+    /// resourceVersion), then mint or un-park the takeover Task.
+    pub fn actions(&self, mr: &MergeRequest) -> Vec<Action> {
+        let mut out = vec![Action::SetMergeRequestOwnership {
+            name: mr.name().to_string(),
+            resource_version: mr.metadata.resource_version.clone(),
+            ownership: self.ownership.ownership.clone(),
+            reason: self.ownership.reason.clone(),
+            last_bot_head_sha: Some(self.last_bot_head_sha.clone()),
+            why: self.ownership.why.clone(),
+        }];
+        match &self.task {
+            TakeoverTask::Mint { task, why } => out.push(Action::CreateTask {
+                task: task.clone(),
+                why: why.clone(),
+            }),
+            TakeoverTask::Unpark {
+                task,
+                resource_version,
+                why,
+            } => out.push(Action::UnparkTask {
+                task: task.clone(),
+                resource_version: resource_version.clone(),
+                state: UNDER_IMPLEMENTATION.to_string(),
+                why: why.clone(),
+            }),
+            TakeoverTask::Leave { .. } => {}
+        }
+        out
+    }
 }
 
 /// `MintOrUnparkTakeoverTask`: the one takeover Task per MR, reused across
