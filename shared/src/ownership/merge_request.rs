@@ -129,6 +129,47 @@ impl OwnershipWrite {
 /// The stand-down announcement `DrainOwnershipAnnouncement` posts.
 pub const STAND_DOWN_ANNOUNCEMENT: &str = "A commit outside tatara landed on this branch - standing down from pushing. I'll keep reviewing, and the operator will still merge on an approved review. Comment 'take over' to hand it back.";
 
+/// `maxHumanReviewRounds` (5).
+pub const MAX_HUMAN_REVIEW_ROUNDS: i64 = 5;
+
+/// Whether a review round may spawn a pod: "An externally-owned MR is exempt
+/// from that cap - the round budget bounds ordinary review ping-pong, not a
+/// maintainer reclaiming a stood-down MR".
+pub fn review_round_allowed(mr: &MergeRequest, human_review_rounds: i64) -> bool {
+    let external = mr.status.as_ref().and_then(|s| s.ownership.as_deref()) == Some(EXTERNAL);
+    external || human_review_rounds < MAX_HUMAN_REVIEW_ROUNDS
+}
+
+/// What `DrainOwnershipAnnouncement` posts for the current flip, if it has
+/// not yet: "once, keyed on the flip timestamp". `last_announced` is the
+/// `ownershipChangedAt` the previous announcement was posted for. Returns
+/// `(key, body)`; record `key` once posted.
+pub fn pending_announcement(
+    mr: &MergeRequest,
+    last_announced: Option<&str>,
+) -> Option<(String, String)> {
+    let st = mr.status.clone().unwrap_or_default();
+    let key = st.ownership_changed_at.filter(|k| !k.is_empty())?;
+    if last_announced == Some(key.as_str()) {
+        return None;
+    }
+    let reason = st.ownership_reason.unwrap_or_default();
+    let body = match st.ownership.as_deref() {
+        Some(EXTERNAL)
+            if reason.starts_with(EXTERNAL_PUSH) || reason.starts_with(ADOPTED_EXTERNAL_PUSH) =>
+        {
+            STAND_DOWN_ANNOUNCEMENT.to_string()
+        }
+        // The spec names a take-over announcement but not its words.
+        Some(TATARA) if reason.starts_with(TAKEOVER_REQUESTED_BY) => format!(
+            "Taking this merge request over at the request of {}: I'll push to this branch and merge once it is approved and green.",
+            &reason[TAKEOVER_REQUESTED_BY.len()..]
+        ),
+        _ => return None,
+    };
+    Some((key, body))
+}
+
 /// The merge gate's verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -15,6 +15,7 @@ pub mod fold;
 #[cfg(test)]
 mod interleavings;
 pub mod merge_request;
+pub mod metrics;
 pub mod reap;
 pub mod sweep;
 pub mod takeover;

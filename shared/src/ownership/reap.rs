@@ -153,6 +153,30 @@ pub fn reap_verdict(task: &Task, now: Timestamp, ctx: &ReapContext) -> ReapVerdi
     }
 }
 
+/// "A stuck documentation batch cannot pin its parents either: it is
+/// force-moved to delivered at docStageBudget and stamps documentedBy on
+/// every Task in its spec.documentsTasks on the way out - unless it never ran
+/// a pod at all, in which case it stamps nothing and the next night's batch
+/// picks the same Tasks up." Returns the Tasks to stamp with the batch's name.
+pub fn documented_by_on_forced_exit(batch: &Task) -> Vec<String> {
+    let st = batch.status.clone().unwrap_or_default();
+    let started = st
+        .extra
+        .get("podStartedAt")
+        .and_then(|v| v.as_str())
+        .is_some_and(|s| !s.is_empty());
+    let runs = st
+        .extra
+        .get("stats")
+        .and_then(|s| s.get("podRuns"))
+        .and_then(|v| v.as_i64())
+        .unwrap_or(0);
+    if !started && runs == 0 {
+        return vec![];
+    }
+    batch.spec.documents_tasks.clone().unwrap_or_default()
+}
+
 /// "Before the reaper deletes any Task, it settles that Task's controller
 /// ownership": hand controller=true to the oldest surviving owner where one
 /// exists (the fold's single-PUT swap), THEN delete the Task; without a

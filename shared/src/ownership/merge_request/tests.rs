@@ -238,3 +238,42 @@ fn adoption_requires_all_eight_clauses() {
         .contains(&AdoptClause::AuthorAdoptable)
     );
 }
+
+#[test]
+fn external_mrs_are_exempt_from_the_review_round_cap() {
+    // "both of its parked(awaiting-human) re-entry paths are normally bounded
+    // by maxHumanReviewRounds (5). An externally-owned MR is exempt from that cap"
+    assert!(review_round_allowed(&mr("tatara", None, "a"), 4));
+    assert!(!review_round_allowed(&mr("tatara", None, "a"), 5));
+    assert!(review_round_allowed(
+        &mr("external", Some("external-push:x"), "a"),
+        9
+    ));
+}
+
+#[test]
+fn announcements_post_once_per_flip() {
+    // "posts the take-over announcement on the next MergeRequest reconcile,
+    // once, keyed on the flip timestamp"
+    let mut m = mr("external", Some("external-push:bbb"), "aaa");
+    m.status_mut().ownership_changed_at = Some("2026-11-29T10:00:00Z".into());
+    let (key, body) = pending_announcement(&m, None).unwrap();
+    assert_eq!(body, STAND_DOWN_ANNOUNCEMENT);
+    assert!(body.starts_with(
+        "A commit outside tatara landed on this branch - standing down from pushing."
+    ));
+    assert_eq!(pending_announcement(&m, Some(&key)), None);
+    m.status_mut().ownership = Some("tatara".into());
+    m.status_mut().ownership_reason = Some("takeover-requested-by:maint".into());
+    m.status_mut().ownership_changed_at = Some("2026-11-29T11:00:00Z".into());
+    assert!(
+        pending_announcement(&m, Some(&key))
+            .unwrap()
+            .1
+            .contains("maint")
+    );
+    // initial classification announces nothing.
+    let mut init = mr("external", Some("initial"), "a");
+    init.status_mut().ownership_changed_at = Some("t".into());
+    assert_eq!(pending_announcement(&init, None), None);
+}

@@ -365,3 +365,17 @@ fn reaper_skips_an_umbrella_mid_fold() {
     u.status_mut().fold_in_flight = Some(vec!["m".into()]);
     assert!(!reaps(reap_verdict(&u, now, &ReapContext::default())));
 }
+
+#[test]
+fn a_forced_doc_batch_stamps_documented_by_only_if_it_ran_a_pod() {
+    // "stamps documentedBy on every Task in its spec.documentsTasks on the way
+    // out - unless it never ran a pod at all, in which case it stamps nothing"
+    let mut batch = task("doc-batch", 0);
+    batch.spec.documents_tasks = Some(vec!["a".into(), "b".into()]);
+    assert!(documented_by_on_forced_exit(&batch).is_empty());
+    batch
+        .status_mut()
+        .extra
+        .insert("podStartedAt".into(), "2026-11-01T00:00:00Z".into());
+    assert_eq!(documented_by_on_forced_exit(&batch), vec!["a", "b"]);
+}
