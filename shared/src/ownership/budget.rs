@@ -143,6 +143,21 @@ pub fn plan(object: &Value, budget: usize, now: Timestamp) -> BudgetPlan {
     }
 }
 
+/// Drops entries equal to `spilled` from `status.notes` / `status.comments`
+/// (used to re-apply a spill's drop to a freshly read object after a 409).
+pub fn without_entries(object: &Value, spilled: &[Value]) -> Value {
+    let mut out = object.clone();
+    for field in ["notes", "comments"] {
+        if let Some(items) = out
+            .pointer_mut(&format!("/status/{field}"))
+            .and_then(Value::as_array_mut)
+        {
+            items.retain(|e| !spilled.contains(e));
+        }
+    }
+    out
+}
+
 /// After the spill (run once, outside the retry closure): drop only on
 /// success ("dropped from the CR only on spill success").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -25,6 +25,28 @@ pub trait Forge: Send + Sync {
     fn apply<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, std::result::Result<(), String>>;
 }
 
+/// Spills journal entries to tatara-memory before they are dropped.
+pub trait Spill: Send + Sync {
+    /// Persist `entries` of Task `task`; `Err` carries why it failed.
+    fn spill<'a>(
+        &'a self,
+        task: &'a str,
+        entries: &'a [serde_json::Value],
+    ) -> BoxFuture<'a, std::result::Result<(), String>>;
+}
+
+/// How a budget-guarded write ended.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "outcome")]
+pub enum BudgetOutcome {
+    /// Written; `spilled` entries were spilled and dropped first.
+    Written { spilled: usize, conflicts: usize },
+    /// The spill failed: nothing dropped, nothing written; retry later.
+    SpillFailed { why: String },
+    /// Nothing left to evict: failed(object-too-large) by a two-field patch.
+    FailedTooLarge { why: String },
+}
+
 /// What happened to one step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -329,6 +351,101 @@ impl Executor {
                     Err(message) => {
                         tracing::warn!(step = forge_step.why(), %message, "non-blocking forge step failed");
                         Ok(Step::Applied)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Update Task `name` (its status when `status`) by `mutate`, inside the
+    /// byte budget: "Oldest comments and oldest notes are spilled to
+    /// tatara-memory first, and dropped from the CR only on spill success -
+    /// and the spill runs outside the retry closure, so a conflict cannot
+    /// re-fire it." A 409 re-reads, re-applies `mutate` and the same drop.
+    pub async fn update_task_within_budget<F>(
+        &self,
+        name: &str,
+        status: bool,
+        spill: &dyn Spill,
+        mut mutate: F,
+    ) -> Result<BudgetOutcome>
+    where
+        F: FnMut(&mut Task),
+    {
+        use super::budget::{BudgetPlan, OBJECT_BUDGET_BYTES, plan, without_entries};
+        let api = self.api::<Task>();
+        let mut spilled: Vec<serde_json::Value> = Vec::new();
+        let mut conflicts = 0;
+        loop {
+            let mut fresh = api
+                .get(name)
+                .await
+                .map_err(|e| kube_err("get", "Task", name, e))?;
+            mutate(&mut fresh);
+            let value = serde_json::to_value(&fresh).map_err(|e| Error::KubeRefused {
+                verb: "encode".into(),
+                kind: "Task".into(),
+                name: name.into(),
+                code: 0,
+                message: e.to_string(),
+                hint: "the Task could not be encoded as JSON".into(),
+            })?;
+            let mut value = without_entries(&value, &spilled);
+            match plan(&value, OBJECT_BUDGET_BYTES, Timestamp::now()) {
+                BudgetPlan::Fits { .. } => {}
+                BudgetPlan::Spill { evict, why, .. } => {
+                    let entries: Vec<serde_json::Value> =
+                        evict.iter().map(|e| e.entry.clone()).collect();
+                    if let Err(message) = spill.spill(name, &entries).await {
+                        tracing::warn!(task = name, %message, "spill to tatara-memory failed; nothing dropped");
+                        return Ok(BudgetOutcome::SpillFailed {
+                            why: format!("{why}; spill failed: {message}"),
+                        });
+                    }
+                    tracing::info!(
+                        task = name,
+                        n = entries.len(),
+                        "spilled oldest journal entries"
+                    );
+                    spilled.extend(entries);
+                    value = without_entries(&value, &spilled);
+                }
+                BudgetPlan::Fail { patch, why } => {
+                    tracing::error!(task = name, %why, "object too large; failing the Task");
+                    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                        .map_err(|e| kube_err("patch status", "Task", name, e))?;
+                    return Ok(BudgetOutcome::FailedTooLarge { why });
+                }
+            }
+            let next: Task = serde_json::from_value(value).map_err(|e| Error::KubeRefused {
+                verb: "decode".into(),
+                kind: "Task".into(),
+                name: name.into(),
+                code: 0,
+                message: e.to_string(),
+                hint: "the budgeted Task no longer decodes".into(),
+            })?;
+            let r = if status {
+                api.replace_status(name, &PostParams::default(), &next)
+                    .await
+            } else {
+                api.replace(name, &PostParams::default(), &next).await
+            };
+            match classify("update", "Task", name, r)? {
+                Step::Applied | Step::Gone => {
+                    return Ok(BudgetOutcome::Written {
+                        spilled: spilled.len(),
+                        conflicts,
+                    });
+                }
+                Step::Conflict => {
+                    conflicts += 1;
+                    if conflicts > self.max_conflicts {
+                        return Err(Error::ConflictsExhausted {
+                            what: format!("budgeted write of Task {name}"),
+                            attempts: conflicts,
+                        });
                     }
                 }
             }

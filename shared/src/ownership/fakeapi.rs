@@ -75,6 +75,9 @@ fn plural_of(kind: &str) -> Option<&'static str> {
 
 type Key = (String, String, String);
 
+/// etcd's default object ceiling (1.5 MiB): the spec's budget is half of it.
+pub const ETCD_OBJECT_LIMIT: usize = 1_572_864;
+
 /// The store behind the server; usable directly (synchronously) by tests.
 #[derive(Debug)]
 pub struct Store {
@@ -260,6 +263,14 @@ impl Store {
     }
 
     fn check(&mut self, plural: &str, name: &str, obj: &Value) -> Result<(), ApiError> {
+        let size = serde_json::to_vec(obj).map_or(usize::MAX, |b| b.len());
+        if size > ETCD_OBJECT_LIMIT {
+            return Err(ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("etcdserver: request is too large ({size} bytes for {plural} {name:?})"),
+            ));
+        }
         let controllers: Vec<String> = obj
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)

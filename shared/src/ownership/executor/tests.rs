@@ -462,3 +462,164 @@ async fn takeover_stamps_ownership_and_mints_then_unparks_over_http() {
     assert!(t["status"].get("parkReason").is_none(), "{}", t["status"]);
     assert_eq!(t["status"]["state"], "under-implementation");
 }
+
+struct MemorySpill {
+    ok: bool,
+    calls: Mutex<Vec<usize>>,
+}
+
+impl Spill for MemorySpill {
+    fn spill<'a>(
+        &'a self,
+        _task: &'a str,
+        entries: &'a [Value],
+    ) -> BoxFuture<'a, std::result::Result<(), String>> {
+        Box::pin(async move {
+            self.calls.lock().unwrap().push(entries.len());
+            if self.ok {
+                Ok(())
+            } else {
+                Err("tatara-memory unavailable".into())
+            }
+        })
+    }
+}
+
+fn note(at: &str, len: usize) -> Value {
+    serde_json::json!({"agent": "implement", "at": at, "kind": "note", "body": "n".repeat(len)})
+}
+
+/// A store without schemas (notes here exceed the CRD's 4096-byte body cap
+/// to reach the byte budget with few entries) holding a Task near the budget.
+async fn heavy_task() -> (FakeApi, Executor) {
+    let mut store = Store::new();
+    let notes: Vec<Value> = (0..7)
+        .map(|i| note(&format!("2026-11-0{}T00:00:00Z", i + 1), 100_000))
+        .collect();
+    store
+        .seed("tasks", NS, serde_json::json!({"metadata": {"name": "heavy"}, "spec": {"projectRef": "tatara", "goal": "g"},
+            "status": {"state": "under-implementation", "notes": notes}}))
+        .unwrap();
+    let api = serve(store).await.unwrap();
+    let exec = Executor::new(api.client(NS).unwrap(), NS);
+    (api, exec)
+}
+
+fn add_note(t: &mut Task) {
+    let notes = t
+        .status_mut()
+        .extra
+        .entry("notes")
+        .or_insert(serde_json::json!([]));
+    notes
+        .as_array_mut()
+        .unwrap()
+        .push(note("2026-11-29T00:00:00Z", 150_000));
+}
+
+#[tokio::test]
+async fn budget_spills_oldest_once_then_writes_even_across_a_conflict() {
+    // "spilled to tatara-memory first, and dropped from the CR only on spill
+    // success - and the spill runs outside the retry closure, so a conflict
+    // cannot re-fire it"
+    let (api, exec) = heavy_task().await;
+    let spill = MemorySpill {
+        ok: true,
+        calls: Mutex::new(vec![]),
+    };
+    let raced = Mutex::new(false);
+    let store = api.store.clone();
+    let out = exec
+        .update_task_within_budget("heavy", true, &spill, |t| {
+            add_note(t);
+            // Another writer lands once, after our first read: the first PUT 409s.
+            let mut r = raced.lock().unwrap();
+            if !*r {
+                *r = true;
+                let mut s = store.lock().unwrap();
+                s.patch(
+                    "tasks",
+                    NS,
+                    "heavy",
+                    &serde_json::json!({"status": {"shortDescription": "x"}}),
+                    true,
+                )
+                .unwrap();
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        BudgetOutcome::Written {
+            spilled: 1,
+            conflicts: 1
+        }
+    );
+    assert_eq!(
+        *spill.calls.lock().unwrap(),
+        vec![1],
+        "spilled once, not per attempt"
+    );
+    let t = get(&api, "tasks", "heavy").unwrap();
+    let notes = t["status"]["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 7);
+    assert_eq!(notes[0]["at"], "2026-11-02T00:00:00Z", "the oldest went");
+    assert_eq!(
+        t["status"]["shortDescription"], "x",
+        "the other writer's change survives"
+    );
+    assert!(serde_json::to_vec(&t).unwrap().len() <= crate::ownership::budget::OBJECT_BUDGET_BYTES);
+}
+
+#[tokio::test]
+async fn budget_drops_nothing_when_the_spill_fails() {
+    let (api, exec) = heavy_task().await;
+    let before = get(&api, "tasks", "heavy").unwrap();
+    let spill = MemorySpill {
+        ok: false,
+        calls: Mutex::new(vec![]),
+    };
+    let out = exec
+        .update_task_within_budget("heavy", true, &spill, add_note)
+        .await
+        .unwrap();
+    assert!(matches!(out, BudgetOutcome::SpillFailed { .. }));
+    assert_eq!(get(&api, "tasks", "heavy").unwrap(), before);
+}
+
+#[tokio::test]
+async fn budget_fails_the_task_with_a_two_field_patch_when_nothing_is_left() {
+    // "When even that cannot win ... the Task fails loudly ... a minimal JSON
+    // merge patch that carries only the two status fields, so the escape hatch
+    // itself cannot 413" - here the object would exceed etcd's ceiling.
+    let (api, exec) = heavy_task().await;
+    let spill = MemorySpill {
+        ok: true,
+        calls: Mutex::new(vec![]),
+    };
+    let out = exec
+        .update_task_within_budget("heavy", false, &spill, |t| {
+            t.metadata.annotations = Some([("huge".to_string(), "h".repeat(1_600_000))].into());
+        })
+        .await
+        .unwrap();
+    assert!(matches!(out, BudgetOutcome::FailedTooLarge { .. }));
+    let t = get(&api, "tasks", "heavy").unwrap();
+    assert_eq!(t["status"]["parkReason"], "object-too-large");
+    assert!(
+        t["metadata"].get("annotations").is_none(),
+        "the oversized write never landed"
+    );
+    // Unguarded, the same write is refused by the API server (413).
+    let mut big: Task = serde_json::from_value(t).unwrap();
+    big.metadata.annotations = Some([("huge".to_string(), "h".repeat(1_600_000))].into());
+    let err = Api::<Task>::namespaced(exec.client.clone(), NS)
+        .replace("heavy", &PostParams::default(), &big)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, kube::Error::Api(ref s) if s.code == 413),
+        "{err}"
+    );
+}
