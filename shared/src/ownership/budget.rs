@@ -107,7 +107,7 @@ pub fn without(object: &Value, evicted: &[Evictee]) -> Value {
 
 /// "the Task fails loudly: stage = failed, stageReason = object-too-large,
 /// written as a minimal JSON merge patch that carries only the two status
-/// fields". In the CRD, failed(<reason>) is the park flag `parkReason`, so
+/// fields". In the CRD, `failed(<reason>)` is the park flag `parkReason`, so
 /// the two fields are `parkReason` and its clock `parkedAt`.
 pub fn fail_patch(now: Timestamp) -> Value {
     json!({"status": {"parkReason": OBJECT_TOO_LARGE, "parkedAt": now.to_string()}})

@@ -83,8 +83,8 @@ pub enum MrOrigin {
 
 /// The flip on a foreign push: "A push of any commit other than
 /// lastBotHeadSHA to the MR's head branch flips ownership from tatara to
-/// external, with reason external-push:<sha> on an MR a maintainer handed
-/// over and adopted-external-push:<sha> on an adopted dependency-upgrade MR."
+/// external, with reason `external-push:<sha>` on an MR a maintainer handed
+/// over and `adopted-external-push:<sha>` on an adopted dependency-upgrade MR."
 pub fn flip_on_push(
     mr: &MergeRequest,
     live_head_sha: &str,

@@ -155,13 +155,18 @@ pub fn mint_stage(webhook_originated: bool, last_comment_human: bool) -> MintSta
     }
 }
 
+/// The `kind` argument of `IntakeTaskName` for a sweep mint. Neither the
+/// spec nor `facts/` says which kind the sweep passes; we pass none (the
+/// name then has no kind letter). Change it here if the operator differs.
+pub const SWEEP_MINT_KIND: &str = "";
+
 /// The Task a sweep mint creates, deterministically named. The stage is
 /// carried in the immutable spec (`initialParkReason`), as the CRD does.
 pub fn mint_task(project: &Project, namespace: &str, issue: &ForgeIssue, stage: MintStage) -> Task {
     let project_name = project.name().to_string();
     let mut t = Task::new(&intake_task_name(
         &project_name,
-        "",
+        SWEEP_MINT_KIND,
         &issue.repository_ref,
         issue.number,
     ));
