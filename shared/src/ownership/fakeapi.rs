@@ -78,6 +78,82 @@ type Key = (String, String, String);
 /// etcd's default object ceiling (1.5 MiB): the spec's budget is half of it.
 pub const ETCD_OBJECT_LIMIT: usize = 1_572_864;
 
+/// Equality selectors of a LIST: `fieldSelector` (`metadata.name`,
+/// `metadata.namespace`, `=`/`==`/`!=`) and `labelSelector` (`k=v`, `k!=v`,
+/// `k`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selectors {
+    pub fields: Vec<(String, bool, String)>,
+    pub labels: Vec<(String, Option<(bool, String)>)>,
+}
+
+impl Selectors {
+    /// Parse the query string of a LIST request.
+    pub fn from_query(query: &str) -> Result<Self, ApiError> {
+        let mut sel = Selectors::default();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_encoding::percent_decode_str(v)
+                .decode_utf8_lossy()
+                .replace('+', " ");
+            match k {
+                "fieldSelector" => {
+                    for term in v.split(',').filter(|t| !t.is_empty()) {
+                        let (f, eq, val) = split_term(term);
+                        if !matches!(f.as_str(), "metadata.name" | "metadata.namespace") {
+                            return Err(ApiError::new(
+                                400,
+                                "BadRequest",
+                                format!("field label not supported: {f}"),
+                            ));
+                        }
+                        sel.fields.push((f, eq, val.unwrap_or_default()));
+                    }
+                }
+                "labelSelector" => {
+                    for term in v.split(',').filter(|t| !t.is_empty()) {
+                        let (l, eq, val) = split_term(term);
+                        sel.labels.push((l, val.map(|v| (eq, v))));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(sel)
+    }
+
+    fn matches(&self, obj: &Value) -> bool {
+        let fields_ok = self.fields.iter().all(|(f, eq, val)| {
+            let got = obj
+                .pointer(&format!("/{}", f.replace('.', "/")))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            (got == val) == *eq
+        });
+        let labels_ok = self.labels.iter().all(|(l, want)| {
+            let got = obj
+                .pointer("/metadata/labels")
+                .and_then(|m| m.get(l))
+                .and_then(Value::as_str);
+            match want {
+                None => got.is_some(),
+                Some((eq, v)) => (got == Some(v.as_str())) == *eq,
+            }
+        });
+        fields_ok && labels_ok
+    }
+}
+
+fn split_term(term: &str) -> (String, bool, Option<String>) {
+    if let Some((k, v)) = term.split_once("!=") {
+        return (k.trim().into(), false, Some(v.trim().into()));
+    }
+    if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+        return (k.trim().into(), true, Some(v.trim().into()));
+    }
+    (term.trim().into(), true, None)
+}
+
 /// The store behind the server; usable directly (synchronously) by tests.
 #[derive(Debug)]
 pub struct Store {
@@ -385,11 +461,23 @@ impl Store {
 
     /// LIST, as a `<Kind>List`.
     pub fn list(&self, plural: &str, ns: &str) -> Result<Value, ApiError> {
+        self.list_selected(plural, Some(ns), &Selectors::default())
+    }
+
+    /// LIST in one namespace (or all, with `None`), filtered by the
+    /// equality-based field and label selectors the API server supports.
+    pub fn list_selected(
+        &self,
+        plural: &str,
+        ns: Option<&str>,
+        sel: &Selectors,
+    ) -> Result<Value, ApiError> {
         let kind = Self::known(plural)?;
         let items: Vec<Value> = self
             .objects
             .iter()
-            .filter(|((p, n, _), _)| p == plural && n == ns)
+            .filter(|((p, n, _), _)| p == plural && ns.is_none_or(|ns| n == ns))
+            .filter(|(_, v)| sel.matches(v))
             .map(|(_, v)| v.clone())
             .collect();
         Ok(json!({
@@ -867,6 +955,22 @@ fn reply(code: u16, body: Value) -> Response {
 
 fn handle(store: &Mutex<Store>, method: Method, uri: Uri, body: Bytes) -> Response {
     let segs: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    // Cluster-wide LIST: /apis/tatara.dev/v1alpha1/{plural}
+    if segs.len() == 4 && segs[..3] == ["apis", GROUP, VERSION] && method == Method::GET {
+        let plural = segs[3];
+        let Ok(s) = store.lock() else {
+            return reply(
+                500,
+                json!({"kind": "Status", "status": "Failure", "message": "store poisoned", "code": 500}),
+            );
+        };
+        return match Selectors::from_query(uri.query().unwrap_or(""))
+            .and_then(|sel| s.list_selected(plural, None, &sel))
+        {
+            Ok(v) => reply(200, v),
+            Err(e) => reply(e.code, e.status(plural, "")),
+        };
+    }
     let prefix = ["apis", GROUP, VERSION, "namespaces"];
     if segs.len() < 6 || segs[..4] != prefix {
         return reply(
@@ -909,7 +1013,8 @@ fn handle(store: &Mutex<Store>, method: Method, uri: Uri, body: Bytes) -> Respon
         );
     };
     let result = parsed.and_then(|body| match (method.clone(), name) {
-        (Method::GET, None) => s.list(plural, ns),
+        (Method::GET, None) => Selectors::from_query(uri.query().unwrap_or(""))
+            .and_then(|sel| s.list_selected(plural, Some(ns), &sel)),
         (Method::POST, None) => s.create(plural, ns, body),
         (Method::GET, Some(n)) => s.get(plural, ns, n),
         (Method::PUT, Some(n)) => s.replace(plural, ns, n, body, status_only),

@@ -62,6 +62,21 @@ pub struct TakeoverPlan {
     pub task: TakeoverTask,
 }
 
+/// The author of comment `external_id`, read from the MergeRequest mirror:
+/// the server-side fact the operator re-checks, never the agent's say-so.
+pub fn comment_author(mr: &MergeRequest, external_id: &str) -> Option<String> {
+    mr.status
+        .as_ref()?
+        .extra
+        .get("comments")?
+        .as_array()?
+        .iter()
+        .find(|c| c.get("externalId").and_then(|v| v.as_str()) == Some(external_id))?
+        .get("author")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// `mr_takeover_request`, as the operator answers it.
 pub fn takeover(
     project: &Project,

@@ -180,3 +180,35 @@ fn garbage_collector_keeps_zero_owner_objects_and_drops_dangling_refs() {
         "zero owners: never collected"
     );
 }
+
+#[tokio::test]
+async fn lists_honour_selectors_and_span_namespaces_over_http() {
+    use crate::ownership::types::{Issue, Task};
+    use kube::api::{Api, ListParams};
+    let mut store = Store::new();
+    seed_world(&mut store, "a").unwrap();
+    seed_world(&mut store, "b").unwrap();
+    let api = serve(store).await.unwrap();
+    let client = api.client("a").unwrap();
+    let all: Api<Task> = Api::all(client.clone());
+    assert_eq!(
+        all.list(&ListParams::default()).await.unwrap().items.len(),
+        8
+    );
+    let ns: Api<Issue> = Api::namespaced(client, "a");
+    let one = ns
+        .list(&ListParams::default().fields("metadata.name=iss-tatara-operator-413"))
+        .await
+        .unwrap();
+    assert_eq!(one.items.len(), 1);
+    let none = ns
+        .list(&ListParams::default().labels("team=x"))
+        .await
+        .unwrap();
+    assert!(none.items.is_empty());
+    let not = ns
+        .list(&ListParams::default().fields("metadata.name!=iss-tatara-operator-413"))
+        .await
+        .unwrap();
+    assert_eq!(not.items.len(), 3);
+}

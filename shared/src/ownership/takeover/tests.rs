@@ -140,3 +140,16 @@ fn existing_takeover_task_is_unparked_or_left() {
         TakeoverTask::Leave { .. }
     ));
 }
+
+#[test]
+fn the_comment_author_comes_from_the_mirror() {
+    // "re-checks the comment author server-side ... The agent's judgment alone
+    // can never change ownership."
+    let mut m = mr();
+    m.status_mut().extra.insert(
+        "comments".into(),
+        serde_json::json!([{"author": "maint", "body": "please take over", "createdAt": "2026-11-29T00:00:00Z", "externalId": "c1"}]),
+    );
+    assert_eq!(comment_author(&m, "c1").as_deref(), Some("maint"));
+    assert_eq!(comment_author(&m, "c2"), None);
+}
