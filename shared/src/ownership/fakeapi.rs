@@ -412,6 +412,13 @@ impl Store {
     /// creationTimestamp are filled when missing; status is kept.
     pub fn seed(&mut self, plural: &str, ns: &str, mut obj: Value) -> Result<Value, ApiError> {
         Self::known(plural)?;
+        if !obj.is_object() || !obj.get("metadata").is_none_or(Value::is_object) {
+            return Err(ApiError::new(
+                400,
+                "BadRequest",
+                format!("{plural}: the body is not an object with object metadata"),
+            ));
+        }
         let name = obj
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -490,6 +497,13 @@ impl Store {
     /// POST. As for any CRD with a status subresource, status is dropped.
     pub fn create(&mut self, plural: &str, ns: &str, mut obj: Value) -> Result<Value, ApiError> {
         Self::known(plural)?;
+        if !obj.is_object() || !obj.get("metadata").is_none_or(Value::is_object) {
+            return Err(ApiError::new(
+                400,
+                "BadRequest",
+                format!("{plural}: the body is not an object with object metadata"),
+            ));
+        }
         let name = obj
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -559,6 +573,16 @@ impl Store {
             ));
         }
         let mut next = next;
+        if !next.is_object() || !next.get("metadata").is_none_or(Value::is_object) {
+            return Err(ApiError::new(
+                400,
+                "BadRequest",
+                format!("{plural} {name:?}: the body is not an object with object metadata"),
+            ));
+        }
+        if next.get("metadata").is_none() {
+            next["metadata"] = json!({});
+        }
         // Identity fields are the server's.
         for f in [
             "uid",

@@ -212,3 +212,56 @@ async fn lists_honour_selectors_and_span_namespaces_over_http() {
         .unwrap();
     assert_eq!(not.items.len(), 3);
 }
+
+#[test]
+fn malformed_bodies_are_400_not_a_panic() {
+    let mut store = Store::new();
+    seed_world(&mut store, "ns").unwrap();
+    assert_eq!(
+        store
+            .replace(
+                "issues",
+                "ns",
+                "iss-tatara-operator-413",
+                json!("nope"),
+                false
+            )
+            .unwrap_err()
+            .code,
+        400
+    );
+    assert_eq!(
+        store
+            .replace(
+                "issues",
+                "ns",
+                "iss-tatara-operator-413",
+                json!({"metadata": 3}),
+                false
+            )
+            .unwrap_err()
+            .code,
+        400
+    );
+    assert_eq!(
+        store
+            .patch(
+                "issues",
+                "ns",
+                "iss-tatara-operator-413",
+                &json!({"metadata": [1]}),
+                false
+            )
+            .unwrap_err()
+            .code,
+        400
+    );
+    assert_eq!(
+        store
+            .create("issues", "ns", json!([1, 2]))
+            .unwrap_err()
+            .code,
+        400
+    );
+    assert_eq!(store.get("widgets", "ns", "x").unwrap_err().code, 404);
+}
