@@ -71,6 +71,42 @@ pub enum Error {
         #[source]
         source: ::redis::RedisError,
     },
+
+    // --- ownership (spec/ownership.md) ---
+    /// The Kubernetes API refused a write or read with a Status.
+    #[error("Kubernetes API refused {verb} on {kind}/{name}: {message} (HTTP {code}); {hint}")]
+    KubeRefused { verb: String, kind: String, name: String, code: u16, message: String, hint: String },
+
+    /// The Kubernetes API could not be reached or answered garbage.
+    #[error(
+        "Kubernetes API call {verb} on {kind}/{name} failed: {source}; check the kubeconfig and that the API server is reachable"
+    )]
+    Kube {
+        verb: String,
+        kind: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+
+    /// A decision kept conflicting with other writers.
+    #[error(
+        "{what}: still conflicting after {attempts} recomputations from fresh objects; another writer keeps changing them, retry later"
+    )]
+    ConflictsExhausted { what: String, attempts: usize },
+
+    /// A decision contains a forge step and no forge client was given.
+    #[error("decision step needs the forge ({why}); run with a forge client or apply the printed plan by hand")]
+    ForgeUnavailable { why: String },
+
+    /// An ownership rule refused the request (the fold's liveness gate, a
+    /// takeover by a non-maintainer); the status is the HTTP answer.
+    #[error("refused with HTTP {status}: {message}")]
+    Refused { status: u16, message: String },
+
+    /// The forge refused a blocking step; the decision is requeued.
+    #[error("forge refused a blocking step ({why}): {message}; nothing after it was applied, the decision is requeued")]
+    ForgeRefused { why: String, message: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.

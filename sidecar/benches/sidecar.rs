@@ -43,7 +43,14 @@ async fn main() {
             (0..per)
                 .map(|i| {
                     let n = b * per + i;
-                    audit_event("update", &format!("user-{}", n % 100), "bench", &format!("cm-{n}"), &format!("uid-{n}"), "7")
+                    audit_event(
+                        "update",
+                        &format!("user-{}", n % 100),
+                        "bench",
+                        &format!("cm-{n}"),
+                        &format!("uid-{n}"),
+                        "7",
+                    )
                 })
                 .collect(),
         ));
@@ -106,7 +113,8 @@ async fn main() {
         echo.push(t.elapsed());
     }
     echo.sort();
-    let (p50, p99, e50, e99) = (percentile(&lat, 0.5), percentile(&lat, 0.99), percentile(&echo, 0.5), percentile(&echo, 0.99));
+    let (p50, p99, e50, e99) =
+        (percentile(&lat, 0.5), percentile(&lat, 0.99), percentile(&echo, 0.5), percentile(&echo, 0.99));
     println!(
         "Resolve round trip: p50 {:.1} us, p99 {:.1} us; raw Unix-socket echo: p50 {:.1} us, p99 {:.1} us; ratio p50 {:.1}x, p99 {:.1}x",
         p50.as_secs_f64() * 1e6,

@@ -333,11 +333,7 @@ mod gap_model {
     }
 
     fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![
-            (1u64..6).prop_map(Op::Append),
-            (0u64..8).prop_map(Op::TrimTo),
-            (1u64..6).prop_map(Op::Read),
-        ]
+        prop_oneof![(1u64..6).prop_map(Op::Append), (0u64..8).prop_map(Op::TrimTo), (1u64..6).prop_map(Op::Read),]
     }
 
     proptest! {
@@ -426,18 +422,10 @@ async fn subscription_changes_reuse_the_connection() {
     wait_caught_up(&follower).await;
     let before = one_xread_client(&h.server).await;
     follower.acquire(&b);
-    tokio::time::timeout(Duration::from_secs(20), follower.settled())
-        .await
-        .unwrap();
-    h.transport
-        .publisher()
-        .publish(vec![(b.clone(), fact("bob", "b"))])
-        .await
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), follower.settled()).await.unwrap();
+    h.transport.publisher().publish(vec![(b.clone(), fact("bob", "b"))]).await.unwrap();
     rec.wait_for_name("b").await;
     follower.release(&a);
-    tokio::time::timeout(Duration::from_secs(20), follower.settled())
-        .await
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), follower.settled()).await.unwrap();
     assert_eq!(one_xread_client(&h.server).await, before);
 }
