@@ -2,7 +2,9 @@
 //! side), watch events find their fact in an index (join side), waiting up to
 //! a grace window for facts that arrive late.
 
+pub mod commit;
 mod fact;
+pub mod render;
 mod scope;
 pub mod transport;
 
