@@ -25,6 +25,55 @@ use git2::{
 use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, signature};
 use crate::{Error, Result};
 
+/// Pushes of fewer commits than this copy loose objects into a local
+/// remote; larger ones send one pack.
+const LOOSE_PUSH_LIMIT: usize = 16;
+
+/// Copies a commit and whatever of its tree the remote lacks. Children are
+/// written before their parents, so an interrupted copy never leaves a tree
+/// whose contents are missing, and a tree the remote has is complete there
+/// and is not descended into.
+fn copy_missing(
+    repo: &Repository,
+    from: &git2::Odb<'_>,
+    to: &git2::Odb<'_>,
+    commit: Oid,
+) -> std::result::Result<(), git2::Error> {
+    fn copy(
+        from: &git2::Odb<'_>,
+        to: &git2::Odb<'_>,
+        id: Oid,
+    ) -> std::result::Result<(), git2::Error> {
+        if !to.exists(id) {
+            let object = from.read(id)?;
+            to.write(object.kind(), object.data())?;
+        }
+        Ok(())
+    }
+    fn copy_tree(
+        repo: &Repository,
+        from: &git2::Odb<'_>,
+        to: &git2::Odb<'_>,
+        id: Oid,
+    ) -> std::result::Result<(), git2::Error> {
+        if to.exists(id) {
+            return Ok(());
+        }
+        for entry in repo.find_tree(id)?.iter() {
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) => copy_tree(repo, from, to, entry.id())?,
+                _ => copy(from, to, entry.id())?,
+            }
+        }
+        copy(from, to, id)
+    }
+    if to.exists(commit) {
+        return Ok(());
+    }
+    copy_tree(repo, from, to, repo.find_commit(commit)?.tree_id())?;
+    copy(from, to, commit)
+}
+
 /// One push attempt's answer.
 #[derive(Debug)]
 pub(super) enum Attempt {
@@ -100,14 +149,23 @@ impl GitWriter {
         let Some(remote) = &self.config.remote else {
             return Ok(None);
         };
+        let b = &self.config.branch;
         let url = match endpoint(&remote.url) {
-            Endpoint::Local(path) => path.to_string_lossy().into_owned(),
+            Endpoint::Local(path) => {
+                // A local remote's tip can be read directly: when it is what
+                // we last saw, or a commit we already hold (ours, just
+                // pushed), there is nothing to transfer.
+                if let Some(tip) = self.local_remote_tip_if_known(&path)? {
+                    return Ok(tip);
+                }
+                path.to_string_lossy().into_owned()
+            }
             Endpoint::Transport(url) => url,
         };
         let tries = Cell::new(0);
         let mut opts = FetchOptions::new();
         opts.remote_callbacks(callbacks(&remote.auth, &tries));
-        let b = &self.config.branch;
+        opts.update_fetchhead(false);
         self.repo
             .remote_anonymous(&url)
             .and_then(|mut r| {
@@ -119,6 +177,32 @@ impl GitWriter {
             })
             .map_err(git(format!("fetching {b} from {}", remote.url)))?;
         self.ref_target(&self.tracking_ref())
+    }
+
+    /// The local remote's tip when no transfer is needed to know it:
+    /// `Some(tip)` (recorded as the tracking ref) or `None` when a fetch is.
+    fn local_remote_tip_if_known(&self, path: &std::path::Path) -> Result<Option<Option<Oid>>> {
+        let Ok(remote) = Repository::open_bare(path) else {
+            return Ok(None); // let the fetch report it
+        };
+        let tip = match remote.refname_to_id(&format!("refs/heads/{}", self.config.branch)) {
+            Ok(id) => Some(id),
+            Err(e) if e.code() == ErrorCode::NotFound => None,
+            Err(_) => return Ok(None),
+        };
+        let tracking = self.ref_target(&self.tracking_ref())?;
+        if tip == tracking {
+            return Ok(Some(tip));
+        }
+        match tip {
+            Some(id) if self.repo.odb().is_ok_and(|odb| odb.exists(id)) => {
+                self.repo
+                    .reference(&self.tracking_ref(), id, true, "reverser: remote tip")
+                    .map_err(git("recording the remote tip"))?;
+                Ok(Some(Some(id)))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Pushes the branch, fetching and replaying on every rejection, up to
@@ -194,8 +278,26 @@ impl GitWriter {
         let context = || format!("pushing to the local remote {}", path.display());
         let remote = Repository::open_bare(path)
             .map_err(git(format!("{}: it must be a bare repository", context())))?;
-        let mut buf = Buf::new();
-        {
+        let ours: Vec<Oid> = {
+            let mut walk = self.repo.revwalk().map_err(git(context()))?;
+            walk.push(head).map_err(git(context()))?;
+            if let Some(old) = expected {
+                walk.hide(old).map_err(git(context()))?;
+            }
+            walk.collect::<std::result::Result<_, _>>()
+                .map_err(git(context()))?
+        };
+        let remote_odb = remote.odb().map_err(git(context()))?;
+        if ours.len() < LOOSE_PUSH_LIMIT {
+            // A few commits: copy the objects the remote lacks, loose, as
+            // receive-pack does below unpackLimit (a pack per push would
+            // leave the remote searching thousands of packs).
+            let local_odb = self.repo.odb().map_err(git(context()))?;
+            for id in ours {
+                copy_missing(&self.repo, &local_odb, &remote_odb, id).map_err(git(context()))?;
+            }
+        } else {
+            let mut buf = Buf::new();
             let mut walk = self.repo.revwalk().map_err(git(context()))?;
             walk.push(head).map_err(git(context()))?;
             if let Some(old) = expected {
@@ -204,10 +306,7 @@ impl GitWriter {
             let mut pack = self.repo.packbuilder().map_err(git(context()))?;
             pack.insert_walk(&mut walk).map_err(git(context()))?;
             pack.write_buf(&mut buf).map_err(git(context()))?;
-        }
-        {
-            let odb = remote.odb().map_err(git(context()))?;
-            let mut writer = odb.packwriter().map_err(git(context()))?;
+            let mut writer = remote_odb.packwriter().map_err(git(context()))?;
             writer.write_all(&buf).map_err(|source| Error::Io {
                 context: context(),
                 source,

@@ -748,3 +748,86 @@ fn an_invalid_branch_name_is_refused_with_a_typed_error() {
     .unwrap_err();
     assert!(err.to_string().contains("bad..name"), "{err}");
 }
+
+/// A large window is written as one pack; a long run of unpushed commits is
+/// pushed as one pack. Both leave complete, valid repositories.
+#[test]
+fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let packs = |dir: &Path| {
+        std::fs::read_dir(dir.join("objects/pack"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "pack")
+            })
+            .count()
+    };
+    let clone = tmp.path().join("clone");
+    let window: Vec<Change> = (0..super::writer::PACK_THRESHOLD + 50)
+        .map(|i| {
+            write(
+                user(["alice", "bob"][i % 2]),
+                cm("big", &format!("o{i}"), "v"),
+                "x",
+                0,
+            )
+        })
+        .collect();
+    let out = w.commit_local(&window).unwrap();
+    assert_eq!(out.commits.len(), 2);
+    assert_eq!(packs(&clone), 1);
+    for i in 0..20 {
+        w.commit_local(&[write(
+            user("carol"),
+            cm("small", &format!("s{i}"), "v"),
+            "y",
+            1,
+        )])
+        .unwrap();
+    }
+    assert_eq!(packs(&clone), 1, "small windows are written loose");
+    assert_eq!(
+        git_cli(
+            &clone,
+            &["fsck", "--strict", "--no-progress", "--no-dangling"]
+        ),
+        ""
+    );
+    let push = w.push().unwrap();
+    assert_eq!(push.attempts, 1);
+    assert_eq!(packs(&remote), 1);
+    assert_eq!(
+        git_cli(&remote, &["rev-list", "--count", "main"]).trim(),
+        "22"
+    );
+    assert_eq!(
+        git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"])
+            .lines()
+            .count(),
+        super::writer::PACK_THRESHOLD + 50 + 20
+    );
+    assert_eq!(
+        git_cli(
+            &remote,
+            &["fsck", "--strict", "--no-progress", "--no-dangling"]
+        ),
+        ""
+    );
+    // A short push afterwards is copied loose: still one pack on the remote.
+    w.commit(&[delete(user("dave"), cm_key("small", "s0"), "z", 2)])
+        .unwrap();
+    assert_eq!(packs(&remote), 1);
+    assert_eq!(
+        git_cli(
+            &remote,
+            &["fsck", "--strict", "--no-progress", "--no-dangling"]
+        ),
+        ""
+    );
+}

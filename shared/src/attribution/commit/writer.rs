@@ -15,6 +15,10 @@ use crate::attribution::render::{layout_path, render_manifest};
 use crate::metrics::{CommitLabels, Metrics};
 use crate::{Error, Result};
 
+/// Windows of at least this many changes are written as one pack (git's
+/// default `unpackLimit` is the same figure).
+pub(super) const PACK_THRESHOLD: usize = 100;
+
 /// Where and how the writer keeps its history.
 #[derive(Debug, Clone)]
 pub struct WriterConfig {
@@ -276,10 +280,28 @@ impl GitWriter {
             }
         }
 
+        // A large window's objects are written in memory and land as one
+        // pack: one file instead of one per blob and tree. A small one's are
+        // written loose, as git itself does below `unpackLimit`, because
+        // every pack is one more file each object lookup may search.
+        let work = Repository::open_bare(&self.config.repo_dir).map_err(git(format!(
+            "opening the clone at {}",
+            self.config.repo_dir.display()
+        )))?;
+        let work_odb = work.odb().map_err(git("opening the object database"))?;
+        let mempack = if changes.len() >= PACK_THRESHOLD {
+            Some(
+                work_odb
+                    .add_new_mempack_backend(1000)
+                    .map_err(git("adding the in-memory object store"))?,
+            )
+        } else {
+            None
+        };
         let start = self.local_head()?;
         let mut head = start;
         for group in plan_commits(changes) {
-            let base_tree = self.tree_of(head)?;
+            let base_tree = tree_of(&work, head)?;
             // The running state of each touched path within this commit.
             let mut overlay: HashMap<&str, Option<Oid>> = HashMap::new();
             let mut applied: Vec<Applied<'_>> = Vec::new();
@@ -292,7 +314,7 @@ impl GitWriter {
                     None => entry_id(&base_tree, path),
                 };
                 let next = match content {
-                    Some(bytes) => Some(self.repo.blob(bytes).map_err(git(format!(
+                    Some(bytes) => Some(work.blob(bytes).map_err(git(format!(
                         "writing the manifest of {}",
                         changes[i].object.display()
                     )))?),
@@ -332,15 +354,14 @@ impl GitWriter {
                 }
             }
             let tree_id = update
-                .create_updated(&self.repo, &base_tree)
+                .create_updated(&work, &base_tree)
                 .map_err(git("building the manifest tree"))?;
             if tree_id == base_tree.id() {
                 // e.g. a create and a delete of one object in one window.
                 outcome.unchanged += applied.len();
                 continue;
             }
-            let tree = self
-                .repo
+            let tree = work
                 .find_tree(tree_id)
                 .map_err(git("reading the tree just built"))?;
             let author = author_identity(group.author.as_ref());
@@ -354,15 +375,13 @@ impl GitWriter {
             let message = commit_message(group.author.as_ref(), &applied);
             let parent = match head {
                 Some(id) => Some(
-                    self.repo
-                        .find_commit(id)
+                    work.find_commit(id)
                         .map_err(git("reading the parent commit"))?,
                 ),
                 None => None,
             };
             let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-            let id = self
-                .repo
+            let id = work
                 .commit(None, &author_sig, &committer_sig, &message, &tree, &parents)
                 .map_err(git(format!(
                     "committing as {} <{}>",
@@ -391,6 +410,27 @@ impl GitWriter {
         if let Some(id) = head
             && head != start
         {
+            // Objects first, as one pack, then the ref: the branch never
+            // points at something not on disk.
+            if let Some(mempack) = &mempack {
+                let mut pack = git2::Buf::new();
+                mempack
+                    .dump(&work, &mut pack)
+                    .map_err(git("packing the window's objects"))?;
+                let odb = self
+                    .repo
+                    .odb()
+                    .map_err(git("opening the object database"))?;
+                let mut writer = odb.packwriter().map_err(git("writing the window's pack"))?;
+                std::io::Write::write_all(&mut writer, &pack).map_err(|source| Error::Io {
+                    context: format!(
+                        "writing the window's pack into {}",
+                        self.config.repo_dir.display()
+                    ),
+                    source,
+                })?;
+                writer.commit().map_err(git("writing the window's pack"))?;
+            }
             self.set_local_head(id, "reverser: commit")?;
         }
         Ok(outcome)
@@ -426,22 +466,22 @@ impl GitWriter {
 
     /// The tree of a commit, or the empty tree for no commit.
     pub(super) fn tree_of(&self, commit: Option<Oid>) -> Result<Tree<'_>> {
-        match commit {
-            Some(id) => self
-                .repo
-                .find_commit(id)
-                .and_then(|c| c.tree())
-                .map_err(git(format!("reading the tree of {id}"))),
-            None => {
-                let id = self
-                    .repo
-                    .treebuilder(None)
-                    .and_then(|b| b.write())
-                    .map_err(git("writing the empty tree"))?;
-                self.repo
-                    .find_tree(id)
-                    .map_err(git("reading the empty tree"))
-            }
+        tree_of(&self.repo, commit)
+    }
+}
+
+fn tree_of(repo: &Repository, commit: Option<Oid>) -> Result<Tree<'_>> {
+    match commit {
+        Some(id) => repo
+            .find_commit(id)
+            .and_then(|c| c.tree())
+            .map_err(git(format!("reading the tree of {id}"))),
+        None => {
+            let id = repo
+                .treebuilder(None)
+                .and_then(|b| b.write())
+                .map_err(git("writing the empty tree"))?;
+            repo.find_tree(id).map_err(git("reading the empty tree"))
         }
     }
 }
