@@ -284,12 +284,22 @@ impl GitWriter {
         // pack: one file instead of one per blob and tree. A small one's are
         // written loose, as git itself does below `unpackLimit`, because
         // every pack is one more file each object lookup may search.
-        let work = Repository::open_bare(&self.config.repo_dir).map_err(git(format!(
-            "opening the clone at {}",
-            self.config.repo_dir.display()
-        )))?;
+        // (The in-memory store is attached to a handle of its own: a
+        // backend, once added, stays on its object database for good.)
+        let packed = changes.len() >= PACK_THRESHOLD;
+        let own_handle = if packed {
+            Some(
+                Repository::open_bare(&self.config.repo_dir).map_err(git(format!(
+                    "opening the clone at {}",
+                    self.config.repo_dir.display()
+                )))?,
+            )
+        } else {
+            None
+        };
+        let work: &Repository = own_handle.as_ref().unwrap_or(&self.repo);
         let work_odb = work.odb().map_err(git("opening the object database"))?;
-        let mempack = if changes.len() >= PACK_THRESHOLD {
+        let mempack = if packed {
             Some(
                 work_odb
                     .add_new_mempack_backend(1000)
@@ -301,7 +311,7 @@ impl GitWriter {
         let start = self.local_head()?;
         let mut head = start;
         for group in plan_commits(changes) {
-            let base_tree = tree_of(&work, head)?;
+            let base_tree = tree_of(work, head)?;
             // The running state of each touched path within this commit.
             let mut overlay: HashMap<&str, Option<Oid>> = HashMap::new();
             let mut applied: Vec<Applied<'_>> = Vec::new();
@@ -354,7 +364,7 @@ impl GitWriter {
                 }
             }
             let tree_id = update
-                .create_updated(&work, &base_tree)
+                .create_updated(work, &base_tree)
                 .map_err(git("building the manifest tree"))?;
             if tree_id == base_tree.id() {
                 // e.g. a create and a delete of one object in one window.
@@ -415,7 +425,7 @@ impl GitWriter {
             if let Some(mempack) = &mempack {
                 let mut pack = git2::Buf::new();
                 mempack
-                    .dump(&work, &mut pack)
+                    .dump(work, &mut pack)
                     .map_err(git("packing the window's objects"))?;
                 let odb = self
                     .repo
