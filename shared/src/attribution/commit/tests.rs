@@ -831,3 +831,65 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
         ""
     );
 }
+
+mod git_http;
+
+fn token_writer(
+    root: &Path,
+    clone: &str,
+    url: &str,
+    token: &str,
+) -> Result<GitWriter, crate::Error> {
+    GitWriter::open(WriterConfig {
+        repo_dir: root.join(clone),
+        branch: "main".into(),
+        committer: Identity::new(COMMITTER.0, COMMITTER.1),
+        remote: Some(RemoteConfig {
+            url: url.into(),
+            auth: RemoteAuth::Token {
+                username: "x-access-token".into(),
+                token: token.into(),
+            },
+            max_push_attempts: 5,
+        }),
+    })
+}
+
+/// An HTTP remote with a token, served by real `git http-backend`: the push
+/// goes through git2's transport and the server's receive-pack, which
+/// refuses a stale push; the writer fetches, replays and lands it.
+#[test]
+fn http_remote_with_a_token_pushes_and_replays_after_a_rejection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    git_cli(&remote, &["config", "http.receivepack", "true"]);
+    let server = git_http::GitHttpServer::start(tmp.path(), "x-access-token", "s3cret");
+    let url = format!("{}/remote.git", server.url);
+
+    let mut a = token_writer(tmp.path(), "clone-a", &url, "s3cret").unwrap();
+    let mut b = token_writer(tmp.path(), "clone-b", &url, "s3cret").unwrap();
+    let out = a
+        .commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)])
+        .unwrap();
+    assert_eq!(out.push.unwrap().attempts, 1);
+    b.commit_local(&[write(user("bob"), cm("a", "y", "1"), "2", 1)])
+        .unwrap();
+    let push = b.push().unwrap();
+    assert_eq!((push.attempts, push.replayed), (2, 1), "{push:?}");
+    assert_eq!(
+        lines(&git_cli(
+            &remote,
+            &["log", "--reverse", "--format=%an|%cn", "main"]
+        )),
+        [
+            format!("alice|{}", COMMITTER.0),
+            format!("bob|{}", COMMITTER.0)
+        ]
+    );
+    assert!(server.served.load(std::sync::atomic::Ordering::SeqCst) > 0);
+
+    // A wrong token is refused, and said so, rather than looping.
+    let err = token_writer(tmp.path(), "clone-c", &url, "wrong").unwrap_err();
+    assert!(err.to_string().contains("credentials"), "{err}");
+    assert!(server.refused.load(std::sync::atomic::Ordering::SeqCst) > 0);
+}
