@@ -10,6 +10,13 @@
 //! - anything else (`https://`, `ssh://`, `user@host:path`): git2's push; the
 //!   server's receive-pack checks the old value the same way, and a non-fast-
 //!   forward is reported as a rejection.
+//!
+//! Replay re-applies what our commits changed (their tree diffs). A change
+//! that was a no-op when committed (deleting a file our clone did not have)
+//! left no commit, so it is not replayed if another writer adds that file
+//! between our fetch and our push. The design keeps one writer per branch
+//! (spec: "keeping commits to one (GitProvider, branch) serialized through a
+//! single writer"), where this cannot happen.
 
 use std::cell::{Cell, RefCell};
 use std::io::Write;
@@ -82,12 +89,12 @@ pub(super) enum Attempt {
 }
 
 /// Where the remote is.
-enum Endpoint {
+pub(super) enum Endpoint {
     Local(PathBuf),
     Transport(String),
 }
 
-fn endpoint(url: &str) -> Endpoint {
+pub(super) fn endpoint(url: &str) -> Endpoint {
     if let Some(path) = url.strip_prefix("file://") {
         Endpoint::Local(PathBuf::from(path))
     } else if url.starts_with('/') || url.starts_with("./") || url.starts_with("../") {

@@ -893,3 +893,48 @@ fn http_remote_with_a_token_pushes_and_replays_after_a_rejection() {
     assert!(err.to_string().contains("credentials"), "{err}");
     assert!(server.refused.load(std::sync::atomic::Ordering::SeqCst) > 0);
 }
+
+#[test]
+fn remote_urls_pick_the_local_compare_and_swap_path_only_for_local_remotes() {
+    use push::{Endpoint, endpoint};
+    for local in [
+        "file:///srv/git/mirror.git",
+        "/srv/git/mirror.git",
+        "./m.git",
+    ] {
+        assert!(matches!(endpoint(local), Endpoint::Local(_)), "{local}");
+    }
+    for remote in [
+        "https://github.com/acme/mirror.git",
+        "ssh://git@github.com/acme/mirror.git",
+        "git@github.com:acme/mirror.git",
+    ] {
+        assert!(
+            matches!(endpoint(remote), Endpoint::Transport(_)),
+            "{remote}"
+        );
+    }
+}
+
+#[test]
+fn credentials_never_reach_a_log() {
+    let auth = RemoteAuth::Token {
+        username: "x-access-token".into(),
+        token: "ghp_secret".into(),
+    };
+    let shown = format!(
+        "{:?}",
+        RemoteConfig {
+            auth,
+            ..RemoteConfig::new("https://x")
+        }
+    );
+    assert!(!shown.contains("ghp_secret"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    let key = RemoteAuth::SshKey {
+        username: "git".into(),
+        private_key: "/keys/id".into(),
+        passphrase: Some("hunter2".into()),
+    };
+    assert!(!format!("{key:?}").contains("hunter2"));
+}
