@@ -938,3 +938,30 @@ fn credentials_never_reach_a_log() {
     };
     assert!(!format!("{key:?}").contains("hunter2"));
 }
+
+#[test]
+fn an_unreachable_remote_never_loses_a_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    // The remote goes away.
+    let away = tmp.path().join("away.git");
+    std::fs::rename(&remote, &away).unwrap();
+    let window = [write(user("alice"), cm("a", "x", "1"), "1", 0)];
+    let err = w.commit(&window).unwrap_err();
+    assert!(matches!(err, crate::Error::Git { .. }), "{err}");
+    let clone = tmp.path().join("clone");
+    assert_eq!(
+        git_cli(&clone, &["log", "--format=%an", "main"]).trim(),
+        "alice"
+    );
+    // It comes back; retrying the same window adds nothing and pushes it.
+    std::fs::rename(&away, &remote).unwrap();
+    let out = w.commit(&window).unwrap();
+    assert!(out.commits.is_empty());
+    assert_eq!(out.push.unwrap().attempts, 1);
+    assert_eq!(
+        git_cli(&remote, &["log", "--format=%an", "main"]).trim(),
+        "alice"
+    );
+}

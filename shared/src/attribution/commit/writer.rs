@@ -252,10 +252,17 @@ impl GitWriter {
     /// when a remote is configured. With a remote it first fetches
     /// ([`GitWriter::sync`]), so a change is diffed against what the remote
     /// holds: a delete of a file only another writer had added still removes
-    /// it. When the push fails the commits stay in the clone and the error is
-    /// returned; the next call pushes them.
+    /// it. When the remote cannot be reached the window is still committed
+    /// to the clone, and the push error is returned; the next call pushes
+    /// the commits (replaying them if need be). Retrying a window is safe:
+    /// a change already recorded leaves the tree identical and makes no
+    /// commit.
     pub fn commit(&mut self, changes: &[Change]) -> Result<CommitOutcome> {
-        self.sync()?;
+        if let Err(error) = self.sync() {
+            // Never drop a window because the remote is away: commit on what
+            // we have, the push replays it later.
+            tracing::warn!(%error, "fetch before commit failed; committing on the clone as it is");
+        }
         let mut outcome = self.commit_local(changes)?;
         if self.config.remote.is_some() {
             outcome.push = Some(self.push()?);
