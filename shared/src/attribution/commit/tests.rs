@@ -303,11 +303,14 @@ fn setting_only_deletion_timestamp_never_makes_a_commit() {
     let mut terminating = cm("a", "x", "1");
     terminating["metadata"]["deletionTimestamp"] = json!("2026-06-25T12:00:00Z");
     terminating["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    let clone = tmp.path().join("clone");
+    let objects = || git_cli(&clone, &["count-objects"]);
+    let before = objects();
     let out = w
         .commit(&[write(user("bob"), terminating, "2", 1)])
         .unwrap();
     assert!(out.commits.is_empty());
-    let clone = tmp.path().join("clone");
+    assert_eq!(objects(), before, "a no-op stores nothing");
     assert_eq!(
         git_cli(&clone, &["rev-list", "--count", "main"]).trim(),
         "1"

@@ -330,11 +330,12 @@ impl GitWriter {
                     Some(state) => *state,
                     None => entry_id(&base_tree, path),
                 };
+                // Hashed, not yet written: a no-op stores nothing.
                 let next = match content {
-                    Some(bytes) => Some(work.blob(bytes).map_err(git(format!(
-                        "writing the manifest of {}",
-                        changes[i].object.display()
-                    )))?),
+                    Some(bytes) => Some(
+                        Oid::hash_object(git2::ObjectType::Blob, bytes)
+                            .map_err(git("hashing a manifest"))?,
+                    ),
                     None => None,
                 };
                 // A delete of an absent file, a write of the same bytes: the
@@ -348,6 +349,12 @@ impl GitWriter {
                     (Some(_), Some(_)) => Effect::Update,
                     (_, None) => Effect::Delete,
                 };
+                if let Some(bytes) = content {
+                    work.blob(bytes).map_err(git(format!(
+                        "writing the manifest of {}",
+                        changes[i].object.display()
+                    )))?;
+                }
                 overlay.insert(path.as_str(), next);
                 applied.push(Applied {
                     effect,
