@@ -128,6 +128,35 @@ pub enum Error {
     /// An injected document could not be written back as YAML.
     #[error("cannot write the document starting at line {line} back as YAML after injecting: {message}")]
     InjectRender { line: usize, message: String },
+
+    // Git authoring (`attribution::render`, `attribution::commit`).
+    /// An object could not be rendered as a manifest.
+    #[error("cannot render {object}: {message}")]
+    Render { object: String, message: String },
+
+    /// An object's coordinates do not make a safe layout path.
+    #[error(
+        "cannot lay out {object}: its {component} {value:?} {problem}; \
+         the watch event is corrupt, fix its source"
+    )]
+    LayoutPath { object: String, component: &'static str, value: String, problem: &'static str },
+
+    /// A git operation failed.
+    #[error("git: {context}: {source}")]
+    Git {
+        context: String,
+        #[source]
+        source: git2::Error,
+    },
+
+    /// Every push attempt was rejected, each time after fetching and
+    /// replaying on top of what the remote had.
+    #[error(
+        "push of {branch} to {remote} was rejected {attempts} times, fetching and replaying \
+         after each; the commits are kept in the local clone and pushed with the next \
+         commit. If it persists, check that nothing force-pushes that branch"
+    )]
+    PushExhausted { remote: String, branch: String, attempts: u32 },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.
