@@ -153,10 +153,11 @@ pub enum Error {
     /// replaying on top of what the remote had.
     #[error(
         "push of {branch} to {remote} was rejected {attempts} times, fetching and replaying \
-         after each; the commits are kept in the local clone and pushed with the next \
-         commit. If it persists, check that nothing force-pushes that branch"
+         after each (last: {last_reason}); the commits are kept in the local clone and \
+         pushed with the next commit. If it persists, check the remote's branch protection \
+         and hooks, and that nothing force-pushes that branch"
     )]
-    PushExhausted { remote: String, branch: String, attempts: u32 },
+    PushExhausted { remote: String, branch: String, attempts: u32, last_reason: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.
