@@ -27,6 +27,8 @@ pub struct ServeArgs {
     pub receiver: config::Receiver,
     #[command(flatten)]
     pub ops: config::Ops,
+    #[command(flatten)]
+    pub git: config::Git,
     /// The Unix socket the watcher talks to (gRPC, reverser.v1).
     #[arg(long, env = "REVERSER_SOCKET", default_value = "reverser.sock")]
     pub socket: PathBuf,
@@ -130,6 +132,14 @@ fn receiver_tls(r: &config::Receiver) -> Result<Tls, String> {
     }
 }
 
+/// A URL with any userinfo password hidden, fit for printing.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
 fn abs(p: &Path) -> String {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }
@@ -171,7 +181,22 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         });
     }
 
-    let api = Arc::new(Api::new(engine.clone(), follower.clone()));
+    let git = match args.git.writer_config() {
+        Some(c) => {
+            let dir = c.repo_dir.display().to_string();
+            let w = tokio::task::spawn_blocking(move || shared::attribution::commit::GitWriter::open(c))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
+            Some(w.with_metrics(metrics.clone()))
+        }
+        None => None,
+    };
+    let git_line = args.git.git_repo.as_ref().map(|d| {
+        let remote = args.git.git_remote.as_deref().map(|r| format!(", pushing to {}", redact(r))).unwrap_or_default();
+        format!("git mirror     {} (branch {}{remote})", abs(d), args.git.git_branch)
+    });
+    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git));
     for s in &follow {
         api.acquire(s);
     }
@@ -239,6 +264,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     println!("transport      {}", transport.kind().label());
     println!("socket         {} (gRPC reverser.v1 + grpc.health.v1)", abs(&socket));
     if let Some(l) = receiver_line {
+        println!("{l}");
+    }
+    if let Some(l) = git_line {
         println!("{l}");
     }
     println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
