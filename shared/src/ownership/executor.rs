@@ -124,6 +124,16 @@ impl Executor {
         }
     }
 
+    /// The kube client this executor writes through.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The namespace this executor writes to.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     fn api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
