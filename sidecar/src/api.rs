@@ -142,7 +142,7 @@ impl Attribution for Api {
         }
         let outcome = tokio::task::spawn_blocking(move || {
             let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
-            writer.commit(&changes)
+            writer.commit(&changes).map_err(|e| e.to_string())
         })
         .await
         .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?

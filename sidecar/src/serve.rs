@@ -184,7 +184,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let git = match args.git.writer_config() {
         Some(c) => {
             let dir = c.repo_dir.display().to_string();
-            let w = tokio::task::spawn_blocking(move || shared::attribution::commit::GitWriter::open(c))
+            let w = tokio::task::spawn_blocking(move || shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string()))
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
