@@ -843,3 +843,20 @@ spec:
         out.output
     );
 }
+
+proptest! {
+    /// Bad input is an error or untouched output, never a panic.
+    #[test]
+    fn arbitrary_input_never_panics(
+        text in "(---\n|apiVersion: (v1|apps/v1|batch/v1)\n|kind: (Pod|Deployment|CronJob|List)\n|spec:\n|  template:\n|  containers: [\\{name: a\\}]\n|items:\n- |[a-z:\\[\\]{} -]{0,12}\n){0,12}",
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        if let Ok(out) = inject_manifests(&text, &opts())
+            && out.reports.iter().all(|r| r.outcome != Outcome::Injected)
+        {
+            prop_assert_eq!(out.output, text);
+        }
+        let response = review(&bytes, &WebhookConfig::default());
+        prop_assert_eq!(&response["response"]["allowed"], &serde_json::Value::Bool(true));
+    }
+}
