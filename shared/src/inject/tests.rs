@@ -56,7 +56,7 @@ fn assert_injected(spec: &Value, watchers: &[&str]) {
     assert_eq!(sidecar["name"], Value::from(SIDECAR_NAME), "{spec:?}");
     assert_eq!(sidecar["restartPolicy"], Value::from("Always"));
     assert_eq!(sidecar["image"], Value::from(default_image()));
-    assert_eq!(sidecar["args"], yaml("[serve, --socket, /var/run/reverser/reverser.sock]"));
+    assert_eq!(sidecar["args"], yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode, "666", --audit-listen, "off"]"));
     let sc = &sidecar["securityContext"];
     assert_eq!(sc["runAsNonRoot"], Value::from(true));
     assert_eq!(sc["readOnlyRootFilesystem"], Value::from(true));
@@ -224,7 +224,7 @@ fn image_args_socket_dir_and_resources_are_configurable() {
     assert_eq!(sidecar["image"], Value::from("registry.local/sidecar:dev"));
     assert_eq!(
         sidecar["args"],
-        yaml("[serve, --socket, /run/attr/reverser.sock, --transport, redis, --redis-url, 'redis://redis:6379']")
+        yaml("[serve, --socket, /run/attr/reverser.sock, --socket-mode, '666', --audit-listen, 'off', --transport, redis, --redis-url, 'redis://redis:6379']")
     );
     assert_eq!(sidecar["resources"], yaml("{requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}"));
     assert_eq!(sidecar["securityContext"]["runAsUser"], Value::from(1000));
