@@ -184,10 +184,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let git = match args.git.writer_config() {
         Some(c) => {
             let dir = c.repo_dir.display().to_string();
-            let w = tokio::task::spawn_blocking(move || shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string()))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
+            let w = tokio::task::spawn_blocking(move || {
+                shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
             Some(w.with_metrics(metrics.clone()))
         }
         None => None,
