@@ -157,6 +157,11 @@ pub enum Error {
          commit. If it persists, check that nothing force-pushes that branch"
     )]
     PushExhausted { remote: String, branch: String, attempts: u32 },
+
+    // kubectl tatara (issue 7): the forge, reached through octocrab.
+    /// A forge (GitHub) request failed or answered something unusable.
+    #[error("forge request {op} on {target} failed: {message}; {hint}")]
+    Forge { op: String, target: String, message: String, hint: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.

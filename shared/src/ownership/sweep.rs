@@ -136,6 +136,22 @@ pub fn mint_stage(webhook_originated: bool, last_comment_human: bool) -> MintSta
     if webhook_originated || last_comment_human { MintStage::Triaging } else { MintStage::ParkedBacklogSweep }
 }
 
+/// The label stamped on a parked SCM issue ("stamp the tatara-parked label
+/// on the SCM issue").
+pub const PARKED_LABEL: &str = "tatara-parked";
+
+/// The mint stage of a cron-discovered orphan (a sweep is never
+/// webhook-originated). "the sweep's mint-stage predicate READS this label":
+/// an issue carrying `tatara-parked` is "a re-mint of an issue whose previous
+/// Task the operator parked and the reaper collected", so it is re-minted
+/// parked(backlog-sweep) whoever commented last.
+pub fn sweep_mint_stage(last_comment_human: bool, labels: &[String]) -> MintStage {
+    if labels.iter().any(|l| l == PARKED_LABEL) {
+        return MintStage::ParkedBacklogSweep;
+    }
+    mint_stage(false, last_comment_human)
+}
+
 /// The `kind` argument of `IntakeTaskName` for a sweep mint. Neither the
 /// spec nor `facts/` says which kind the sweep passes; we pass none (the
 /// name then has no kind letter). Change it here if the operator differs.

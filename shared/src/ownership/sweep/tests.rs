@@ -216,3 +216,12 @@ fn human_prs_are_reviewed_only_in_reaction_scope() {
     p.spec.scm.maintainer_logins = Some(vec!["alice".into()]);
     assert!(matches!(pr_disposition(&pr("alice", "fix", None), &p, None, &tasks), PrDisposition::Review { .. }));
 }
+
+#[test]
+fn the_sweep_mint_stage_reads_the_parked_label() {
+    let parked = vec![PARKED_LABEL.to_string()];
+    assert_eq!(sweep_mint_stage(false, &[]), MintStage::ParkedBacklogSweep);
+    assert_eq!(sweep_mint_stage(true, &[]), MintStage::Triaging);
+    assert_eq!(sweep_mint_stage(true, &parked), MintStage::ParkedBacklogSweep);
+    assert_eq!(sweep_mint_stage(true, &["bug".to_string()]), MintStage::Triaging);
+}
