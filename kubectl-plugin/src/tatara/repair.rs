@@ -133,9 +133,14 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     };
     let mut result = RepairResult { apply: args.apply, ..Default::default() };
     for ns in &namespaces {
-        let exec = Executor::new(target.client.clone(), ns);
+        let mut exec = Executor::new(target.client.clone(), ns);
         let snap = exec.snapshot().await?;
         let plan = decide_repairs(&snap);
+        // Each 409 means another writer landed on one of the planned
+        // artifacts (a racing repair: that artifact then drops out of our
+        // plan), so the conflict budget scales with the plan, not a constant.
+        exec.max_conflicts = exec.max_conflicts.max(10 + 2 * plan.len());
+        exec.max_rounds = exec.max_rounds.max(exec.max_conflicts + 10);
         result.plan.extend(plan.iter().filter_map(|a| line(ns, a)));
         if args.apply && !plan.is_empty() {
             // Recomputed from a fresh read each round: a 409 means another
