@@ -632,3 +632,58 @@ fn a_maintainer_takeover_leaves_exactly_the_spec_state_and_reuses_its_task() {
     assert_eq!(w.all("tasks").len(), tasks_before + 1);
     assert_eq!(w.gh.writes().len(), 2);
 }
+
+#[test]
+fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_max_open_tasks() {
+    let Some(w) = World::new(
+        |s| {
+            s.patch("projects", NS, "tatara", &json!({"spec": {"maxNewTasksPerSweep": 10}}), false).unwrap();
+        },
+        {
+            let mut s = gh_state(&[("tok", "maint")]);
+            let human =
+                |id: u64| Comment { id, author: "alice".into(), author_type: "User".into(), body: "any news?".into() };
+            let issues = (1..=7)
+                .map(|n| IssueData {
+                    number: n,
+                    author: "alice".into(),
+                    open: true,
+                    labels: vec![],
+                    comments: if n <= 5 { vec![human(n * 100)] } else { vec![] },
+                })
+                .collect();
+            s.issues.insert(REPO.into(), issues);
+            s
+        },
+    ) else {
+        return;
+    };
+    // Seeded: umbrella, member-a, member-b are active (3 of maxOpenTasks 6);
+    // old-failed is failed and does not count.
+    let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok"));
+    assert_eq!(r["activeTasks"], 3);
+    let line = |n: u64| {
+        r["issues"].as_array().unwrap().iter().find(|l| l["key"] == format!("tatara-operator#{n}")).unwrap().clone()
+    };
+    for n in [6, 7] {
+        assert_eq!(line(n)["stage"], "parked(backlog-sweep)", "{}", line(n));
+    }
+    let triaging: Vec<u64> = (1..=5).filter(|n| line(*n)["stage"] == "triaging").collect();
+    let deferred: Vec<u64> = (1..=5).filter(|n| line(*n)["decision"] == "deferred").collect();
+    assert_eq!(triaging.len(), 3, "{r}");
+    assert_eq!(deferred.len(), 2, "{r}");
+    assert_eq!(r["capHits"][0]["cap"], "maxOpenTasks");
+    assert_eq!(r["minted"].as_array().unwrap().len(), 5);
+    let active_now = w
+        .all("tasks")
+        .iter()
+        .filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-"))
+        .filter(|t| t["spec"].get("initialParkReason").is_none())
+        .count();
+    assert_eq!(active_now, 3);
+    // Next pass: six active Tasks, so the two waiting issues stay deferred.
+    let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok"));
+    assert_eq!(r["activeTasks"], 6);
+    assert_eq!(r["minted"], json!([]));
+    assert_eq!(r["capHits"][0]["cap"], "maxOpenTasks");
+}

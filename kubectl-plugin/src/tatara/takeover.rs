@@ -160,8 +160,10 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             coords.full_name()
         )));
     }
-    let (plan, actions) = remaining(&snap, &project, &repo, number, &login, &live_head)
-        .map_err(|e| CliError::new(e.to_string()).with_code(EXIT_REFUSED))?;
+    let (plan, actions) = remaining(&snap, &project, &repo, number, &login, &live_head).map_err(|e| match e {
+        Error::Refused { status: 403, .. } => CliError::new(e.to_string()).with_code(EXIT_REFUSED),
+        e => CliError::from(e),
+    })?;
     let mr_name = find_mr(&snap, &repo_ref, number).map(|m| m.name().to_string()).unwrap_or_default();
     let (task, task_step) = match &plan.task {
         TakeoverTask::Mint { task, .. } => (task.name().to_string(), "mint"),
