@@ -641,6 +641,8 @@ fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_ma
         },
         {
             let mut s = gh_state(&[("tok", "maint")]);
+            // Served like GitHub Enterprise, under /api/v3 (--forge-url).
+            s.prefix = "/api/v3".into();
             let human =
                 |id: u64| Comment { id, author: "alice".into(), author_type: "User".into(), body: "any news?".into() };
             let issues = (1..=7)

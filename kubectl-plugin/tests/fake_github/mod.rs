@@ -61,6 +61,9 @@ pub struct Write {
 #[derive(Debug, Default)]
 pub struct State {
     pub base: String,
+    /// A path prefix the API is served under, as GitHub Enterprise serves
+    /// it under `/api/v3`; empty for github.com's root.
+    pub prefix: String,
     /// token -> login
     pub tokens: BTreeMap<String, String>,
     /// "owner/repo" -> (issues, pulls)
@@ -78,8 +81,9 @@ pub struct FakeGitHub {
 }
 
 impl FakeGitHub {
+    /// The API base, what `--forge-url` takes.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}{}", self.addr, self.state.lock().unwrap().prefix)
     }
     pub fn writes(&self) -> Vec<Write> {
         self.state.lock().unwrap().writes.clone()
@@ -253,7 +257,11 @@ fn handle(st: &Mutex<State>, method: Method, uri: Uri, headers: HeaderMap, body:
         return error(401, "Bad credentials");
     };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let path = uri.path().to_string();
+    // Link headers carry the full path; routing sees it without the prefix.
+    let full_path = uri.path().to_string();
+    let Some(path) = full_path.strip_prefix(s.prefix.as_str()).map(str::to_string) else {
+        return error(404, "Not Found");
+    };
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     if segs == ["user"] && method == Method::GET {
         return reply(200, user(&login, "User"), vec![]);
@@ -304,7 +312,7 @@ fn handle(st: &Mutex<State>, method: Method, uri: Uri, headers: HeaderMap, body:
                 items.push((p.number, v));
             }
             items.sort_by_key(|i| std::cmp::Reverse(i.0));
-            paged(&base, &path, &uri, items.into_iter().map(|(_, v)| v).collect())
+            paged(&base, &full_path, &uri, items.into_iter().map(|(_, v)| v).collect())
         }
         (&Method::GET, ["issues", n, "comments"]) => {
             let n: u64 = n.parse().unwrap_or(0);
@@ -313,7 +321,7 @@ fn handle(st: &Mutex<State>, method: Method, uri: Uri, headers: HeaderMap, body:
                     || s.pulls.get(&full).into_iter().flatten().find(|p| p.number == n).map(|p| p.comments.clone()),
                 );
             match comments {
-                Some(c) => paged(&base, &path, &uri, c.iter().map(|c| comment_json(&base, &full, n, c)).collect()),
+                Some(c) => paged(&base, &full_path, &uri, c.iter().map(|c| comment_json(&base, &full, n, c)).collect()),
                 None => error(404, "Not Found"),
             }
         }
@@ -362,7 +370,7 @@ fn handle(st: &Mutex<State>, method: Method, uri: Uri, headers: HeaderMap, body:
                 s.pulls.get(&full).into_iter().flatten().filter(|p| !open_only || p.open).collect();
             items.sort_by_key(|p| std::cmp::Reverse(p.number));
             let items = items.into_iter().map(|p| pull_json(&base, &full, p)).collect();
-            paged(&base, &path, &uri, items)
+            paged(&base, &full_path, &uri, items)
         }
         (&Method::GET, ["pulls", n]) => {
             let n: u64 = n.parse().unwrap_or(0);
