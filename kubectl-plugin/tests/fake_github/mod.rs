@@ -64,6 +64,9 @@ pub struct State {
     /// A path prefix the API is served under, as GitHub Enterprise serves
     /// it under `/api/v3`; empty for github.com's root.
     pub prefix: String,
+    /// Answer every mutating request 403, as GitHub does for a token
+    /// without write access.
+    pub refuse_writes: bool,
     /// token -> login
     pub tokens: BTreeMap<String, String>,
     /// "owner/repo" -> (issues, pulls)
@@ -263,6 +266,9 @@ fn handle(st: &Mutex<State>, method: Method, uri: Uri, headers: HeaderMap, body:
         return error(404, "Not Found");
     };
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if s.refuse_writes && method != Method::GET {
+        return error(403, "Resource not accessible by personal access token");
+    }
     if segs == ["user"] && method == Method::GET {
         return reply(200, user(&login, "User"), vec![]);
     }
