@@ -103,6 +103,12 @@ impl World {
         self.command(&v, None).spawn().unwrap()
     }
 
+    fn spawn_forge(&self, args: &[&str], token: &str) -> Child {
+        let v = self.forge_args(args);
+        let v: Vec<&str> = v.iter().map(String::as_str).collect();
+        self.command(&v, Some(token)).spawn().unwrap()
+    }
+
     fn all(&self, plural: &str) -> Vec<Value> {
         self.api.store.lock().unwrap().all(plural, NS)
     }
@@ -688,4 +694,41 @@ fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_ma
     assert_eq!(r["activeTasks"], 6);
     assert_eq!(r["minted"], json!([]));
     assert_eq!(r["capHits"][0]["cap"], "maxOpenTasks");
+}
+
+#[test]
+fn two_racing_sweeps_mint_each_orphan_once() {
+    let Some(w) = World::new(|_| {}, backlog()) else {
+        return;
+    };
+    let args = ["sweep", "--project", "tatara", "--apply", "-o", "json"];
+    let a = w.spawn_forge(&args, "tok-maint");
+    let b = w.spawn_forge(&args, "tok-maint");
+    let (ra, rb) = (ok_json(&a.wait_with_output().unwrap()), ok_json(&b.wait_with_output().unwrap()));
+    let keys = |r: &Value, field: &str| -> Vec<String> {
+        r[field].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()).collect()
+    };
+    // Both planned the same five; between them each was minted once, and
+    // whatever one found already done it reports as not minted.
+    let (ma, mb) = (keys(&ra, "minted"), keys(&rb, "minted"));
+    println!(
+        "racing sweeps: {} + {} mints, {} + {} not minted",
+        ma.len(),
+        mb.len(),
+        keys(&ra, "notMinted").len(),
+        keys(&rb, "notMinted").len()
+    );
+    let mut all: Vec<String> = ma.iter().chain(mb.iter()).cloned().collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 5, "{ra}\n{rb}");
+    let minted_tasks =
+        w.all("tasks").into_iter().filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-")).count();
+    assert_eq!(minted_tasks, 5);
+    for key in &all {
+        let n = key.rsplit_once('#').unwrap().1;
+        let iss = w.get("issues", &format!("iss-tatara-operator-{n}"));
+        assert_eq!(controllers(&iss).len(), 1, "{iss}");
+    }
+    assert_eq!(w.api.store.lock().unwrap().two_controller_rejections, 0);
 }

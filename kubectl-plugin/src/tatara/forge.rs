@@ -76,6 +76,12 @@ fn forge_err(op: &str, target: &str, e: octocrab::Error) -> Error {
     Error::Forge { op: op.to_string(), target: target.to_string(), message, hint: hint.to_string() }
 }
 
+/// A forge issue or pull request number (the CRDs carry it as a signed
+/// integer; a negative one names nothing and maps to 0, which the forge 404s).
+fn forge_number(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
 /// A user is a bot when GitHub says so (`type: Bot`) or it is the project's bot.
 fn is_human(login: &str, user_type: &str, bot_login: &str) -> bool {
     !login.is_empty() && login != bot_login && user_type != "Bot"
@@ -205,7 +211,7 @@ impl GitHub {
         let p = self
             .crab
             .pulls(&c.owner, &c.repo)
-            .get(number.max(0) as u64)
+            .get(forge_number(number))
             .await
             .map_err(|e| forge_err("get pull request", &target, e))?;
         let open = matches!(p.state, Some(octocrab::models::IssueState::Open));
@@ -217,7 +223,7 @@ impl GitHub {
         let c = self.coords(repository_ref)?;
         self.crab
             .issues(&c.owner, &c.repo)
-            .create_comment(number.max(0) as u64, body)
+            .create_comment(forge_number(number), body)
             .await
             .map(drop)
             .map_err(|e| forge_err("post comment", &format!("{}#{number}", c.full_name()), e).to_string())
@@ -252,7 +258,7 @@ impl Forge for GitHub {
                     let c = self.coords(repository_ref)?;
                     self.crab
                         .issues(&c.owner, &c.repo)
-                        .add_labels(number.max(&0).unsigned_abs(), std::slice::from_ref(label))
+                        .add_labels(forge_number(*number), std::slice::from_ref(label))
                         .await
                         .map(drop)
                         .map_err(|e| forge_err("add label", &format!("{}#{number}", c.full_name()), e).to_string())
@@ -261,7 +267,7 @@ impl Forge for GitHub {
                     let c = self.coords(repository_ref)?;
                     self.crab
                         .pulls(&c.owner, &c.repo)
-                        .update(number.max(&0).unsigned_abs())
+                        .update(forge_number(*number))
                         .state(params::pulls::State::Closed)
                         .send()
                         .await

@@ -88,6 +88,8 @@ pub struct SweepResult {
     pub pull_requests: Vec<PullLine>,
     pub cap_hits: Vec<CapHit>,
     pub minted: Vec<MintLine>,
+    /// Planned mints `--apply` found nothing to do for, with why.
+    pub not_minted: Vec<IssueLine>,
 }
 
 fn stage_name(s: MintStage) -> String {
@@ -135,6 +137,9 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
     }
     if r.apply {
         writeln!(out, "minted {} Task(s):", r.minted.len())?;
+        for l in &r.not_minted {
+            writeln!(out, "  {} not minted: {}", l.key, l.why)?;
+        }
         for m in &r.minted {
             writeln!(out, "  {} -> {}", m.key, m.task)?;
             for s in &m.steps {
@@ -259,7 +264,14 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                 })
                 .unwrap_or_default();
             if report.applied.is_empty() {
-                // Someone else minted it between our read and our write.
+                result.not_minted.push(IssueLine {
+                    key,
+                    decision: "skip".into(),
+                    stage: None,
+                    why: "on a fresh read it is no longer an orphan (another writer minted it), or a same-named Task \
+                          is terminal and must be reaped first"
+                        .into(),
+                });
                 continue;
             }
             result.minted.push(MintLine {
