@@ -174,3 +174,18 @@ fn errors_exit_non_zero() {
     assert_eq!(CliError::new("x").with_code(3).code(), 3);
     assert_eq!(e.to_string(), "boom");
 }
+
+#[test]
+fn completion_to_a_closed_pipe_does_not_panic() {
+    // `kubectl tatara completion bash | head -1` closes the pipe early.
+    struct Closed;
+    impl std::io::Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    print_completions::<Cli>(clap_complete::Shell::Bash, &mut Closed);
+}
