@@ -158,6 +158,11 @@ pub enum Error {
          and hooks, and that nothing force-pushes that branch"
     )]
     PushExhausted { remote: String, branch: String, attempts: u32, last_reason: String },
+
+    // kubectl tatara (issue 7): the forge, reached through octocrab.
+    /// A forge (GitHub) request failed or answered something unusable.
+    #[error("forge request {op} on {target} failed: {message}; {hint}")]
+    Forge { op: String, target: String, message: String, hint: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.

@@ -171,7 +171,11 @@ pub fn exit(result: Result<(), CliError>) -> ExitCode {
 pub fn print_completions<C: CommandFactory>(shell: clap_complete::Shell, out: &mut dyn Write) {
     let mut cmd = C::command();
     let name = cmd.get_name().to_string();
-    clap_complete::generate(shell, &mut cmd, name, out);
+    // clap_complete panics when its writer fails; render into memory and
+    // let a closed pipe (`... completion bash | head`) end quietly.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, name, &mut script);
+    let _ = out.write_all(&script).and_then(|()| out.flush());
 }
 
 /// A built client and the namespace the flags and the context select.

@@ -196,3 +196,18 @@ fn typed_names_parse_both_kubectl_forms() {
         assert!(err.message().starts_with("expected one object as TYPE/NAME"), "{err}");
     }
 }
+
+#[test]
+fn completion_to_a_closed_pipe_does_not_panic() {
+    // `kubectl tatara completion bash | head -1` closes the pipe early.
+    struct Closed;
+    impl std::io::Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    print_completions::<Cli>(clap_complete::Shell::Bash, &mut Closed);
+}

@@ -139,6 +139,9 @@ pub fn mint_stage(webhook_originated: bool, last_comment_human: bool) -> MintSta
     if webhook_originated || last_comment_human { MintStage::Triaging } else { MintStage::ParkedBacklogSweep }
 }
 
+/// The label stamped on a parked SCM issue, which the mint stage reads.
+pub use super::reap::PARKED_LABEL;
+
 /// The `kind` argument of `IntakeTaskName` for a sweep mint. Neither the
 /// spec nor `facts/` says which kind the sweep passes; we pass none (the
 /// name then has no kind letter). Change it here if the operator differs.
@@ -154,7 +157,7 @@ pub fn mint_stage_for(issue: &ForgeIssue, webhook_originated: bool) -> MintStage
     if webhook_originated {
         return MintStage::Triaging;
     }
-    if issue.labels.iter().any(|l| l == super::reap::PARKED_LABEL) {
+    if issue.labels.iter().any(|l| l == PARKED_LABEL) {
         return MintStage::ParkedBacklogSweep;
     }
     mint_stage(false, issue.last_comment_human)
