@@ -32,6 +32,47 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    // --- transport (issue 3: the fact transports) ---
+    /// `--transport` named something else.
+    #[error("unknown transport {0:?}: use `memory` or `redis`")]
+    UnknownTransport(String),
+
+    /// The memory transport with more than one replica.
+    #[error(
+        "the memory transport is refused with --replica-count {replicas}: facts published on one replica would never reach the watchers of another; run one replica or use --transport redis with a Redis URL"
+    )]
+    MemoryTransportReplicas { replicas: u32 },
+
+    /// `--transport redis` without a URL.
+    #[error(
+        "the redis transport needs a Redis URL (redis://[:password@]host:port[/db] or rediss:// for TLS)"
+    )]
+    RedisUrlMissing,
+
+    /// The Redis URL (or its TLS material) could not be used.
+    #[error(
+        "Redis URL {url} is not usable: {source}; fix the URL (redis:// or rediss://, password in the userinfo) or the CA certificate"
+    )]
+    RedisConfig {
+        /// The URL with any password redacted.
+        url: String,
+        #[source]
+        source: ::redis::RedisError,
+    },
+
+    /// A Redis command failed.
+    #[error(
+        "Redis {op} on {target} failed: {source}; check that Redis at {url} is reachable and the credentials are right"
+    )]
+    Redis {
+        op: &'static str,
+        target: String,
+        /// The URL with any password redacted.
+        url: String,
+        #[source]
+        source: ::redis::RedisError,
+    },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.

@@ -12,5 +12,6 @@ mod error;
 pub mod metrics;
 pub mod ownership;
 pub mod proto;
+pub mod test_support;
 
 pub use error::{Error, Result};

@@ -6,7 +6,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod api;
+mod config;
+mod devcerts;
+mod ops;
+mod receiver;
 mod replay;
+mod serve;
+mod tls;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -21,6 +28,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the sidecar: audit receiver, fact follower, index, and the
+    /// Unix-socket API. With no flags: memory transport, ./reverser.sock,
+    /// receiver and metrics on loopback, development certificates.
+    Serve(serve::ServeArgs),
+    /// Run the audit receiver alone (its own Deployment), appending facts to Redis.
+    Receive(serve::ReceiveArgs),
     /// Run the attribution engine over a recorded timeline on a virtual clock
     /// and print one JSON line per watch record.
     Replay(replay::Args),
@@ -28,8 +41,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("REVERSER_LOG")
+                .unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let result = match cli.command {
         Command::Replay(args) => replay::run(args),
+        Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::serve(args))),
+        Command::Receive(args) => runtime().and_then(|rt| rt.block_on(serve::receive(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -38,4 +61,11 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))
 }

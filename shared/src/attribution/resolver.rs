@@ -138,28 +138,9 @@ impl Engine {
     }
 
     /// The publish side for one audit event, counted on
-    /// `gitopsreverser_audit_events_total` (a fact, or the rejection reason).
+    /// `gitopsreverser_audit_events_total` (see [`super::audit::publish_counted`]).
     pub fn publish_event(&self, route: &str, ev: &Event) -> Published {
-        let p = super::audit::publish(route, ev);
-        let (group, resource) = ev
-            .object_ref
-            .as_ref()
-            .map(|r| (r.api_group.as_str(), r.resource.as_str()))
-            .unwrap_or(("", ""));
-        match &p {
-            Published::Fact { without_uidset, .. } => {
-                self.metrics
-                    .audit_event(group, resource, &ev.verb, "fact", "");
-                if let Some(reason) = without_uidset {
-                    self.metrics.collection_without_uidset(reason);
-                }
-            }
-            Published::Rejected(r) => {
-                self.metrics
-                    .audit_event(group, resource, &ev.verb, r.result(), r.label())
-            }
-        }
-        p
+        super::audit::publish_counted(route, ev, &self.metrics)
     }
 
     /// Files a batch and wakes the resolvers its facts could answer.

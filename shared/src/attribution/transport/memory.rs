@@ -1,0 +1,306 @@
+//! The in-memory transport: the same contract as Redis Streams, in-process,
+//! with no Redis (spec/attribution.md, "The transports": "memory runs
+//! attribution entirely in-process with no Redis, and is refused with more
+//! than one replica").
+//!
+//! One hub holds one bounded log per scope (entries numbered 1, 2, ...), the
+//! in-process stand-in for a stream; each follower keeps its own per-scope
+//! cursor, exactly as a Redis follower keeps its per-stream entry id.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use super::{
+    FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig, TransportKind,
+    entry_is_acceptable, group_by_scope, now_ms,
+};
+use crate::attribution::{Fact, Scope};
+use crate::metrics::Metrics;
+use crate::{Error, Result};
+
+const TRANSPORT: &str = "memory";
+
+/// The memory transport: one per process, shared by the publisher and every
+/// follower of that process.
+#[derive(Debug, Clone)]
+pub struct MemoryTransport {
+    hub: Arc<Hub>,
+}
+
+impl MemoryTransport {
+    /// Refuses `replica_count > 1`: facts published in-process on one replica
+    /// never reach a watcher on another.
+    pub fn new(replica_count: u32, config: TransportConfig, metrics: Arc<Metrics>) -> Result<Self> {
+        if replica_count > 1 {
+            return Err(Error::MemoryTransportReplicas {
+                replicas: replica_count,
+            });
+        }
+        metrics
+            .transport_info
+            .get_or_create(&crate::metrics::TransportLabel {
+                transport: TransportKind::Memory.label().to_owned(),
+            })
+            .set(1);
+        Ok(Self {
+            hub: Arc::new(Hub {
+                logs: Mutex::new(HashMap::new()),
+                version: watch::Sender::new(0),
+                config,
+                metrics,
+            }),
+        })
+    }
+
+    pub fn publisher(&self) -> MemoryPublisher {
+        MemoryPublisher {
+            hub: self.hub.clone(),
+        }
+    }
+
+    /// A new follower with its own subscription set and cursors.
+    pub fn follower(&self) -> MemoryFollower {
+        MemoryFollower {
+            hub: self.hub.clone(),
+            core: Arc::new(FollowerCore::new()),
+        }
+    }
+
+    /// Appends a batch stamped `at_ms` rather than now (tests of the TTL
+    /// horizon: an entry older than retention must not be re-warmed).
+    #[cfg(test)]
+    pub(crate) fn publish_at(&self, scope: &Scope, facts: Vec<Fact>, at_ms: u64) {
+        self.hub.append(scope, facts, at_ms);
+        self.hub.version.send_modify(|v| *v += 1);
+    }
+
+    /// Entries the scope's log still holds.
+    #[cfg(test)]
+    pub(crate) fn retained(&self, scope: &Scope) -> u64 {
+        self.hub
+            .logs()
+            .get(scope)
+            .map_or(0, |l| l.entries.len() as u64)
+    }
+}
+
+#[derive(Debug)]
+struct Hub {
+    logs: Mutex<HashMap<Scope, ScopeLog>>,
+    /// Bumped on every append so waiting followers wake.
+    version: watch::Sender<u64>,
+    config: TransportConfig,
+    metrics: Arc<Metrics>,
+}
+
+#[derive(Debug, Default)]
+struct ScopeLog {
+    /// Number of the last entry ever appended (entries are 1-based).
+    last_seq: u64,
+    entries: VecDeque<Entry>,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    seq: u64,
+    at_ms: u64,
+    facts: Arc<Vec<Fact>>,
+}
+
+/// What one read of one scope returned.
+#[derive(Debug, Default)]
+struct Read {
+    /// Entries after the cursor that were trimmed before this follower read
+    /// them ("a trim gap reported only when the follower was behind").
+    gap: u64,
+    entries: Vec<Entry>,
+}
+
+impl Hub {
+    fn logs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, ScopeLog>> {
+        self.logs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn append(&self, scope: &Scope, facts: Vec<Fact>, at_ms: u64) {
+        let mut logs = self.logs();
+        let log = logs.entry(scope.clone()).or_default();
+        log.last_seq += 1;
+        log.entries.push_back(Entry {
+            seq: log.last_seq,
+            at_ms,
+            facts: Arc::new(facts),
+        });
+        // MAXLEN bound (exact here; Redis's `~` is a cost optimisation) and
+        // retention by age, both on the publish path.
+        let max_len = usize::try_from(self.config.max_len).unwrap_or(usize::MAX);
+        while log.entries.len() > max_len {
+            log.entries.pop_front();
+        }
+        let horizon = now_ms().saturating_sub(self.config.ttl.as_millis() as u64);
+        while log.entries.front().is_some_and(|e| e.at_ms <= horizon) {
+            log.entries.pop_front();
+        }
+    }
+
+    /// The cursor a follower starts a scope at: past everything older than
+    /// one TTL ("a restart re-warms from one TTL of stream retention").
+    fn warm_cursor(&self, scope: &Scope) -> u64 {
+        let horizon = now_ms().saturating_sub(self.config.ttl.as_millis() as u64);
+        let logs = self.logs();
+        let Some(log) = logs.get(scope) else {
+            return 0;
+        };
+        let first = log.entries.front().map_or(log.last_seq + 1, |e| e.seq);
+        let aged = log
+            .entries
+            .iter()
+            .take_while(|e| e.at_ms <= horizon)
+            .last()
+            .map(|e| e.seq);
+        aged.unwrap_or(first.saturating_sub(1))
+    }
+
+    fn read(&self, scope: &Scope, cursor: u64, count: usize) -> Read {
+        let logs = self.logs();
+        let Some(log) = logs.get(scope) else {
+            return Read::default();
+        };
+        let first = log.entries.front().map_or(log.last_seq + 1, |e| e.seq);
+        let gap = first.saturating_sub(cursor + 1);
+        let entries = log
+            .entries
+            .iter()
+            .skip_while(|e| e.seq <= cursor)
+            .take(count)
+            .cloned()
+            .collect();
+        Read { gap, entries }
+    }
+}
+
+/// Publishes into the hub.
+#[derive(Debug, Clone)]
+pub struct MemoryPublisher {
+    hub: Arc<Hub>,
+}
+
+impl FactPublisher for MemoryPublisher {
+    async fn publish(&self, facts: Vec<(Scope, Fact)>) -> Result<usize> {
+        let batches = group_by_scope(facts);
+        if batches.is_empty() {
+            return Ok(0);
+        }
+        let at_ms = now_ms();
+        let mut written = 0;
+        for (scope, facts) in batches {
+            written += facts.len();
+            self.hub.append(&scope, facts, at_ms);
+        }
+        self.hub.version.send_modify(|v| *v += 1);
+        self.hub.metrics.fact_op("written", written as u64);
+        Ok(written)
+    }
+}
+
+/// Follows scopes of the hub.
+#[derive(Debug, Clone)]
+pub struct MemoryFollower {
+    hub: Arc<Hub>,
+    core: Arc<FollowerCore>,
+}
+
+struct Cursor {
+    seq: u64,
+    caught_up: bool,
+}
+
+impl FactFollower for MemoryFollower {
+    fn acquire(&self, scope: &Scope) {
+        self.core.acquire(scope);
+    }
+    fn release(&self, scope: &Scope) {
+        self.core.release(scope);
+    }
+    fn subscriptions(&self) -> Vec<Scope> {
+        self.core.subscriptions()
+    }
+    fn caught_up(&self) -> watch::Receiver<bool> {
+        self.core.caught_up()
+    }
+    async fn settled(&self) {
+        self.core.settled().await;
+    }
+
+    async fn follow(&self, sink: Arc<dyn FactSink>) {
+        let hub = &self.hub;
+        let count = hub.config.read_count.max(1);
+        let mut cursors: HashMap<Scope, Cursor> = HashMap::new();
+        let mut version = hub.version.subscribe();
+        let mut requested = self.core.requested_rx();
+        loop {
+            // Mark both signals seen BEFORE reading, so an append or a
+            // subscription change landing mid-read still wakes the wait below.
+            version.borrow_and_update();
+            requested.borrow_and_update();
+            let (generation, scopes) = self.core.snapshot();
+            cursors.retain(|s, _| scopes.contains(s));
+            for scope in &scopes {
+                if !cursors.contains_key(scope) {
+                    let seq = hub.warm_cursor(scope);
+                    cursors.insert(
+                        scope.clone(),
+                        Cursor {
+                            seq,
+                            caught_up: false,
+                        },
+                    );
+                }
+            }
+            self.core.mark_applied(generation);
+
+            let mut more = false;
+            for scope in &scopes {
+                let Some(cursor) = cursors.get_mut(scope) else {
+                    continue;
+                };
+                let read = hub.read(scope, cursor.seq, count);
+                if read.gap > 0 {
+                    let stream = scope.stream_key(&hub.config.prefix);
+                    tracing::warn!(%stream, lost_entries = read.gap, "fact follower fell behind and entries were trimmed before it read them; their facts are lost for good");
+                    hub.metrics.stream_gap(&stream, read.gap);
+                }
+                cursor.caught_up = read.entries.len() < count;
+                more |= !cursor.caught_up;
+                for entry in read.entries {
+                    cursor.seq = entry.seq;
+                    if entry_is_acceptable(&entry.facts) {
+                        sink.apply(FactBatch {
+                            scope: scope.clone(),
+                            facts: entry.facts.as_ref().clone(),
+                            at_ms: entry.at_ms,
+                        });
+                    } else {
+                        tracing::warn!(%scope, entry = entry.seq, "fact entry skipped: a fact in it names no author");
+                        hub.metrics.decode_error(TRANSPORT);
+                    }
+                }
+            }
+            hub.metrics.follower_success();
+            self.core
+                .set_caught_up(cursors.values().all(|c| c.caught_up));
+            if more {
+                tokio::task::yield_now().await;
+                continue;
+            }
+            tokio::select! {
+                r = version.changed() => if r.is_err() { return; },
+                r = requested.changed() => if r.is_err() { return; },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,611 @@
+//! The Redis Streams transport, wire-compatible with gitops-reverser
+//! (facts/attribution-wire.md, "The stream"): one stream per (route,
+//! group/resource), one entry per (batch, stream) with exactly one field,
+//! `facts`, holding a JSON array; `XADD MAXLEN ~` plus `EXPIRE` in one
+//! pipeline, `XTRIM MINID` amortized onto publish; one blocking `XREAD`
+//! across the whole subscription set with per-stream cursors held in memory
+//! (no consumer groups).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ::redis::aio::MultiplexedConnection;
+use ::redis::streams::StreamReadReply;
+use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
+use tokio::sync::watch;
+
+use super::{
+    Backoff, FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig,
+    TransportKind, entry_is_acceptable, group_by_scope,
+};
+use crate::attribution::{Fact, Scope};
+use crate::metrics::Metrics;
+use crate::{Error, Result};
+
+const TRANSPORT: &str = "redis";
+/// The one entry field (facts/attribution-wire.md: "exactly one field, `facts`").
+pub const ENTRY_FIELD: &str = "facts";
+
+/// How to reach Redis. Password and TLS come from the URL
+/// (`rediss://:password@host:port/db`); `ca_cert_pem` is the CA to trust for
+/// `rediss://` when the server's certificate is not in the system store.
+#[derive(Clone, Default)]
+pub struct RedisOptions {
+    pub url: String,
+    pub ca_cert_pem: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for RedisOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisOptions")
+            .field("url", &redact_url(&self.url))
+            .field("ca_cert_pem", &self.ca_cert_pem.as_ref().map(|c| c.len()))
+            .finish()
+    }
+}
+
+/// The URL with its password (if any) replaced, fit for logs and errors.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            format!("{scheme}://{user}:***@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// A Redis stream entry id, `<ms>-<seq>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct EntryId {
+    pub ms: u64,
+    pub seq: u64,
+}
+
+impl EntryId {
+    pub fn parse(s: &str) -> Option<Self> {
+        let (ms, seq) = s.split_once('-')?;
+        Some(Self {
+            ms: ms.parse().ok()?,
+            seq: seq.parse().ok()?,
+        })
+    }
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.ms, self.seq)
+    }
+}
+
+/// What the follower learns about one stream before each read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Probe {
+    /// `entries-added`: every entry ever appended to the stream.
+    pub added: u64,
+    /// `length`: entries still held.
+    pub length: u64,
+    /// `last-generated-id`; `0-0` when the key does not exist.
+    pub last: EntryId,
+}
+
+/// The probe's verdict: entries lost to a trim, and the follower's new
+/// ordinal (how many of the stream's entries lie at or before its cursor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ProbeOutcome {
+    pub gap: u64,
+    pub ordinal: Option<u64>,
+}
+
+/// The trim-gap rule. Trimming (MAXLEN, MINID) only ever removes the oldest
+/// entries, so `added - length` entries are gone, and they are the first
+/// ones. A follower that knows its ordinal `k` (entries at or before its
+/// cursor) lost `added - length - k` entries it never read, if that is
+/// positive. Entries at or before the cursor were already read, so "ordinary
+/// ageing of an entry a caught-up follower already read is not counted as
+/// loss" falls out: only a follower that was behind is ever reported.
+///
+/// The ordinal is learnt whenever the cursor is at the stream's tail (then it
+/// equals `added`), and kept by counting entries read; until it is known
+/// (right after a re-warm that started mid-stream) no gap is claimed.
+pub(crate) fn probe_rule(ordinal: Option<u64>, cursor: EntryId, probe: Probe) -> ProbeOutcome {
+    if probe.added == 0 && probe.length == 0 {
+        // No stream (expired, or never written): whatever comes next is new.
+        return ProbeOutcome {
+            gap: 0,
+            ordinal: Some(0),
+        };
+    }
+    let trimmed = probe.added.saturating_sub(probe.length);
+    let mut gap = 0;
+    let mut ordinal = match ordinal {
+        // Fewer entries than we counted: the stream was deleted and
+        // re-created between probes; our count means nothing any more.
+        Some(k) if probe.added < k => None,
+        Some(k) if trimmed > k => {
+            gap = trimmed - k;
+            Some(trimmed)
+        }
+        other => other,
+    };
+    if cursor >= probe.last {
+        ordinal = Some(probe.added);
+    }
+    ProbeOutcome { gap, ordinal }
+}
+
+/// For each key: `{entries-added, length, last-generated-id}`, `{0, 0, "0-0"}`
+/// for a missing key. A script so the follower gets three integers rather
+/// than `XINFO STREAM`'s first and last entries in full.
+const PROBE_SCRIPT: &str = r"
+local out = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('EXISTS', key) == 0 then
+    out[i] = {0, 0, '0-0'}
+  else
+    local info = redis.call('XINFO', 'STREAM', key)
+    local added, len, last = 0, 0, '0-0'
+    for j = 1, #info, 2 do
+      local f = info[j]
+      if f == 'entries-added' then added = info[j + 1]
+      elseif f == 'length' then len = info[j + 1]
+      elseif f == 'last-generated-id' then last = info[j + 1] end
+    end
+    out[i] = {added, len, last}
+  end
+end
+return out
+";
+
+/// The Redis transport: a client (no connection yet) and the shared knobs.
+#[derive(Clone)]
+pub struct RedisTransport {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    client: Client,
+    url: String,
+    config: TransportConfig,
+    metrics: Arc<Metrics>,
+}
+
+impl fmt::Debug for RedisTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisTransport")
+            .field("url", &self.shared.url)
+            .field("config", &self.shared.config)
+            .finish()
+    }
+}
+
+impl RedisTransport {
+    /// Parses the URL (and TLS material); does not connect.
+    pub fn new(
+        options: RedisOptions,
+        config: TransportConfig,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self> {
+        let url = redact_url(&options.url);
+        let client = match options.ca_cert_pem {
+            Some(ca) => Client::build_with_tls(
+                options.url.as_str(),
+                ::redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca),
+                },
+            ),
+            None => Client::open(options.url.as_str()),
+        }
+        .map_err(|source| Error::RedisConfig {
+            url: url.clone(),
+            source,
+        })?;
+        metrics
+            .transport_info
+            .get_or_create(&crate::metrics::TransportLabel {
+                transport: TransportKind::Redis.label().to_owned(),
+            })
+            .set(1);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                client,
+                url,
+                config,
+                metrics,
+            }),
+        })
+    }
+
+    pub fn publisher(&self) -> RedisPublisher {
+        RedisPublisher {
+            inner: Arc::new(PublisherInner {
+                shared: self.shared.clone(),
+                conn: tokio::sync::Mutex::new(None),
+                trims: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// A new follower with its own connection, subscription set and cursors.
+    pub fn follower(&self) -> RedisFollower {
+        RedisFollower {
+            shared: self.shared.clone(),
+            core: Arc::new(FollowerCore::new()),
+        }
+    }
+}
+
+impl Shared {
+    async fn connect(
+        &self,
+        response_timeout: Duration,
+    ) -> Result<MultiplexedConnection, RedisError> {
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_response_timeout(Some(response_timeout));
+        self.client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+    }
+
+    fn error(&self, op: &'static str, target: String, source: RedisError) -> Error {
+        Error::Redis {
+            op,
+            target,
+            url: self.url.clone(),
+            source,
+        }
+    }
+}
+
+/// Whether a failure means the connection should be dropped and made anew.
+fn is_connection_failure(e: &RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// Appends batches with `XADD MAXLEN ~` + `EXPIRE` in one pipeline.
+#[derive(Clone)]
+pub struct RedisPublisher {
+    inner: Arc<PublisherInner>,
+}
+
+impl fmt::Debug for RedisPublisher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisPublisher")
+            .field("url", &self.inner.shared.url)
+            .finish()
+    }
+}
+
+struct PublisherInner {
+    shared: Arc<Shared>,
+    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    /// Per stream: when it was last trimmed and the server time (ms) of the
+    /// last entry we appended to it.
+    trims: Mutex<HashMap<String, TrimState>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct TrimState {
+    last_trim: Instant,
+    last_id_ms: u64,
+}
+
+impl RedisPublisher {
+    async fn connection(&self) -> Result<MultiplexedConnection, RedisError> {
+        let mut guard = self.inner.conn.lock().await;
+        if let Some(c) = guard.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = self.inner.shared.connect(Duration::from_secs(10)).await?;
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn forget_connection(&self) {
+        *self.inner.conn.lock().await = None;
+    }
+
+    fn trims(&self) -> std::sync::MutexGuard<'_, HashMap<String, TrimState>> {
+        self.inner.trims.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl FactPublisher for RedisPublisher {
+    async fn publish(&self, facts: Vec<(Scope, Fact)>) -> Result<usize> {
+        let shared = &self.inner.shared;
+        let config = &shared.config;
+        let batches = group_by_scope(facts);
+        if batches.is_empty() {
+            return Ok(0);
+        }
+        let ttl_ms = config.ttl.as_millis() as u64;
+        let ttl_secs = config.ttl.as_secs().max(1);
+        let mut pipe = ::redis::pipe();
+        let mut keys = Vec::with_capacity(batches.len());
+        let mut written = 0usize;
+        {
+            let trims = self.trims();
+            for (scope, facts) in &batches {
+                let key = scope.stream_key(&config.prefix);
+                written += facts.len();
+                pipe.cmd("XADD")
+                    .arg(&key)
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(config.max_len)
+                    .arg("*")
+                    .arg(ENTRY_FIELD)
+                    .arg(Fact::encode_entry(facts));
+                pipe.cmd("EXPIRE").arg(&key).arg(ttl_secs).ignore();
+                // Retention trim, amortized: at most once per trim interval
+                // per stream, by the server's own clock (the id of our last
+                // append there), so a skewed local clock cannot trim early.
+                if let Some(t) = trims.get(&key)
+                    && t.last_trim.elapsed() >= config.trim_interval
+                {
+                    let min_id = t.last_id_ms.saturating_sub(ttl_ms);
+                    pipe.cmd("XTRIM")
+                        .arg(&key)
+                        .arg("MINID")
+                        .arg("~")
+                        .arg(min_id)
+                        .ignore();
+                }
+                keys.push(key);
+            }
+        }
+        let conn = self.connection().await;
+        let result: Result<Vec<String>, RedisError> = match conn {
+            Ok(mut conn) => pipe.query_async(&mut conn).await,
+            Err(e) => Err(e),
+        };
+        let ids = match result {
+            Ok(ids) => ids,
+            Err(e) => {
+                if is_connection_failure(&e) {
+                    self.forget_connection().await;
+                }
+                let target = keys.join(", ");
+                return Err(shared.error("XADD pipeline", target, e));
+            }
+        };
+        {
+            let mut trims = self.trims();
+            let now = Instant::now();
+            for (key, id) in keys.into_iter().zip(ids) {
+                let last_id_ms = EntryId::parse(&id).map_or(0, |i| i.ms);
+                let state = trims.entry(key).or_insert(TrimState {
+                    last_trim: now,
+                    last_id_ms,
+                });
+                if now.duration_since(state.last_trim) >= config.trim_interval {
+                    state.last_trim = now;
+                }
+                state.last_id_ms = last_id_ms;
+            }
+        }
+        shared.metrics.fact_op("written", written as u64);
+        Ok(written)
+    }
+}
+
+/// Follows a runtime-changing set of streams with one blocking `XREAD`.
+#[derive(Clone)]
+pub struct RedisFollower {
+    shared: Arc<Shared>,
+    core: Arc<FollowerCore>,
+}
+
+impl fmt::Debug for RedisFollower {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisFollower")
+            .field("url", &self.shared.url)
+            .field("subscriptions", &self.core.subscriptions())
+            .finish()
+    }
+}
+
+/// One followed stream: its cursor, held in memory only.
+#[derive(Debug)]
+struct StreamState {
+    scope: Scope,
+    cursor: EntryId,
+    ordinal: Option<u64>,
+    caught_up: bool,
+}
+
+impl FactFollower for RedisFollower {
+    fn acquire(&self, scope: &Scope) {
+        self.core.acquire(scope);
+    }
+    fn release(&self, scope: &Scope) {
+        self.core.release(scope);
+    }
+    fn subscriptions(&self) -> Vec<Scope> {
+        self.core.subscriptions()
+    }
+    fn caught_up(&self) -> watch::Receiver<bool> {
+        self.core.caught_up()
+    }
+    async fn settled(&self) {
+        self.core.settled().await;
+    }
+
+    async fn follow(&self, sink: Arc<dyn FactSink>) {
+        let config = &self.shared.config;
+        let mut streams: BTreeMap<String, StreamState> = BTreeMap::new();
+        let mut conn: Option<MultiplexedConnection> = None;
+        let mut backoff = Backoff::new(config.retry_min, config.retry_max);
+        let mut requested = self.core.requested_rx();
+        loop {
+            match self
+                .read_once(&mut conn, &mut streams, &mut requested, sink.as_ref())
+                .await
+            {
+                Ok(()) => backoff.reset(),
+                Err(e) => {
+                    self.shared.metrics.follower_error(TRANSPORT);
+                    let delay = backoff.next_delay();
+                    tracing::warn!(error = %e, retry_in = ?delay, url = %self.shared.url, "fact follower read failed; retrying with the cursors it holds");
+                    if is_connection_failure(&e) {
+                        conn = None;
+                    }
+                    tokio::time::sleep(delay).await;
+                }
+            }
+        }
+    }
+}
+
+impl RedisFollower {
+    /// One turn of the loop: reconcile the subscription set, probe for trim
+    /// gaps, block on one `XREAD` across every stream, deliver.
+    async fn read_once(
+        &self,
+        conn: &mut Option<MultiplexedConnection>,
+        streams: &mut BTreeMap<String, StreamState>,
+        requested: &mut watch::Receiver<u64>,
+        sink: &dyn FactSink,
+    ) -> Result<(), RedisError> {
+        let config = &self.shared.config;
+        let metrics = &self.shared.metrics;
+        requested.borrow_and_update();
+        let (generation, scopes) = self.core.snapshot();
+        let wanted: BTreeMap<String, Scope> = scopes
+            .into_iter()
+            .map(|s| (s.stream_key(&config.prefix), s))
+            .collect();
+        streams.retain(|k, _| wanted.contains_key(k));
+        if wanted.is_empty() {
+            self.core.mark_applied(generation);
+            self.core.set_caught_up(true);
+            // Nothing to read: wait for an acquire (or a block period).
+            let _ = tokio::time::timeout(config.block, requested.changed()).await;
+            return Ok(());
+        }
+        let c = match conn {
+            Some(c) => c,
+            None => conn.insert(
+                self.shared
+                    .connect(config.block + Duration::from_secs(10))
+                    .await?,
+            ),
+        };
+        if wanted.keys().any(|k| !streams.contains_key(k)) {
+            // Re-warm from one TTL of retention, by the server's clock since
+            // entry ids are the server's.
+            let (secs, micros): (u64, u64) = ::redis::cmd("TIME").query_async(c).await?;
+            let now_ms = secs * 1000 + micros / 1000;
+            let start = EntryId {
+                ms: now_ms.saturating_sub(config.ttl.as_millis() as u64),
+                seq: 0,
+            };
+            for (key, scope) in &wanted {
+                streams.entry(key.clone()).or_insert_with(|| StreamState {
+                    scope: scope.clone(),
+                    cursor: start,
+                    ordinal: None,
+                    caught_up: false,
+                });
+            }
+        }
+        self.core.mark_applied(generation);
+
+        let keys: Vec<&String> = streams.keys().collect();
+        let count = config.read_count.max(1);
+        let mut pipe = ::redis::pipe();
+        pipe.cmd("EVAL")
+            .arg(PROBE_SCRIPT)
+            .arg(keys.len())
+            .arg(&keys);
+        let xread = pipe
+            .cmd("XREAD")
+            .arg("COUNT")
+            .arg(count)
+            .arg("BLOCK")
+            .arg(config.block.as_millis().max(1) as u64)
+            .arg("STREAMS")
+            .arg(&keys);
+        for state in streams.values() {
+            xread.arg(state.cursor.to_string());
+        }
+        let (probes, reply): (Vec<(u64, u64, String)>, Option<StreamReadReply>) =
+            pipe.query_async(c).await?;
+        metrics.follower_success();
+
+        for ((key, state), (added, length, last)) in streams.iter_mut().zip(probes) {
+            let probe = Probe {
+                added,
+                length,
+                last: EntryId::parse(&last).unwrap_or_default(),
+            };
+            let outcome = probe_rule(state.ordinal, state.cursor, probe);
+            if outcome.gap > 0 {
+                tracing::warn!(stream = %key, lost_entries = outcome.gap, cursor = %state.cursor, "fact follower fell behind and entries were trimmed before it read them; their facts are lost for good");
+                metrics.stream_gap(key, outcome.gap);
+            }
+            state.ordinal = outcome.ordinal;
+            // Streams absent from the reply had nothing past the cursor.
+            state.caught_up = true;
+        }
+
+        for stream in reply.map(|r| r.keys).unwrap_or_default() {
+            let Some(state) = streams.get_mut(&stream.key) else {
+                continue;
+            };
+            state.caught_up = stream.ids.len() < count;
+            for entry in stream.ids {
+                let Some(id) = EntryId::parse(&entry.id) else {
+                    tracing::warn!(stream = %stream.key, id = %entry.id, "stream entry id is not <ms>-<seq>; skipped");
+                    continue;
+                };
+                state.cursor = id;
+                state.ordinal = state.ordinal.map(|k| k + 1);
+                match decode_entry(&entry.map) {
+                    Ok(facts) if entry_is_acceptable(&facts) => sink.apply(FactBatch {
+                        scope: state.scope.clone(),
+                        facts,
+                        at_ms: id.ms,
+                    }),
+                    Ok(_) => {
+                        tracing::warn!(stream = %stream.key, %id, "fact entry skipped: a fact in it names no author");
+                        metrics.decode_error(TRANSPORT);
+                    }
+                    Err(e) => {
+                        tracing::warn!(stream = %stream.key, %id, error = %e, "fact entry skipped: it could not be decoded");
+                        metrics.decode_error(TRANSPORT);
+                    }
+                }
+            }
+        }
+        self.core
+            .set_caught_up(streams.values().all(|s| s.caught_up));
+        Ok(())
+    }
+}
+
+/// Decodes an entry's `facts` field (a JSON array of facts).
+fn decode_entry(fields: &HashMap<String, Value>) -> Result<Vec<Fact>> {
+    let bytes: &[u8] = match fields.get(ENTRY_FIELD) {
+        Some(Value::BulkString(b)) => b,
+        Some(Value::SimpleString(s)) => s.as_bytes(),
+        _ => {
+            return Err(Error::FactDecode(serde::de::Error::custom(
+                "the entry has no `facts` field",
+            )));
+        }
+    };
+    Fact::decode_entry(bytes)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,474 @@
+//! Redis-only tests: the pure rules, then fault and compatibility tests
+//! against a real `redis-server` started on a free loopback port.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::attribution::transport::conformance::{
+    Recorder, RedisHarness, counter, fact, gate_on, scope, start, test_config, wait_caught_up,
+};
+use crate::test_support::{RedisServer, TlsFiles};
+
+fn id(ms: u64, seq: u64) -> EntryId {
+    EntryId { ms, seq }
+}
+
+// ------------------------------------------------------------- pure rules
+
+#[test]
+fn entry_ids_parse_order_and_print() {
+    assert_eq!(
+        EntryId::parse("1700000000000-3"),
+        Some(id(1_700_000_000_000, 3))
+    );
+    assert_eq!(EntryId::parse("nope"), None);
+    assert_eq!(EntryId::parse("1-x"), None);
+    assert!(id(5, 9) < id(6, 0) && id(6, 0) < id(6, 1));
+    assert_eq!(id(12, 3).to_string(), "12-3");
+}
+
+#[test]
+fn redact_url_hides_only_the_password() {
+    assert_eq!(redact_url("redis://:pw@h:6379/0"), "redis://:***@h:6379/0");
+    assert_eq!(redact_url("rediss://user:pw@h:1"), "rediss://user:***@h:1");
+    assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
+}
+
+fn probe(added: u64, length: u64, last: EntryId) -> Probe {
+    Probe {
+        added,
+        length,
+        last,
+    }
+}
+
+#[test]
+fn probe_rule_reports_a_gap_only_for_unread_trimmed_entries() {
+    // Read 4 of 10; 8 trimmed: entries 5..8 were lost unread.
+    let out = probe_rule(Some(4), id(4, 0), probe(10, 2, id(10, 0)));
+    assert_eq!(
+        out,
+        ProbeOutcome {
+            gap: 4,
+            ordinal: Some(8)
+        }
+    );
+    // Caught up (read all 10), 8 trimmed: ageing, not loss.
+    let out = probe_rule(Some(10), id(10, 0), probe(10, 2, id(10, 0)));
+    assert_eq!(
+        out,
+        ProbeOutcome {
+            gap: 0,
+            ordinal: Some(10)
+        }
+    );
+    // Unknown ordinal (re-warmed mid-stream): no claim, until the tail.
+    let out = probe_rule(None, id(4, 0), probe(10, 2, id(10, 0)));
+    assert_eq!(
+        out,
+        ProbeOutcome {
+            gap: 0,
+            ordinal: None
+        }
+    );
+    let out = probe_rule(None, id(10, 0), probe(10, 2, id(10, 0)));
+    assert_eq!(out.ordinal, Some(10));
+}
+
+#[test]
+fn probe_rule_resets_on_a_missing_or_recreated_stream() {
+    assert_eq!(
+        probe_rule(Some(7), id(7, 0), probe(0, 0, id(0, 0))),
+        ProbeOutcome {
+            gap: 0,
+            ordinal: Some(0)
+        }
+    );
+    // Fewer entries ever added than we counted: a new stream; no claim.
+    assert_eq!(
+        probe_rule(Some(7), id(7, 0), probe(3, 3, id(9, 0))),
+        ProbeOutcome {
+            gap: 0,
+            ordinal: None
+        }
+    );
+}
+
+// ------------------------------------------------------- real redis-server
+
+fn transport(url: String, ca: Option<Vec<u8>>, metrics: &Arc<Metrics>) -> RedisTransport {
+    RedisTransport::new(
+        RedisOptions {
+            url,
+            ca_cert_pem: ca,
+        },
+        test_config(),
+        metrics.clone(),
+    )
+    .unwrap()
+}
+
+/// Publishes, retrying as the API server retries a failed audit POST.
+async fn publish_retrying(p: &RedisPublisher, facts: Vec<(Scope, Fact)>) {
+    for attempt in 0..50 {
+        match p.publish(facts.clone()).await {
+            Ok(_) => return,
+            Err(e) => {
+                tracing::debug!(attempt, error = %e, "publish retry");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    panic!("publish never succeeded");
+}
+
+/// Redis killed mid-follow and restarted on the same port: the follower
+/// counts the failed reads, retries with backoff, resumes with the cursors it
+/// held, and every fact published successfully is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn follower_resumes_after_redis_is_killed_and_restarted() {
+    let mut h = RedisHarness::new(test_config());
+    let a = scope("r", "", "configmaps");
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    let p = h.transport.publisher();
+    p.publish(vec![(a.clone(), fact("alice", "before"))])
+        .await
+        .unwrap();
+    rec.wait_for_name("before").await;
+
+    h.server.kill();
+    let err = p
+        .publish(vec![(a.clone(), fact("bob", "during"))])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Redis { .. }) && err.to_string().contains("reachable"),
+        "{err}"
+    );
+    // The follower's reads now fail and are counted.
+    let errors = "gitopsreverser_attribution_fact_follower_errors_total{transport=\"redis\"}";
+    for _ in 0..200 {
+        if counter(&h.metrics.render(), errors) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(counter(&h.metrics.render(), errors) > 0);
+
+    h.server.restart().unwrap();
+    // The receiver's failed batch is retried by the API server, then more.
+    publish_retrying(&p, vec![(a.clone(), fact("bob", "during"))]).await;
+    publish_retrying(&p, vec![(a.clone(), fact("carol", "after"))]).await;
+    rec.wait_for_name("after").await;
+    assert_eq!(rec.names(), ["before", "during", "after"]);
+    let text = h.metrics.render();
+    assert!(
+        counter(
+            &text,
+            "gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds"
+        ) > 0
+    );
+}
+
+/// A follower stalled while `XTRIM MAXLEN` (exact, by hand) trims past its
+/// cursor reports exactly the entries it never read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn slow_follower_trimmed_past_reports_exact_gap() {
+    let h = RedisHarness::new(test_config());
+    let a = scope("r", "", "configmaps");
+    let key = h.key(&a);
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let gate = gate_on("s1");
+    let _run = start(&follower, gate.sink.clone());
+    wait_caught_up(&follower).await;
+    let p = h.transport.publisher();
+    p.publish(vec![(a.clone(), fact("a", "s1"))]).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), gate.entered)
+        .await
+        .unwrap()
+        .unwrap();
+    for i in 2..=20 {
+        p.publish(vec![(a.clone(), fact("a", &format!("s{i}")))])
+            .await
+            .unwrap();
+    }
+    h.server.cli(&["XTRIM", &key, "MAXLEN", "5"]).unwrap();
+    gate.open.send(()).unwrap();
+    gate.recorder.wait_for_name("s20").await;
+    assert_eq!(
+        gate.recorder.names(),
+        ["s1", "s16", "s17", "s18", "s19", "s20"]
+    );
+    let gaps = counter(
+        &h.metrics.render(),
+        &format!("gitopsreverser_attribution_fact_stream_gaps_total{{stream=\"{key}\"}}"),
+    );
+    assert_eq!(gaps, 14, "s2..s15 were lost unread");
+}
+
+/// Hand-written entries the follower cannot use (an authorless fact, not
+/// JSON, no `facts` field) are each counted as a decode error, and the
+/// entries after them are applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn undecodable_and_authorless_entries_are_counted_and_skipped() {
+    let h = RedisHarness::new(test_config());
+    let a = scope("prod", "", "configmaps");
+    let key = h.key(&a);
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    let cli = |args: &[&str]| h.server.cli(args).unwrap();
+    cli(&[
+        "XADD",
+        &key,
+        "*",
+        "facts",
+        r#"[{"name":"cm","uid":"u1","verb":"update"}]"#,
+    ]);
+    cli(&["XADD", &key, "*", "facts", "not json"]);
+    cli(&[
+        "XADD",
+        &key,
+        "*",
+        "other",
+        r#"[{"author":"x","name":"wrong-field"}]"#,
+    ]);
+    cli(&[
+        "XADD",
+        &key,
+        "*",
+        "facts",
+        r#"[{"author":"alice","name":"good","uid":"u2"}]"#,
+    ]);
+    rec.wait_for_name("good").await;
+    assert_eq!(rec.names(), ["good"]);
+    let series = "gitopsreverser_attribution_fact_stream_decode_errors_total{transport=\"redis\"}";
+    assert_eq!(counter(&h.metrics.render(), series), 3);
+}
+
+/// Compatibility, read side: an entry written with `redis-cli XADD` in
+/// exactly the reference format (key, field, JSON array) is followed and
+/// every field of the fact is recovered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn follows_entries_written_in_the_reference_format() {
+    let h = RedisHarness::new(test_config());
+    let a = Scope::new(
+        "prod:eu%1",
+        crate::attribution::GroupResource::new("apps", "deployments"),
+    );
+    let key = "gitops-reverser:author:v2:audit:route:prod%3Aeu%251:apps/deployments";
+    assert_eq!(h.key(&a), key);
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    let json = r#"[{"author":"oidc:alice@example.com","namespace":"shop","name":"web","uid":"7d1c","resourceVersion":"4242","displayName":"Alice","email":"alice@example.com","verb":"patch","auditID":"a1b2","stageTimestamp":"2026-01-02T03:04:05.123456Z"},{"author":"system:serviceaccount:kube-system:gc","namespace":"shop","verb":"deletecollection","labelSelector":"app=web","uids":["u1","u2"],"stageTimestamp":"2026-01-02T03:04:06.000001Z"}]"#;
+    h.server.cli(&["XADD", key, "*", "facts", json]).unwrap();
+    rec.wait_for("the entry", |b| !b.is_empty()).await;
+    let batch = rec.batches().remove(0);
+    assert_eq!(batch.scope, a);
+    assert_eq!(batch.facts.len(), 2);
+    let f = &batch.facts[0];
+    assert_eq!(
+        (
+            f.author.as_str(),
+            f.namespace.as_str(),
+            f.name.as_str(),
+            f.uid.as_str()
+        ),
+        ("oidc:alice@example.com", "shop", "web", "7d1c")
+    );
+    assert_eq!(
+        (
+            f.resource_version.as_str(),
+            f.display_name.as_str(),
+            f.email.as_str()
+        ),
+        ("4242", "Alice", "alice@example.com")
+    );
+    assert_eq!((f.verb.as_str(), f.audit_id.as_str()), ("patch", "a1b2"));
+    assert_eq!(f.stage_timestamp, "2026-01-02T03:04:05.123456Z");
+    let c = &batch.facts[1];
+    assert!(c.is_collection());
+    assert_eq!(c.label_selector, "app=web");
+    assert_eq!(
+        c.uids.as_deref(),
+        Some(&["u1".to_string(), "u2".to_string()][..])
+    );
+    // And the entry id's milliseconds are the batch's time.
+    let first = h.server.cli(&["XRANGE", key, "-", "+"]).unwrap();
+    let entry_ms: u64 = first
+        .lines()
+        .next()
+        .unwrap()
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(batch.at_ms, entry_ms);
+}
+
+/// Compatibility, write side: what our publisher writes reads back with
+/// `redis-cli XRANGE` as the reference format, with the TTL set by EXPIRE.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn publishes_the_reference_format() {
+    let h = RedisHarness::new(test_config());
+    let a = scope("prod-eu-1", "", "configmaps");
+    let key = "gitops-reverser:author:v2:audit:route:prod-eu-1:configmaps";
+    let mut f = fact("alice", "cm");
+    f.audit_id = "a-9".into();
+    f.stage_timestamp = "2026-01-02T03:04:05.123456Z".into();
+    h.transport
+        .publisher()
+        .publish(vec![(a.clone(), f), (a.clone(), fact("bob", "cm2"))])
+        .await
+        .unwrap();
+    let out = h.server.cli(&["XRANGE", key, "-", "+"]).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "one entry, one field: {out}");
+    assert!(EntryId::parse(lines[0]).is_some(), "{out}");
+    assert_eq!(lines[1], "facts");
+    let value: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!([
+            {"author":"alice","namespace":"shop","name":"cm","uid":"uid-cm","resourceVersion":"1","verb":"update","auditID":"a-9","stageTimestamp":"2026-01-02T03:04:05.123456Z"},
+            {"author":"bob","namespace":"shop","name":"cm2","uid":"uid-cm2","resourceVersion":"1","verb":"update"}
+        ])
+    );
+    let ttl: i64 = h.server.cli(&["TTL", key]).unwrap().trim().parse().unwrap();
+    assert!(ttl > 0 && ttl <= 120, "EXPIRE set to the TTL: {ttl}");
+}
+
+/// The amortized retention trim drops entries older than the TTL, by the
+/// server's clock, on a publish once the trim interval has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn publish_trims_past_the_retention_horizon() {
+    let config = crate::attribution::transport::TransportConfig {
+        trim_interval: Duration::from_millis(0),
+        ..test_config()
+    };
+    let h = RedisHarness::new(config);
+    let a = scope("r", "", "configmaps");
+    let key = h.key(&a);
+    use crate::attribution::transport::conformance::Harness;
+    h.publish_aged(&a, vec![fact("old", "old")], Duration::from_secs(600));
+    let p = h.transport.publisher();
+    p.publish(vec![(a.clone(), fact("new", "n1"))])
+        .await
+        .unwrap();
+    // The first publish learns the server time; the next one trims.
+    p.publish(vec![(a.clone(), fact("new", "n2"))])
+        .await
+        .unwrap();
+    let out = h.server.cli(&["XRANGE", &key, "-", "+"]).unwrap();
+    assert!(!out.contains("\"old\""), "aged entry kept: {out}");
+    assert!(out.contains("n1") && out.contains("n2"), "{out}");
+}
+
+/// Password from the URL: right password works, wrong one is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn password_comes_from_the_url() {
+    let server = RedisServer::start_with(&["--requirepass", "s3cret"], None).unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let a = scope("r", "", "configmaps");
+    let good = transport(
+        format!("redis://:s3cret@127.0.0.1:{}", server.port()),
+        None,
+        &metrics,
+    );
+    let follower = good.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    good.publisher()
+        .publish(vec![(a.clone(), fact("alice", "authed"))])
+        .await
+        .unwrap();
+    rec.wait_for_name("authed").await;
+
+    let bad = transport(
+        format!("redis://:wrong@127.0.0.1:{}", server.port()),
+        None,
+        &metrics,
+    );
+    let err = bad
+        .publisher()
+        .publish(vec![(a, fact("eve", "x"))])
+        .await
+        .unwrap_err();
+    assert!(
+        !err.to_string().contains("wrong@"),
+        "password leaked: {err}"
+    );
+}
+
+fn tls_files(dir: &std::path::Path) -> (TlsFiles, Vec<u8>) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    let files = TlsFiles {
+        cert: dir.join("server.pem"),
+        key: dir.join("server.key"),
+        ca: dir.join("ca.pem"),
+    };
+    std::fs::write(&files.cert, cert.pem()).unwrap();
+    std::fs::write(&files.key, key.serialize_pem()).unwrap();
+    std::fs::write(&files.ca, ca_cert.pem()).unwrap();
+    (files, ca_cert.pem().into_bytes())
+}
+
+/// TLS from the URL (`rediss://`), with a real handshake against
+/// `redis-server --tls-port` and a CA generated here; an untrusted server
+/// certificate is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn tls_comes_from_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, ca_pem) = tls_files(dir.path());
+    let server = RedisServer::start_with(&[], Some(&files)).unwrap();
+    let tls_port = server.tls_port().unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let a = scope("r", "", "configmaps");
+    let t = transport(
+        format!("rediss://localhost:{tls_port}"),
+        Some(ca_pem),
+        &metrics,
+    );
+    let follower = t.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    t.publisher()
+        .publish(vec![(a.clone(), fact("alice", "over-tls"))])
+        .await
+        .unwrap();
+    rec.wait_for_name("over-tls").await;
+
+    // Without our CA the server certificate is not trusted.
+    let untrusted = transport(format!("rediss://localhost:{tls_port}"), None, &metrics);
+    assert!(
+        untrusted
+            .publisher()
+            .publish(vec![(a, fact("eve", "x"))])
+            .await
+            .is_err()
+    );
+}

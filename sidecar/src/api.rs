@@ -1,0 +1,213 @@
+//! The Unix-socket gRPC API (`reverser.v1.Attribution`): Resolve, Explain,
+//! Acquire and Release, served beside the standard `grpc.health.v1`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use shared::attribution::index::Query;
+use shared::attribution::intent::{Action, IntentTracker};
+use shared::attribution::transport::{AnyFollower, FactFollower};
+use shared::attribution::watch::{WatchEvent, WatchKind};
+use shared::attribution::{Engine, GroupResource, Scope, Tier};
+use shared::proto::{self, attribution_server::Attribution};
+use tonic::{Request, Response, Status};
+
+pub struct Api {
+    engine: Arc<Engine>,
+    follower: AnyFollower,
+    intent: Mutex<IntentTracker>,
+    /// References held per scope: explicit Acquires, plus one the first
+    /// Resolve of a type takes (a watcher asking about a type covers it).
+    refs: Mutex<HashMap<Scope, u32>>,
+}
+
+fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
+    let t = t.ok_or_else(|| {
+        Status::invalid_argument("type is required: route, group, version, resource")
+    })?;
+    if t.resource.is_empty() {
+        return Err(Status::invalid_argument(
+            "type.resource is required (e.g. \"configmaps\")",
+        ));
+    }
+    Ok((
+        Scope::new(&t.route, GroupResource::new(&t.group, &t.resource)),
+        t.version.clone(),
+    ))
+}
+
+fn watch_kind(s: &str) -> Result<WatchKind, Status> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| {
+        Status::invalid_argument(format!(
+            "event_type {s:?} is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR"
+        ))
+    })
+}
+
+impl Api {
+    pub fn new(engine: Arc<Engine>, follower: AnyFollower) -> Self {
+        let ttl = engine.config().index.ttl_ms;
+        Self {
+            engine,
+            follower,
+            intent: Mutex::new(IntentTracker::new(ttl)),
+            refs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, u32>> {
+        self.refs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes one reference on `scope`; returns the count after.
+    pub fn acquire(&self, scope: &Scope) -> u32 {
+        let mut refs = self.refs();
+        let n = refs.entry(scope.clone()).or_default();
+        *n += 1;
+        self.follower.acquire(scope);
+        *n
+    }
+
+    fn ensure_following(&self, scope: &Scope) {
+        if !self.refs().contains_key(scope) {
+            self.acquire(scope);
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Attribution for Api {
+    async fn resolve(
+        &self,
+        req: Request<proto::ResolveRequest>,
+    ) -> Result<Response<proto::ResolveResponse>, Status> {
+        let req = req.into_inner();
+        let (scope, version) = scope_of(req.r#type.as_ref())?;
+        let kind = watch_kind(&req.event_type)?;
+        let object = if req.object_json.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&req.object_json)
+                .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
+        };
+        let event = WatchEvent { kind, object };
+        let now = self.engine.clock().now_ms();
+        let action = self
+            .intent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .observe(&scope, &event, now);
+        let mut out = proto::ResolveResponse {
+            action: action.label().into(),
+            ..Default::default()
+        };
+        if !matches!(action, Action::Write | Action::Delete) {
+            return Ok(Response::new(out));
+        }
+        self.ensure_following(&scope);
+        let q = event.query(action == Action::Delete, now);
+        let r = self.engine.resolve(&scope, &version, &q).await;
+        out.tier = r.tier.label().into();
+        out.author = r.author().unwrap_or_default().into();
+        out.actor_kind = r.actor_kind().label().into();
+        out.waited_ms = r.waited.as_millis() as u64;
+        out.fact = r.fact.as_deref().map(proto::Fact::from);
+        Ok(Response::new(out))
+    }
+
+    async fn explain(
+        &self,
+        req: Request<proto::ExplainRequest>,
+    ) -> Result<Response<proto::ExplainResponse>, Status> {
+        let req = req.into_inner();
+        let (scope, _) = scope_of(req.r#type.as_ref())?;
+        let q = Query {
+            uid: req.uid,
+            resource_version: req.resource_version,
+            namespace: req.namespace,
+            name: req.name,
+            labels: req.labels.into_iter().collect(),
+            removal: req.removal,
+            observed_at_ms: self.engine.clock().now_ms(),
+        };
+        let winner = self.engine.lookup(&scope, &q);
+        let candidates = self
+            .engine
+            .explain(&scope, &q)
+            .into_iter()
+            .map(|c| {
+                let wins = winner
+                    .best
+                    .as_ref()
+                    .is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact));
+                proto::Candidate {
+                    tier: c.tier.label().into(),
+                    asserts: c.tier.asserts().into(),
+                    fact: Some(proto::Fact::from(&*c.fact)),
+                    wins,
+                    excluded: c.excluded.unwrap_or_default().into(),
+                }
+            })
+            .collect();
+        let route = self
+            .engine
+            .route_health(&scope.route)
+            .map(|h| proto::RouteHealth {
+                ever_resolved: h.ever_resolved,
+                unresolved_in_a_row: h.unresolved_in_a_row,
+                misrouted: h.warned,
+            });
+        Ok(Response::new(proto::ExplainResponse {
+            winner_tier: winner
+                .best
+                .as_ref()
+                .map_or(Tier::Absent, |m| m.tier)
+                .label()
+                .into(),
+            settled: winner.settled,
+            candidates,
+            route,
+            following: self.follower.subscriptions().contains(&scope),
+            follower_last_success: self
+                .engine
+                .metrics()
+                .fact_follower_last_success_timestamp_seconds
+                .get(),
+        }))
+    }
+
+    async fn acquire(
+        &self,
+        req: Request<proto::FollowRequest>,
+    ) -> Result<Response<proto::FollowResponse>, Status> {
+        let r = req.into_inner();
+        if r.resource.is_empty() {
+            return Err(Status::invalid_argument("resource is required"));
+        }
+        let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
+        Ok(Response::new(proto::FollowResponse {
+            refs: Api::acquire(self, &scope),
+        }))
+    }
+
+    async fn release(
+        &self,
+        req: Request<proto::FollowRequest>,
+    ) -> Result<Response<proto::FollowResponse>, Status> {
+        let r = req.into_inner();
+        let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
+        let mut refs = self.refs();
+        let Some(n) = refs.get_mut(&scope) else {
+            return Err(Status::failed_precondition(format!(
+                "{scope} is not acquired: nothing to release"
+            )));
+        };
+        *n -= 1;
+        let left = *n;
+        if left == 0 {
+            refs.remove(&scope);
+        }
+        self.follower.release(&scope);
+        Ok(Response::new(proto::FollowResponse { refs: left }))
+    }
+}

@@ -1,0 +1,155 @@
+//! The audit receiver: `POST /audit-webhook/<route>` (every event of the
+//! batch belongs to `<route>`) and the bare `POST /audit-webhook` (the route
+//! read from each event's annotation). Decode, accept gate, publish gates,
+//! one batched append per (route, group/resource), 200 once appended. It
+//! makes no Kubernetes API call and holds no per-object state.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use shared::attribution::audit::{self, EventList, Published};
+use shared::attribution::transport::{AnyPublisher, FactPublisher};
+use shared::attribution::{Fact, Scope};
+use shared::metrics::Metrics;
+
+pub struct ReceiverState {
+    pub publisher: AnyPublisher,
+    pub metrics: Arc<Metrics>,
+    pub route_annotation_key: Option<String>,
+    pub body_limit: usize,
+}
+
+pub fn router(state: Arc<ReceiverState>) -> Router {
+    Router::new()
+        .route("/audit-webhook", post(bare))
+        .route("/audit-webhook/{route}", post(routed))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                "not found: post audit EventLists to /audit-webhook/<route>\n",
+            )
+        })
+        .with_state(state)
+}
+
+fn reply(code: StatusCode, message: impl Into<String>) -> Response {
+    let mut m = message.into();
+    m.push('\n');
+    (
+        code,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        m,
+    )
+        .into_response()
+}
+
+async fn read_batch(
+    s: &ReceiverState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<EventList, Response> {
+    let too_large = || {
+        reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "audit batch larger than the {} byte limit: lower the API server's --audit-webhook-batch-max-size \
+                 or raise --audit-body-limit",
+                s.body_limit
+            ),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > s.body_limit) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(body, s.body_limit)
+        .await
+        .map_err(|_| too_large())?;
+    EventList::from_json(&bytes).map_err(|e| {
+        reply(
+            StatusCode::BAD_REQUEST,
+            format!("malformed audit batch: {e}"),
+        )
+    })
+}
+
+async fn routed(
+    State(s): State<Arc<ReceiverState>>,
+    Path(route): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let list = match read_batch(&s, &headers, body).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    ingest(&s, list, |_| Some(route.clone())).await
+}
+
+async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Body) -> Response {
+    let Some(key) = s.route_annotation_key.clone() else {
+        return reply(
+            StatusCode::BAD_REQUEST,
+            "the bare /audit-webhook path needs --author-attribution-audit-route-annotation-key; \
+             otherwise post to /audit-webhook/<route>",
+        );
+    };
+    let list = match read_batch(&s, &headers, body).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    ingest(&s, list, |ev| {
+        ev.annotations.get(&key).filter(|r| !r.is_empty()).cloned()
+    })
+    .await
+}
+
+async fn ingest(
+    s: &ReceiverState,
+    list: EventList,
+    route_of: impl Fn(&audit::Event) -> Option<String>,
+) -> Response {
+    let mut facts: Vec<(Scope, Fact)> = Vec::new();
+    let (mut rejected, total) = (0usize, list.items.len());
+    for ev in &list.items {
+        let Some(route) = route_of(ev) else {
+            // Never credited to a fallback route: counted and dropped.
+            let (g, r) = ev
+                .object_ref
+                .as_ref()
+                .map(|o| (o.api_group.as_str(), o.resource.as_str()))
+                .unwrap_or(("", ""));
+            s.metrics
+                .audit_event(g, r, &ev.verb, "rejected", "no_route");
+            rejected += 1;
+            continue;
+        };
+        match audit::publish_counted(&route, ev, &s.metrics) {
+            Published::Fact { scope, fact, .. } => facts.push((scope, fact)),
+            Published::Rejected(_) => rejected += 1,
+        }
+    }
+    let n = facts.len();
+    if n > 0
+        && let Err(e) = s.publisher.publish(facts).await
+    {
+        tracing::error!(error = %e, "appending an audit batch failed");
+        // 5xx: the API server retries the batch; a duplicate is harmless.
+        return reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("could not append the batch: {e}"),
+        );
+    }
+    tracing::debug!(events = total, facts = n, rejected, "audit batch appended");
+    reply(
+        StatusCode::OK,
+        format!("{{\"events\":{total},\"facts\":{n},\"rejected\":{rejected}}}"),
+    )
+}

@@ -1,0 +1,134 @@
+//! HTTPS serving on rustls for the sidecar's listeners (the audit receiver,
+//! the injection webhook): PEM files in, an axum [`Router`] served over TLS,
+//! optionally requiring a client certificate signed by a given CA.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+/// A handshake that has not finished by then is dropped, so a slow or
+/// silent client cannot hold an accept slot.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where a TLS listener's material lives.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// When set, clients must present a certificate signed by this CA
+    /// (`RequireAndVerifyClientCert`).
+    pub client_ca: Option<PathBuf>,
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+}
+
+fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let pem = read(path, what)?;
+    let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("the {what} {} is not PEM: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "the {what} {} holds no CERTIFICATE block",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+/// Builds the rustls server configuration; errors name the file at fault.
+pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let chain = certs(&tls.cert, "server certificate")?;
+    let key_pem = read(&tls.key, "server key")?;
+    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| format!("the server key {} is not PEM: {e}", tls.key.display()))?
+        .ok_or_else(|| format!("the server key {} holds no private key", tls.key.display()))?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS protocol setup: {e}"))?;
+    let builder = match &tls.client_ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in certs(ca, "client CA")? {
+                roots
+                    .add(c)
+                    .map_err(|e| format!("the client CA {} is not usable: {e}", ca.display()))?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("client verification setup: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| {
+        format!(
+            "the server certificate {} and key do not form a usable pair: {e}",
+            tls.cert.display()
+        )
+    })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// Serves `router` over TLS on `listener` until `shutdown` resolves, then
+/// stops accepting and lets in-flight requests finish.
+pub async fn serve(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send,
+) {
+    let acceptor = TlsAcceptor::from(config);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, peer) = tokio::select! {
+            biased;
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let acceptor = acceptor.clone();
+        let service = TowerToHyperService::new(router.clone());
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                Ok(Ok(tls)) => tls,
+                Ok(Err(e)) => {
+                    tracing::info!(%peer, error = %e, "TLS handshake refused");
+                    return;
+                }
+                Err(_) => {
+                    tracing::info!(%peer, "TLS handshake timed out");
+                    return;
+                }
+            };
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+            if let Err(e) = watcher.watch(conn.into_owned()).await {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    graceful.shutdown().await;
+}
