@@ -96,6 +96,7 @@ def test_contradictory_values_fail_with_a_clear_message(chart: helm.Chart, value
     [
         {"attribution": {"transport": "kafka"}},
         {"attribution": {"grace": "three seconds"}},
+        {"attribution": {"ttl": "1h30m"}},
         {"receiver": {"replicaCount": 0}},
         {"injector": {"timeoutSeconds": 31}},
         {"injector": {"failurePolicy": "Retry"}},
@@ -267,6 +268,12 @@ def test_injector_hands_the_sidecar_the_same_attribution_flags(chart: helm.Chart
     assert "--watcher-container=watcher" in args
     assert "--sidecar-arg=--author-attribution-grace=3s" in args
     assert args[-1] == "--sidecar-arg=--socket=/var/run/reverser/reverser.sock"
+    for ns in ("kube-system", NAMESPACE, "monitoring", "cert-manager"):
+        assert f"--exclude-namespace={ns}" in args
+    assert "--require-opt-in-label" not in args
+    # With only the pod-label webhook, the server insists on the label too.
+    pod_only = objects(render(chart, SCENARIOS["injector-pod-label-only"]))
+    assert "--require-opt-in-label" in deployment(pod_only, "injector")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert {h["failurePolicy"] for h in webhooks(objs)} == {"Ignore"}
 
 
