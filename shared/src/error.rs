@@ -73,6 +73,39 @@ pub enum Error {
         #[source]
         source: ::redis::RedisError,
     },
+
+    // inject: adding the reverser sidecar to manifests (`inject`).
+    /// A workload's manifest does not have the shape its kind requires.
+    #[error(
+        "cannot inject into {object}: {path} {message}; fix the manifest, or opt it out with the pod template annotation reverser.dev/inject: disabled"
+    )]
+    InjectMalformed {
+        object: String,
+        path: String,
+        message: String,
+    },
+
+    /// The named watcher container is not in a workload being injected.
+    #[error(
+        "cannot inject into {object}: it has no container named {container:?} to hand the socket to (its containers: {available}); name one of them as the watcher, or opt it out with the pod template annotation reverser.dev/inject: disabled"
+    )]
+    InjectWatcherNotFound {
+        object: String,
+        container: String,
+        available: String,
+    },
+
+    /// A document of the input is not YAML.
+    #[error(
+        "the document starting at line {line} is not valid YAML: {message}; fix it and inject again"
+    )]
+    InjectParse { line: usize, message: String },
+
+    /// An injected document could not be written back as YAML.
+    #[error(
+        "cannot write the document starting at line {line} back as YAML after injecting: {message}"
+    )]
+    InjectRender { line: usize, message: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.

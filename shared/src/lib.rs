@@ -6,9 +6,12 @@
 //!   in an index within a grace window (`spec/attribution.md`).
 //! - [`ownership`]: forge artifacts mirrored as CRs, owned by Tasks through
 //!   owner references (`spec/ownership.md`).
+//! - [`inject`]: add the sidecar to Kubernetes manifests and admission
+//!   reviews (issue 9's `kubectl reverser inject`).
 
 pub mod attribution;
 mod error;
+pub mod inject;
 pub mod metrics;
 pub mod ownership;
 pub mod proto;

@@ -1,0 +1,214 @@
+use std::io::Write as _;
+
+use clap::{Parser, Subcommand};
+
+use super::*;
+
+#[derive(Debug, Parser)]
+#[command(name = "kubectl-example", version)]
+struct Cli {
+    #[command(flatten)]
+    kube: KubeArgs,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    List {
+        #[command(flatten)]
+        all: AllNamespacesArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    Completion(CompletionArgs),
+}
+
+const KUBECONFIG: &str = r#"apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev
+  cluster:
+    server: https://127.0.0.1:6443
+- name: prod
+  cluster:
+    server: https://10.0.0.1:6443
+contexts:
+- name: dev
+  context:
+    cluster: dev
+    user: me
+    namespace: shop
+- name: prod
+  context:
+    cluster: prod
+    user: me
+users:
+- name: me
+  user:
+    token: abc
+"#;
+
+fn kubeconfig_file(text: &str) -> tempfile::NamedTempFile {
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+    f
+}
+
+#[test]
+fn kubectl_flags_parse_before_and_after_the_subcommand() {
+    let cli = Cli::try_parse_from([
+        "kubectl-example",
+        "--context",
+        "prod",
+        "list",
+        "-n",
+        "shop",
+        "-A",
+        "-o",
+        "json",
+        "--kubeconfig",
+        "/tmp/kc",
+    ])
+    .unwrap();
+    assert_eq!(cli.kube.context.as_deref(), Some("prod"));
+    assert_eq!(cli.kube.namespace.as_deref(), Some("shop"));
+    assert_eq!(cli.kube.kubeconfig, Some(PathBuf::from("/tmp/kc")));
+    match cli.command {
+        Cmd::List { all, output } => {
+            assert!(all.all_namespaces);
+            assert_eq!(output.output, OutputFormat::Json);
+        }
+        Cmd::Completion(_) => panic!("parsed the wrong subcommand"),
+    }
+}
+
+#[test]
+fn output_defaults_to_table_and_refuses_unknown_formats() {
+    let cli = Cli::try_parse_from(["kubectl-example", "list"]).unwrap();
+    let Cmd::List { output, all } = cli.command else {
+        panic!("parsed the wrong subcommand")
+    };
+    assert_eq!(output.output, OutputFormat::Table);
+    assert!(!all.all_namespaces);
+    assert!(Cli::try_parse_from(["kubectl-example", "list", "-o", "wide"]).is_err());
+}
+
+#[tokio::test]
+async fn kubeconfig_flag_selects_context_cluster_and_namespace() {
+    let file = kubeconfig_file(KUBECONFIG);
+    let args = KubeArgs {
+        kubeconfig: Some(file.path().to_path_buf()),
+        context: None,
+        namespace: None,
+    };
+    let config = args.config().await.unwrap();
+    assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:6443/");
+    assert_eq!(config.default_namespace, "shop");
+
+    let args = KubeArgs {
+        context: Some("prod".into()),
+        ..args
+    };
+    let config = args.config().await.unwrap();
+    assert_eq!(config.cluster_url.to_string(), "https://10.0.0.1:6443/");
+    assert_eq!(config.default_namespace, "default");
+
+    let args = KubeArgs {
+        namespace: Some("web".into()),
+        ..args
+    };
+    let target = args.client().await.unwrap();
+    assert_eq!(target.namespace, "web");
+}
+
+#[tokio::test]
+async fn unreadable_or_malformed_kubeconfig_is_a_clear_error() {
+    let missing = KubeArgs {
+        kubeconfig: Some(PathBuf::from("/nonexistent/kubeconfig")),
+        ..KubeArgs::default()
+    };
+    let err = missing.config().await.unwrap_err();
+    assert!(err.message().contains("/nonexistent/kubeconfig"), "{err}");
+    assert!(err.message().contains("--kubeconfig"), "{err}");
+
+    let file = kubeconfig_file("clusters: [this is: not a kubeconfig");
+    let bad = KubeArgs {
+        kubeconfig: Some(file.path().to_path_buf()),
+        ..KubeArgs::default()
+    };
+    let err = bad.config().await.unwrap_err();
+    assert!(err.message().starts_with("cannot read kubeconfig"), "{err}");
+
+    let file = kubeconfig_file(KUBECONFIG);
+    let no_such_context = KubeArgs {
+        kubeconfig: Some(file.path().to_path_buf()),
+        context: Some("staging".into()),
+        namespace: None,
+    };
+    let err = no_such_context.config().await.unwrap_err();
+    assert!(err.message().contains("\"staging\""), "{err}");
+    assert!(err.message().contains("--context"), "{err}");
+}
+
+#[test]
+fn print_output_renders_each_format() {
+    #[derive(Serialize)]
+    struct Row {
+        name: String,
+        age: u32,
+    }
+    let rows = vec![
+        Row {
+            name: "web".into(),
+            age: 3,
+        },
+        Row {
+            name: "database".into(),
+            age: 12,
+        },
+    ];
+    let render = |format| {
+        let mut out = Vec::new();
+        print_output(format, &rows, &mut out, |rows, out| {
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| vec![r.name.clone(), r.age.to_string()])
+                .collect();
+            out.write_all(table(&["name", "age"], &cells).as_bytes())
+        })
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(
+        render(OutputFormat::Table),
+        "NAME       AGE\nweb        3\ndatabase   12\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&render(OutputFormat::Json)).unwrap();
+    assert_eq!(json[1]["name"], "database");
+    let yaml: serde_json::Value = serde_norway::from_str(&render(OutputFormat::Yaml)).unwrap();
+    assert_eq!(yaml[0]["age"], 3);
+}
+
+#[test]
+fn completion_script_names_the_binary_and_its_subcommands() {
+    let cli = Cli::try_parse_from(["kubectl-example", "completion", "bash"]).unwrap();
+    let Cmd::Completion(args) = cli.command else {
+        panic!("parsed the wrong subcommand")
+    };
+    let mut out = Vec::new();
+    print_completions::<Cli>(args.shell, &mut out);
+    let script = String::from_utf8(out).unwrap();
+    assert!(script.contains("kubectl-example"), "{script}");
+    assert!(script.contains("list"), "{script}");
+    assert!(Cli::try_parse_from(["kubectl-example", "completion", "tcsh"]).is_err());
+}
+
+#[test]
+fn errors_exit_non_zero() {
+    let e = CliError::new("boom").with_code(0);
+    assert_eq!(e.code(), 1, "a failure never exits 0");
+    assert_eq!(CliError::new("x").with_code(3).code(), 3);
+    assert_eq!(e.to_string(), "boom");
+}
