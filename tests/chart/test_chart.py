@@ -267,6 +267,8 @@ def test_injector_hands_the_sidecar_the_same_attribution_flags(chart: helm.Chart
     assert "--plain-container" in args
     assert "--watcher-container=watcher" in args
     assert "--sidecar-arg=--author-attribution-grace=3s" in args
+    assert "--sidecar-arg=--audit-listen=off" in args
+    assert "--sidecar-arg=--metrics-listen=0.0.0.0:9091" in args
     assert args[-1] == "--sidecar-arg=--socket=/var/run/reverser/reverser.sock"
     for ns in ("kube-system", NAMESPACE, "monitoring", "cert-manager"):
         assert f"--exclude-namespace={ns}" in args
@@ -293,3 +295,13 @@ def test_notes_print_the_audit_kubeconfig_and_the_batch_advice(chart: helm.Chart
     # Memory transport: the notes say so, and print no Redis instructions.
     text = notes(render(chart, {"attribution": {"transport": "memory"}}))
     assert "exactly one receiver replica" in text and "REDIS" not in text
+
+
+def test_notes_warn_while_injected_sidecars_have_no_redis_url(chart: helm.Chart) -> None:
+    assert "injected sidecars have no Redis URL" in notes(render(chart, {}))
+    with_url = {"injector": {"sidecarArgs": ["--author-attribution-grace=4s", "--redis-url=redis://redis.data:6379"]}}
+    assert "injected sidecars have no Redis URL" not in notes(render(chart, with_url))
+    assert "injected sidecars have no Redis URL" not in notes(render(chart, {"injector": {"enabled": False}}))
+    two_args = {"injector": {"sidecarArgs": ["--redis-url", "redis://redis.data:6379"]}}
+    assert "injected sidecars have no Redis URL" not in notes(render(chart, two_args))
+    assert "injected sidecars have no Redis URL" in notes(render(chart, {"injector": {"sidecarArgs": ["--redis-url-file=x"]}}))
