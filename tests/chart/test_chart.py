@@ -73,7 +73,10 @@ def test_memory_transport_with_one_replica_has_no_redis(chart: helm.Chart) -> No
     objs = objects(render(chart, {"attribution": {"transport": "memory"}}))
     receiver = deployment(objs, "receiver")
     container = receiver["spec"]["template"]["spec"]["containers"][0]
+    # `receive` refuses the memory transport; `serve` is the one process.
+    assert container["args"][:2] == ["serve", "--socket=/var/run/reverser/reverser.sock"]
     assert "--author-attribution-transport=memory" in container["args"]
+    assert {"name": "socket", "mountPath": "/var/run/reverser"} in container["volumeMounts"]
     assert "--replica-count=1" in container["args"]
     assert "env" not in container
 
