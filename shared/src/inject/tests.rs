@@ -431,6 +431,7 @@ fn other_kinds_and_groups_are_left_alone() {
         "- a\n- list\n",
         "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}}\n",
         "# only a comment\n",
+        "%YAML 1.2\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n...\n",
         "",
     ] {
         let out = inject_manifests(text, &opts()).unwrap();
@@ -791,5 +792,71 @@ proptest! {
         let (_, patched) = webhook(&admission(&pod, "ns", "CREATE"), &config);
         prop_assert_eq!(patched.as_ref(), Some(&expected));
         prop_assert_eq!(injected_by_inject(&expected, &config.inject), expected);
+    }
+}
+
+#[test]
+fn re_rendered_documents_keep_every_value_and_its_type() {
+    // Strings YAML would otherwise read as booleans, numbers or null, a
+    // multi-line script, and numbers, all inside an injected document.
+    let text = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tricky
+  annotations: {"a": "yes", "b": "0755", "c": "~", "d": "1e3", "e": "true", "f": ""}
+spec:
+  replicas: 3
+  template:
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: main
+        image: "busybox:1.36"
+        command: ["sh", "-c", "echo 'a: b' # not a comment\nexit 0\n"]
+        env:
+        - {name: ON, value: "on"}
+        - {name: NUM, value: "08"}
+        - {name: HEX, value: "0x1F"}
+        - {name: COLON, value: "key: value"}
+        - {name: DASH, value: "- item"}
+        - {name: MARKER, value: "---"}
+"#;
+    let before = yaml(text);
+    let out = inject_manifests(text, &opts()).unwrap();
+    assert_eq!(out.reports[0].outcome, Outcome::Injected);
+    let after = yaml(&out.output);
+    assert_eq!(after["metadata"], before["metadata"]);
+    assert_eq!(after["spec"]["replicas"], Value::from(3));
+    let (b, a) = (
+        &before["spec"]["template"]["spec"]["containers"][0],
+        &after["spec"]["template"]["spec"]["containers"][0],
+    );
+    assert_eq!(a["command"], b["command"]);
+    assert_eq!(a["image"], b["image"]);
+    let env_before = b["env"].as_sequence().unwrap();
+    let env_after = a["env"].as_sequence().unwrap();
+    assert_eq!(&env_after[..env_before.len()], &env_before[..]);
+    // A `---` inside a value must not be read back as a document marker.
+    assert_eq!(split_documents(&out.output).len(), 1, "{}", out.output);
+    assert_eq!(
+        inject_manifests(&out.output, &opts()).unwrap().output,
+        out.output
+    );
+}
+
+proptest! {
+    /// Bad input is an error or untouched output, never a panic.
+    #[test]
+    fn arbitrary_input_never_panics(
+        text in "(---\n|apiVersion: (v1|apps/v1|batch/v1)\n|kind: (Pod|Deployment|CronJob|List)\n|spec:\n|  template:\n|  containers: [\\{name: a\\}]\n|items:\n- |[a-z:\\[\\]{} -]{0,12}\n){0,12}",
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        if let Ok(out) = inject_manifests(&text, &opts())
+            && out.reports.iter().all(|r| r.outcome != Outcome::Injected)
+        {
+            prop_assert_eq!(out.output, text);
+        }
+        let response = review(&bytes, &WebhookConfig::default());
+        prop_assert_eq!(&response["response"]["allowed"], &serde_json::Value::Bool(true));
     }
 }

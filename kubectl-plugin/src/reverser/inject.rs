@@ -1,0 +1,105 @@
+//! `kubectl reverser inject -f FILE|-`: read manifests, write them back with
+//! the sidecar added ([`shared::inject`]), and say on stderr what happened
+//! to each object so stdout stays pipeable into `kubectl apply -f -`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use shared::inject::{InjectOptions, Outcome, SidecarMode, WatcherSelector, inject_manifests};
+
+use crate::common::CliError;
+
+/// The flags of `kubectl reverser inject`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Examples:\n  kubectl reverser inject -f deploy.yaml | kubectl apply -f -\n  kubectl get deploy watcher -o yaml | kubectl reverser inject -f - --watcher-container manager"
+)]
+pub struct Args {
+    /// The manifests to inject: a YAML or JSON file of one or more
+    /// documents, or - for stdin.
+    #[arg(short = 'f', long = "filename", value_name = "FILE|-", required = true)]
+    pub filename: PathBuf,
+
+    /// The sidecar image.
+    #[arg(long, value_name = "IMAGE", default_value_t = shared::inject::default_image())]
+    pub image: String,
+
+    /// Add the sidecar as a plain container instead of a native sidecar (an
+    /// init container with restartPolicy Always, Kubernetes 1.29+).
+    #[arg(long)]
+    pub plain_container: bool,
+
+    /// Hand the socket to this container only (default: every container).
+    #[arg(long, value_name = "NAME")]
+    pub watcher_container: Option<String>,
+
+    /// An extra argument for the sidecar after `serve --socket <path>`;
+    /// repeat it, e.g. --sidecar-arg=--transport --sidecar-arg=redis.
+    #[arg(long = "sidecar-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub sidecar_args: Vec<String>,
+
+    /// Where the socket directory is mounted in the sidecar and watchers.
+    #[arg(long, value_name = "DIR", default_value = shared::inject::DEFAULT_SOCKET_DIR)]
+    pub socket_dir: String,
+}
+
+impl Args {
+    /// The injection these flags ask for.
+    pub fn options(&self) -> InjectOptions {
+        InjectOptions {
+            image: self.image.clone(),
+            mode: if self.plain_container {
+                SidecarMode::Plain
+            } else {
+                SidecarMode::Native
+            },
+            watcher: match &self.watcher_container {
+                Some(name) => WatcherSelector::Named(name.clone()),
+                None => WatcherSelector::All,
+            },
+            extra_args: self.sidecar_args.clone(),
+            socket_dir: self.socket_dir.clone(),
+            ..InjectOptions::default()
+        }
+    }
+}
+
+/// Reads the input (`stdin` when the file is `-`), writes the injected
+/// manifests to `out` and one line per workload to `log`.
+pub fn run(
+    args: &Args,
+    stdin: &mut dyn Read,
+    out: &mut dyn Write,
+    log: &mut dyn Write,
+) -> Result<(), CliError> {
+    let from_stdin = args.filename.as_os_str() == "-";
+    let source = if from_stdin {
+        "stdin".to_string()
+    } else {
+        args.filename.display().to_string()
+    };
+    let mut text = String::new();
+    let read = if from_stdin {
+        stdin.read_to_string(&mut text)
+    } else {
+        std::fs::File::open(&args.filename).and_then(|mut f| f.read_to_string(&mut text))
+    };
+    read.map_err(|e| {
+        CliError::new(format!(
+            "cannot read manifests from {source}: {e}; pass an existing YAML or JSON file with -f, or - for stdin"
+        ))
+    })?;
+    let injection = inject_manifests(&text, &args.options())
+        .map_err(|e| CliError::new(format!("{source}: {e}")))?;
+    out.write_all(injection.output.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::new(format!("cannot write the injected manifests: {e}")))?;
+    // Like linkerd: a line per workload on stderr; other kinds stay quiet.
+    for report in &injection.reports {
+        if report.outcome != Outcome::NotAWorkload {
+            // A closed stderr must not turn a finished injection into an error.
+            let _ = writeln!(log, "{report}");
+        }
+    }
+    Ok(())
+}

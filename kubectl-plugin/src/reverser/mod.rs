@@ -1,0 +1,50 @@
+//! `kubectl reverser`: the attribution plugin's command line. Each
+//! subcommand is a module here; they parse, call the `shared` crate, print.
+
+use clap::{Parser, Subcommand};
+
+use crate::common::{self, CliError, CompletionArgs};
+
+pub mod inject;
+
+#[cfg(test)]
+mod tests;
+
+/// `kubectl reverser`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-reverser",
+    bin_name = "kubectl-reverser",
+    version,
+    about = "Attribution for Git-mirrored cluster state: inject the reverser sidecar"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands of `kubectl reverser`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Add the reverser sidecar to Kubernetes manifests (like `linkerd
+    /// inject`) and write them to stdout.
+    Inject(inject::Args),
+    /// Print a shell completion script for kubectl-reverser.
+    Completion(CompletionArgs),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Inject(args) => inject::run(
+            &args,
+            &mut std::io::stdin().lock(),
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        ),
+        Command::Completion(args) => {
+            common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
+            Ok(())
+        }
+    }
+}

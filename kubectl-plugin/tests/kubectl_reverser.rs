@@ -1,0 +1,424 @@
+//! `kubectl reverser` through the real `kubectl`: kubectl finds our plugin on
+//! the PATH and runs it; `inject` over real manifests of every kind it
+//! handles, a List, a multi-document bundle, stdin, idempotence, and clear
+//! non-zero errors.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde::Deserialize;
+use serde_norway::Value;
+
+const KUBECTL: &str = "/usr/bin/kubectl";
+const SIDECAR: &str = "reverser-sidecar";
+
+/// A directory holding only `kubectl-reverser` (a link to the binary cargo
+/// built), put first on the PATH of every kubectl child. Cargo's own output
+/// directory also holds `kubectl-reverser.d` dep-info files, which kubectl
+/// would list as broken plugins, hence the directory of our own.
+struct PluginPath {
+    dir: tempfile::TempDir,
+}
+
+impl PluginPath {
+    fn new() -> Self {
+        assert!(
+            Path::new(KUBECTL).exists(),
+            "{KUBECTL} is missing: install kubectl (scripts/test does) to run these tests"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let binary = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-reverser"));
+        std::os::unix::fs::symlink(&binary, dir.path().join("kubectl-reverser")).unwrap();
+        Self { dir }
+    }
+
+    fn path_var(&self) -> String {
+        let rest = std::env::var("PATH").unwrap_or_default();
+        format!("{}:{rest}", self.dir.path().display())
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with_stdin(args, None)
+    }
+
+    fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(KUBECTL)
+            .args(args)
+            .env("PATH", self.path_var())
+            // No cluster is needed for inject; make sure none is consulted.
+            .env("KUBECONFIG", self.dir.path().join("no-kubeconfig"))
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(text) = stdin {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        }
+        child.wait_with_output().unwrap()
+    }
+
+    /// `kubectl reverser inject -f <file> <extra>`, asserting success;
+    /// returns (stdout, stderr).
+    fn inject(&self, file: &Path, extra: &[&str]) -> (String, String) {
+        let file = file.to_str().unwrap();
+        let mut args = vec!["reverser", "inject", "-f", file];
+        args.extend_from_slice(extra);
+        let out = self.kubectl(&args);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(out.status.success(), "kubectl {args:?} failed: {stderr}");
+        (stdout, stderr)
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Every document of a multi-document YAML text, parsed.
+fn documents(text: &str) -> Vec<Value> {
+    serde_norway::Deserializer::from_str(text)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    path.split('.').fold(v, |v, k| &v[k])
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list.as_sequence()
+        .map(|s| {
+            s.iter()
+                .filter_map(|c| c["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The pod spec at `path` carries a native sidecar and every one of
+/// `watchers` has the socket.
+fn assert_native_sidecar(spec: &Value, watchers: &[&str]) {
+    let sidecar = &spec["initContainers"][0];
+    assert_eq!(sidecar["name"].as_str(), Some(SIDECAR), "{spec:?}");
+    assert_eq!(sidecar["restartPolicy"].as_str(), Some("Always"));
+    assert_eq!(
+        sidecar["image"].as_str(),
+        Some(concat!(
+            "ghcr.io/reverser/reverser-sidecar:",
+            env!("CARGO_PKG_VERSION")
+        ))
+    );
+    assert_eq!(
+        sidecar["securityContext"]["capabilities"]["drop"][0].as_str(),
+        Some("ALL")
+    );
+    assert_eq!(
+        sidecar["securityContext"]["runAsNonRoot"].as_bool(),
+        Some(true)
+    );
+    assert!(
+        names(&spec["volumes"]).contains(&"reverser-socket".to_string()),
+        "{spec:?}"
+    );
+    for c in spec["containers"].as_sequence().unwrap() {
+        let name = c["name"].as_str().unwrap();
+        let env = c["env"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"].as_str() == Some("REVERSER_SOCKET"));
+        if watchers.contains(&name) {
+            assert_eq!(
+                env.and_then(|e| e["value"].as_str()),
+                Some("/var/run/reverser/reverser.sock"),
+                "{name}"
+            );
+        } else {
+            assert!(env.is_none(), "{name} should not be a watcher");
+        }
+    }
+}
+
+/// Injects `file`, checks the result with `check`, then injects the output
+/// again and checks it is identical.
+fn inject_and_reinject(plugin: &PluginPath, file: &Path, check: impl Fn(&[Value])) -> String {
+    let (first, stderr) = plugin.inject(file, &[]);
+    assert!(stderr.contains(" injected"), "{stderr}");
+    check(&documents(&first));
+
+    let again = plugin.dir.path().join("injected.yaml");
+    std::fs::write(&again, &first).unwrap();
+    let (second, stderr) = plugin.inject(&again, &[]);
+    assert_eq!(second, first, "a second injection changed the output");
+    assert!(stderr.contains("skipped: already injected"), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .all(|l| l.contains("skipped: ") || !l.ends_with(" injected")),
+        "{stderr}"
+    );
+    first
+}
+
+#[test]
+fn kubectl_plugin_list_shows_kubectl_reverser() {
+    let plugin = PluginPath::new();
+    // Only our directory on the PATH: kubectl lists exactly our plugin and
+    // exits 0 (a stray plugin elsewhere on the PATH could make it warn).
+    let out = Command::new(KUBECTL)
+        .args(["plugin", "list"])
+        .env("PATH", plugin.dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = plugin.dir.path().join("kubectl-reverser");
+    assert!(
+        stdout.lines().any(|l| l.trim() == listed.to_str().unwrap()),
+        "{stdout}"
+    );
+    // And with the rest of the PATH after ours, it is still found.
+    let out = plugin.kubectl(&["plugin", "list"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(listed.to_str().unwrap()),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn kubectl_runs_the_plugin_version_and_completion() {
+    let plugin = PluginPath::new();
+    let out = plugin.kubectl(&["reverser", "--version"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        concat!("kubectl-reverser ", env!("CARGO_PKG_VERSION"), "\n")
+    );
+    let out = plugin.kubectl(&["reverser", "completion", "bash"]);
+    assert!(out.status.success(), "{out:?}");
+    let script = String::from_utf8(out.stdout).unwrap();
+    assert!(script.contains("kubectl-reverser"), "{script}");
+    assert!(script.contains("inject"), "{script}");
+}
+
+#[test]
+fn inject_every_workload_kind_through_kubectl() {
+    let plugin = PluginPath::new();
+    let cases: [(&str, &str, &[&str]); 6] = [
+        ("deployment.yaml", "spec.template.spec", &["manager"]),
+        ("statefulset.yaml", "spec.template.spec", &["watcher"]),
+        (
+            "daemonset.yaml",
+            "spec.template.spec",
+            &["watcher", "log-shipper"],
+        ),
+        ("job.yaml", "spec.template.spec", &["backfill"]),
+        (
+            "cronjob.yaml",
+            "spec.jobTemplate.spec.template.spec",
+            &["resync"],
+        ),
+        ("pod.yaml", "spec", &["watcher"]),
+    ];
+    for (file, path, watchers) in cases {
+        let original = documents(&std::fs::read_to_string(fixture(file)).unwrap());
+        inject_and_reinject(&plugin, &fixture(file), |docs| {
+            assert_eq!(docs.len(), 1, "{file}");
+            let spec = at(&docs[0], path);
+            assert_native_sidecar(spec, watchers);
+            // The user's containers are all still there, unchanged in name
+            // and order, and the rest of the object is kept.
+            assert_eq!(
+                names(&spec["containers"]),
+                names(&at(&original[0], path)["containers"]),
+                "{file}"
+            );
+            assert_eq!(docs[0]["metadata"], original[0]["metadata"], "{file}");
+        });
+    }
+}
+
+#[test]
+fn inject_a_multi_document_bundle_keeps_other_documents_byte_for_byte() {
+    let plugin = PluginPath::new();
+    let text = std::fs::read_to_string(fixture("multi.yaml")).unwrap();
+    let out = inject_and_reinject(&plugin, &fixture("multi.yaml"), |docs| {
+        let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "Namespace",
+                "ServiceAccount",
+                "ConfigMap",
+                "Deployment",
+                "Deployment",
+                "Service"
+            ]
+        );
+        let spec = at(&docs[3], "spec.template.spec");
+        assert_native_sidecar(spec, &["manager"]);
+        assert_eq!(
+            names(&spec["volumes"]),
+            ["config", "reverser-socket"],
+            "the existing volume is kept"
+        );
+        assert!(at(&docs[4], "spec.template.spec")["initContainers"].is_null());
+    });
+    let original: Vec<&str> = text.split("\n---\n").collect();
+    let injected: Vec<&str> = out.split("\n---\n").collect();
+    assert_eq!(injected.len(), original.len());
+    for (i, (a, b)) in original.iter().zip(&injected).enumerate() {
+        if i == 3 {
+            assert_ne!(a, b);
+        } else {
+            assert_eq!(a, b, "document {i} changed");
+        }
+    }
+}
+
+#[test]
+fn inject_a_list_and_from_stdin() {
+    let plugin = PluginPath::new();
+    let out = inject_and_reinject(&plugin, &fixture("list.yaml"), |docs| {
+        assert_eq!(docs.len(), 1);
+        assert_eq!(docs[0]["kind"].as_str(), Some("List"));
+        assert_eq!(docs[0]["items"][0]["kind"].as_str(), Some("Service"));
+        assert!(docs[0]["items"][0]["spec"]["initContainers"].is_null());
+        assert_native_sidecar(at(&docs[0]["items"][1], "spec.template.spec"), &["manager"]);
+    });
+
+    let text = std::fs::read_to_string(fixture("list.yaml")).unwrap();
+    let piped = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-"], Some(&text));
+    assert!(piped.status.success(), "{piped:?}");
+    assert_eq!(String::from_utf8(piped.stdout).unwrap(), out);
+    assert_eq!(
+        String::from_utf8(piped.stderr).unwrap(),
+        "Deployment gitops/gitops-reverser injected\n"
+    );
+}
+
+#[test]
+fn inject_flags_reach_the_plugin_through_kubectl() {
+    let plugin = PluginPath::new();
+    let (out, _) = plugin.inject(
+        &fixture("daemonset.yaml"),
+        &[
+            "--plain-container",
+            "--watcher-container",
+            "watcher",
+            "--image",
+            "registry.example.com/reverser-sidecar:dev",
+            "--sidecar-arg=--transport",
+            "--sidecar-arg",
+            "redis",
+        ],
+    );
+    let docs = documents(&out);
+    let spec = at(&docs[0], "spec.template.spec");
+    assert_eq!(
+        names(&spec["containers"]),
+        ["watcher", "log-shipper", SIDECAR]
+    );
+    assert!(spec["initContainers"].is_null());
+    let sidecar = &spec["containers"][2];
+    assert_eq!(
+        sidecar["image"].as_str(),
+        Some("registry.example.com/reverser-sidecar:dev")
+    );
+    assert!(sidecar["restartPolicy"].is_null());
+    let args: Vec<&str> = sidecar["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "serve",
+            "--socket",
+            "/var/run/reverser/reverser.sock",
+            "--transport",
+            "redis"
+        ]
+    );
+    assert!(spec["containers"][0]["env"].is_sequence());
+    assert!(spec["containers"][1]["env"].is_null());
+}
+
+#[test]
+fn inject_errors_are_clear_and_non_zero() {
+    let plugin = PluginPath::new();
+    let cases: [(Vec<String>, &str); 3] = [
+        (
+            vec!["-f".into(), "/nonexistent/manifests.yaml".into()],
+            "error: cannot read manifests from /nonexistent/manifests.yaml:",
+        ),
+        (
+            vec!["-f".into(), fixture("invalid.yaml").display().to_string()],
+            "is not valid YAML",
+        ),
+        (
+            vec![
+                "-f".into(),
+                fixture("deployment.yaml").display().to_string(),
+                "--watcher-container".into(),
+                "nope".into(),
+            ],
+            "error: ",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["reverser", "inject"];
+        args.extend(extra.iter().map(String::as_str));
+        let out = plugin.kubectl(&args);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(out.stdout.is_empty(), "{args:?} wrote output on failure");
+        assert!(stderr.starts_with("error: "), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    let out = plugin.kubectl(&[
+        "reverser",
+        "inject",
+        "-f",
+        fixture("invalid.yaml").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("document starting at line 6"), "{stderr}");
+
+    let out = plugin.kubectl(&[
+        "reverser",
+        "inject",
+        "-f",
+        fixture("deployment.yaml").to_str().unwrap(),
+        "--watcher-container",
+        "nope",
+    ]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains("Deployment gitops/gitops-reverser")
+            && stderr.contains("\"nope\"")
+            && stderr.contains("manager"),
+        "{stderr}"
+    );
+}
