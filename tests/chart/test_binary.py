@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 import helm_python as helm
 import pytest
+import yaml
 
 from conftest import NAMESPACE, RELEASE, objects, render
 
@@ -33,6 +34,10 @@ if not BINARY.is_file():
     if "REVERSER_SIDECAR_BIN" in os.environ:
         raise RuntimeError(f"REVERSER_SIDECAR_BIN={BINARY} does not exist: build it with cargo build -p reverser-sidecar")
     pytest.skip(f"SKIP: {BINARY} is not built (cargo build -p reverser-sidecar); the chart-to-binary tests need it", allow_module_level=True)
+
+# `kubectl reverser inject`, to compare the webhook's patch with; optional
+# here (the Rust end-to-end test compares with the plugin's own function).
+PLUGIN = pathlib.Path(os.environ.get("KUBECTL_REVERSER_BIN", TARGET / "debug" / "kubectl-reverser"))
 
 ROUTE = "prod-eu-1"
 AUDIT_EVENT = {
@@ -51,6 +56,32 @@ AUDIT_EVENT = {
         }
     ],
 }
+
+
+def apply_json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """RFC 6902 add / remove / replace, the operations a diff produces."""
+    doc = json.loads(json.dumps(doc))
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        if not parts:
+            doc = op["value"]
+            continue
+        parent = doc
+        for p in parts[:-1]:
+            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        last = parts[-1]
+        if op["op"] == "add":
+            if isinstance(parent, list):
+                parent.insert(len(parent) if last == "-" else int(last), op["value"])
+            else:
+                parent[last] = op["value"]
+        elif op["op"] == "replace":
+            parent[int(last) if isinstance(parent, list) else last] = op["value"]
+        elif op["op"] == "remove":
+            del parent[int(last) if isinstance(parent, list) else last]
+        else:
+            raise AssertionError(f"unexpected JSONPatch operation {op}")
+    return doc
 
 
 def free_port() -> int:
@@ -258,6 +289,21 @@ def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
         review["request"]["namespace"] = NAMESPACE
         _, refused = get(ports["--listen"], "/inject", pki.context(), "POST", json.dumps(review).encode())
         assert "patch" not in json.loads(refused)["response"]
+
+    # The patch, applied, is what `kubectl reverser inject` writes for the
+    # same pod with the same flags.
+    patched = apply_json_patch(pod_object, patch)
+    if PLUGIN.is_file():
+        plugin_args = ["inject", "-f", "-"]
+        for a in container["args"]:
+            if a.startswith("--sidecar-image="):
+                plugin_args.append("--image=" + a.split("=", 1)[1])
+            elif a.startswith("--sidecar-arg="):
+                plugin_args.append(a)
+        out = subprocess.run([str(PLUGIN), *plugin_args], input=json.dumps(pod_object), capture_output=True, text=True, check=True)
+        assert yaml.safe_load(out.stdout) == patched
+    else:
+        print(f"SKIP part: {PLUGIN} is not built; compared with the plugin's function in sidecar/tests/inject_webhook.rs only")
 
     added = [op["value"] for op in patch if op["op"] == "add" and op["path"] == "/spec/initContainers"]
     (sidecar,) = [c for c in added[0] if c["name"] == "reverser-sidecar"]
