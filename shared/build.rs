@@ -7,10 +7,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // environment would need `unsafe` in edition 2024).
     let mut config = tonic_prost_build::Config::new();
     config.protoc_executable(protoc);
-    tonic_prost_build::configure()
-        .build_server(true)
-        .build_client(true)
-        .compile_with_config(config, &["proto/reverser/v1/reverser.proto"], &["proto"])?;
+    tonic_prost_build::configure().build_server(true).build_client(true).compile_with_config(
+        config,
+        &["proto/reverser/v1/reverser.proto"],
+        &["proto"],
+    )?;
     println!("cargo:rerun-if-changed=proto");
     Ok(())
 }

@@ -70,10 +70,7 @@ fn manifest() -> Plugin {
 #[test]
 fn krew_manifest_has_the_schema_required_fields() {
     let plugin = manifest();
-    assert_eq!(
-        plugin.api_version,
-        "krew.googlecontainertools.github.com/v1alpha2"
-    );
+    assert_eq!(plugin.api_version, "krew.googlecontainertools.github.com/v1alpha2");
     assert_eq!(plugin.kind, "Plugin");
     // krew requires the name to match the file name and the plugin's
     // command (`kubectl reverser`).
@@ -96,42 +93,24 @@ fn krew_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
     let mut seen = BTreeSet::new();
     let mut digests = BTreeSet::new();
     for p in &plugin.spec.platforms {
-        let os = p
-            .selector
-            .match_labels
-            .get("os")
-            .cloned()
-            .unwrap_or_default();
-        let arch = p
-            .selector
-            .match_labels
-            .get("arch")
-            .cloned()
-            .unwrap_or_default();
+        let os = p.selector.match_labels.get("os").cloned().unwrap_or_default();
+        let arch = p.selector.match_labels.get("arch").cloned().unwrap_or_default();
         assert_eq!(p.selector.match_labels.len(), 2, "{p:?}");
         assert!(seen.insert((os.clone(), arch.clone())), "{os}/{arch} twice");
 
         assert!(p.uri.starts_with("https://"), "{}", p.uri);
         assert!(
-            p.uri.ends_with(&format!(
-                "/{v}/kubectl-reverser_{v}_{os}_{arch}.tar.gz",
-                v = plugin.spec.version
-            )),
+            p.uri.ends_with(&format!("/{v}/kubectl-reverser_{v}_{os}_{arch}.tar.gz", v = plugin.spec.version)),
             "{} is not this version's {os}/{arch} archive",
             p.uri
         );
         assert_eq!(p.sha256.len(), 64, "{}", p.sha256);
         assert!(
-            p.sha256
-                .chars()
-                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)),
+            p.sha256.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c)),
             "{} is not lowercase hex",
             p.sha256
         );
-        assert!(
-            digests.insert(p.sha256.clone()),
-            "two platforms share a sha256"
-        );
+        assert!(digests.insert(p.sha256.clone()), "two platforms share a sha256");
 
         assert_eq!(p.bin, "kubectl-reverser");
         assert!(
@@ -140,14 +119,10 @@ fn krew_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
             p.files
         );
     }
-    let want: BTreeSet<(String, String)> = [
-        ("darwin", "amd64"),
-        ("darwin", "arm64"),
-        ("linux", "amd64"),
-        ("linux", "arm64"),
-    ]
-    .into_iter()
-    .map(|(o, a)| (o.to_string(), a.to_string()))
-    .collect();
+    let want: BTreeSet<(String, String)> =
+        [("darwin", "amd64"), ("darwin", "arm64"), ("linux", "amd64"), ("linux", "arm64")]
+            .into_iter()
+            .map(|(o, a)| (o.to_string(), a.to_string()))
+            .collect();
     assert_eq!(seen, want);
 }

@@ -48,22 +48,13 @@ impl PluginPath {
             .env("PATH", self.path_var())
             // No cluster is needed for inject; make sure none is consulted.
             .env("KUBECONFIG", self.dir.path().join("no-kubeconfig"))
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         if let Some(text) = stdin {
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(text.as_bytes())
-                .unwrap();
+            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
         }
         child.wait_with_output().unwrap()
     }
@@ -83,9 +74,7 @@ impl PluginPath {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// Every document of a multi-document YAML text, parsed.
@@ -102,11 +91,7 @@ fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
 
 fn names(list: &Value) -> Vec<String> {
     list.as_sequence()
-        .map(|s| {
-            s.iter()
-                .filter_map(|c| c["name"].as_str().map(str::to_string))
-                .collect()
-        })
+        .map(|s| s.iter().filter_map(|c| c["name"].as_str().map(str::to_string)).collect())
         .unwrap_or_default()
 }
 
@@ -118,36 +103,16 @@ fn assert_native_sidecar(spec: &Value, watchers: &[&str]) {
     assert_eq!(sidecar["restartPolicy"].as_str(), Some("Always"));
     assert_eq!(
         sidecar["image"].as_str(),
-        Some(concat!(
-            "ghcr.io/reverser/reverser-sidecar:",
-            env!("CARGO_PKG_VERSION")
-        ))
+        Some(concat!("ghcr.io/reverser/reverser-sidecar:", env!("CARGO_PKG_VERSION")))
     );
-    assert_eq!(
-        sidecar["securityContext"]["capabilities"]["drop"][0].as_str(),
-        Some("ALL")
-    );
-    assert_eq!(
-        sidecar["securityContext"]["runAsNonRoot"].as_bool(),
-        Some(true)
-    );
-    assert!(
-        names(&spec["volumes"]).contains(&"reverser-socket".to_string()),
-        "{spec:?}"
-    );
+    assert_eq!(sidecar["securityContext"]["capabilities"]["drop"][0].as_str(), Some("ALL"));
+    assert_eq!(sidecar["securityContext"]["runAsNonRoot"].as_bool(), Some(true));
+    assert!(names(&spec["volumes"]).contains(&"reverser-socket".to_string()), "{spec:?}");
     for c in spec["containers"].as_sequence().unwrap() {
         let name = c["name"].as_str().unwrap();
-        let env = c["env"]
-            .as_sequence()
-            .into_iter()
-            .flatten()
-            .find(|e| e["name"].as_str() == Some("REVERSER_SOCKET"));
+        let env = c["env"].as_sequence().into_iter().flatten().find(|e| e["name"].as_str() == Some("REVERSER_SOCKET"));
         if watchers.contains(&name) {
-            assert_eq!(
-                env.and_then(|e| e["value"].as_str()),
-                Some("/var/run/reverser/reverser.sock"),
-                "{name}"
-            );
+            assert_eq!(env.and_then(|e| e["value"].as_str()), Some("/var/run/reverser/reverser.sock"), "{name}");
         } else {
             assert!(env.is_none(), "{name} should not be a watcher");
         }
@@ -166,12 +131,7 @@ fn inject_and_reinject(plugin: &PluginPath, file: &Path, check: impl Fn(&[Value]
     let (second, stderr) = plugin.inject(&again, &[]);
     assert_eq!(second, first, "a second injection changed the output");
     assert!(stderr.contains("skipped: already injected"), "{stderr}");
-    assert!(
-        stderr
-            .lines()
-            .all(|l| l.contains("skipped: ") || !l.ends_with(" injected")),
-        "{stderr}"
-    );
+    assert!(stderr.lines().all(|l| l.contains("skipped: ") || !l.ends_with(" injected")), "{stderr}");
     first
 }
 
@@ -180,28 +140,14 @@ fn kubectl_plugin_list_shows_kubectl_reverser() {
     let plugin = PluginPath::new();
     // Only our directory on the PATH: kubectl lists exactly our plugin and
     // exits 0 (a stray plugin elsewhere on the PATH could make it warn).
-    let out = Command::new(KUBECTL)
-        .args(["plugin", "list"])
-        .env("PATH", plugin.dir.path())
-        .output()
-        .unwrap();
+    let out = Command::new(KUBECTL).args(["plugin", "list"]).env("PATH", plugin.dir.path()).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     let listed = plugin.dir.path().join("kubectl-reverser");
-    assert!(
-        stdout.lines().any(|l| l.trim() == listed.to_str().unwrap()),
-        "{stdout}"
-    );
+    assert!(stdout.lines().any(|l| l.trim() == listed.to_str().unwrap()), "{stdout}");
     // And with the rest of the PATH after ours, it is still found.
     let out = plugin.kubectl(&["plugin", "list"]);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains(listed.to_str().unwrap()),
-        "{out:?}"
-    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(listed.to_str().unwrap()), "{out:?}");
 }
 
 #[test]
@@ -209,10 +155,7 @@ fn kubectl_runs_the_plugin_version_and_completion() {
     let plugin = PluginPath::new();
     let out = plugin.kubectl(&["reverser", "--version"]);
     assert!(out.status.success(), "{out:?}");
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
-        concat!("kubectl-reverser ", env!("CARGO_PKG_VERSION"), "\n")
-    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), concat!("kubectl-reverser ", env!("CARGO_PKG_VERSION"), "\n"));
     let out = plugin.kubectl(&["reverser", "completion", "bash"]);
     assert!(out.status.success(), "{out:?}");
     let script = String::from_utf8(out.stdout).unwrap();
@@ -226,17 +169,9 @@ fn inject_every_workload_kind_through_kubectl() {
     let cases: [(&str, &str, &[&str]); 6] = [
         ("deployment.yaml", "spec.template.spec", &["manager"]),
         ("statefulset.yaml", "spec.template.spec", &["watcher"]),
-        (
-            "daemonset.yaml",
-            "spec.template.spec",
-            &["watcher", "log-shipper"],
-        ),
+        ("daemonset.yaml", "spec.template.spec", &["watcher", "log-shipper"]),
         ("job.yaml", "spec.template.spec", &["backfill"]),
-        (
-            "cronjob.yaml",
-            "spec.jobTemplate.spec.template.spec",
-            &["resync"],
-        ),
+        ("cronjob.yaml", "spec.jobTemplate.spec.template.spec", &["resync"]),
         ("pod.yaml", "spec", &["watcher"]),
     ];
     for (file, path, watchers) in cases {
@@ -247,11 +182,7 @@ fn inject_every_workload_kind_through_kubectl() {
             assert_native_sidecar(spec, watchers);
             // The user's containers are all still there, unchanged in name
             // and order, and the rest of the object is kept.
-            assert_eq!(
-                names(&spec["containers"]),
-                names(&at(&original[0], path)["containers"]),
-                "{file}"
-            );
+            assert_eq!(names(&spec["containers"]), names(&at(&original[0], path)["containers"]), "{file}");
             assert_eq!(docs[0]["metadata"], original[0]["metadata"], "{file}");
         });
     }
@@ -263,24 +194,10 @@ fn inject_a_multi_document_bundle_keeps_other_documents_byte_for_byte() {
     let text = std::fs::read_to_string(fixture("multi.yaml")).unwrap();
     let out = inject_and_reinject(&plugin, &fixture("multi.yaml"), |docs| {
         let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-        assert_eq!(
-            kinds,
-            [
-                "Namespace",
-                "ServiceAccount",
-                "ConfigMap",
-                "Deployment",
-                "Deployment",
-                "Service"
-            ]
-        );
+        assert_eq!(kinds, ["Namespace", "ServiceAccount", "ConfigMap", "Deployment", "Deployment", "Service"]);
         let spec = at(&docs[3], "spec.template.spec");
         assert_native_sidecar(spec, &["manager"]);
-        assert_eq!(
-            names(&spec["volumes"]),
-            ["config", "reverser-socket"],
-            "the existing volume is kept"
-        );
+        assert_eq!(names(&spec["volumes"]), ["config", "reverser-socket"], "the existing volume is kept");
         assert!(at(&docs[4], "spec.template.spec")["initContainers"].is_null());
     });
     let original: Vec<&str> = text.split("\n---\n").collect();
@@ -310,10 +227,7 @@ fn inject_a_list_and_from_stdin() {
     let piped = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-"], Some(&text));
     assert!(piped.status.success(), "{piped:?}");
     assert_eq!(String::from_utf8(piped.stdout).unwrap(), out);
-    assert_eq!(
-        String::from_utf8(piped.stderr).unwrap(),
-        "Deployment gitops/gitops-reverser injected\n"
-    );
+    assert_eq!(String::from_utf8(piped.stderr).unwrap(), "Deployment gitops/gitops-reverser injected\n");
 }
 
 #[test]
@@ -334,33 +248,13 @@ fn inject_flags_reach_the_plugin_through_kubectl() {
     );
     let docs = documents(&out);
     let spec = at(&docs[0], "spec.template.spec");
-    assert_eq!(
-        names(&spec["containers"]),
-        ["watcher", "log-shipper", SIDECAR]
-    );
+    assert_eq!(names(&spec["containers"]), ["watcher", "log-shipper", SIDECAR]);
     assert!(spec["initContainers"].is_null());
     let sidecar = &spec["containers"][2];
-    assert_eq!(
-        sidecar["image"].as_str(),
-        Some("registry.example.com/reverser-sidecar:dev")
-    );
+    assert_eq!(sidecar["image"].as_str(), Some("registry.example.com/reverser-sidecar:dev"));
     assert!(sidecar["restartPolicy"].is_null());
-    let args: Vec<&str> = sidecar["args"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
-    assert_eq!(
-        args,
-        [
-            "serve",
-            "--socket",
-            "/var/run/reverser/reverser.sock",
-            "--transport",
-            "redis"
-        ]
-    );
+    let args: Vec<&str> = sidecar["args"].as_sequence().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(args, ["serve", "--socket", "/var/run/reverser/reverser.sock", "--socket-mode", "666", "--audit-listen", "off", "--transport", "redis"]);
     assert!(spec["containers"][0]["env"].is_sequence());
     assert!(spec["containers"][1]["env"].is_null());
 }
@@ -373,10 +267,7 @@ fn inject_errors_are_clear_and_non_zero() {
             vec!["-f".into(), "/nonexistent/manifests.yaml".into()],
             "error: cannot read manifests from /nonexistent/manifests.yaml:",
         ),
-        (
-            vec!["-f".into(), fixture("invalid.yaml").display().to_string()],
-            "is not valid YAML",
-        ),
+        (vec!["-f".into(), fixture("invalid.yaml").display().to_string()], "is not valid YAML"),
         (
             vec![
                 "-f".into(),
@@ -397,12 +288,7 @@ fn inject_errors_are_clear_and_non_zero() {
         assert!(stderr.starts_with("error: "), "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
     }
-    let out = plugin.kubectl(&[
-        "reverser",
-        "inject",
-        "-f",
-        fixture("invalid.yaml").to_str().unwrap(),
-    ]);
+    let out = plugin.kubectl(&["reverser", "inject", "-f", fixture("invalid.yaml").to_str().unwrap()]);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("document starting at line 6"), "{stderr}");
 

@@ -51,33 +51,19 @@ fn engine_with(n: usize, scope: &Scope) -> Arc<Engine> {
     let mut config = EngineConfig::default();
     config.index.max_facts = n + 1;
     config.index.max_facts_per_type = n + 1;
-    let e = Arc::new(Engine::new(
-        config,
-        Arc::new(SystemClock),
-        Arc::new(Metrics::new()),
-    ));
+    let e = Arc::new(Engine::new(config, Arc::new(SystemClock), Arc::new(Metrics::new())));
     let now = shared::attribution::clock::Clock::now_ms(&SystemClock);
     for chunk in (0..n).collect::<Vec<_>>().chunks(512) {
-        e.apply_batch(FactBatch {
-            scope: scope.clone(),
-            facts: chunk.iter().map(|&i| fact(i)).collect(),
-            at_ms: now,
-        });
+        e.apply_batch(FactBatch { scope: scope.clone(), facts: chunk.iter().map(|&i| fact(i)).collect(), at_ms: now });
     }
     e
 }
 
 fn main() {
     let scope = Scope::new("bench", GroupResource::new("apps", "deployments"));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     println!("== resolve of a present fact (in-process, exact tier)");
-    println!(
-        "{:>10} {:>14} {:>18} {:>8}",
-        "facts", "resolve ns/op", "HashMap get ns/op", "ratio"
-    );
+    println!("{:>10} {:>14} {:>18} {:>8}", "facts", "resolve ns/op", "HashMap get ns/op", "ratio");
     for n in [10_000usize, 100_000, 1_000_000] {
         let before = rss_bytes();
         let e = engine_with(n, &scope);
@@ -110,15 +96,9 @@ fn main() {
             black_box(map.get(&queries[k % queries.len()].uid));
         }
         let map_ns = t.elapsed().as_nanos() as f64 / iters as f64;
-        println!(
-            "{n:>10} {resolve_ns:>14.0} {map_ns:>18.1} {:>7.1}x",
-            resolve_ns / map_ns
-        );
+        println!("{n:>10} {resolve_ns:>14.0} {map_ns:>18.1} {:>7.1}x", resolve_ns / map_ns);
         if n == 1_000_000 {
-            println!(
-                "index memory at {n} facts: {} bytes/fact (resident set growth while filing)",
-                grown / n as u64
-            );
+            println!("index memory at {n} facts: {} bytes/fact (resident set growth while filing)", grown / n as u64);
         }
         drop(e);
     }
@@ -139,10 +119,9 @@ fn main() {
             })
         })
         .collect();
-    let body = serde_json::to_vec(
-        &serde_json::json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": events}),
-    )
-    .unwrap();
+    let body =
+        serde_json::to_vec(&serde_json::json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": events}))
+            .unwrap();
     let rounds = 10;
     let t = Instant::now();
     let mut facts = 0;

@@ -13,8 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use shared::attribution::transport::{
-    FactBatch, FactFollower, FactPublisher, FactSink, MemoryTransport, RedisOptions,
-    RedisTransport, TransportConfig,
+    FactBatch, FactFollower, FactPublisher, FactSink, MemoryTransport, RedisOptions, RedisTransport, TransportConfig,
 };
 use shared::attribution::{Fact, GroupResource, Scope};
 use shared::metrics::Metrics;
@@ -47,16 +46,7 @@ fn raw_xadd_rate(server: &RedisServer, payload: &str, n: usize, pipeline: usize)
         .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
         .args(["-c", &CLIENTS.to_string(), "-n", &n.to_string(), "--csv"])
         .args(["-P", &pipeline.to_string()])
-        .args([
-            "XADD",
-            "bench:raw",
-            "MAXLEN",
-            "~",
-            "10000",
-            "*",
-            "facts",
-            payload,
-        ])
+        .args(["XADD", "bench:raw", "MAXLEN", "~", "10000", "*", "facts", payload])
         .output()
         .expect("run redis-benchmark (package redis-tools)");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -83,9 +73,7 @@ async fn publish_rate<P: FactPublisher + Clone + 'static>(
         let p = p.clone();
         tasks.push(tokio::spawn(async move {
             for r in 0..rounds {
-                let facts = (0..batch)
-                    .map(|i| (scope((c + r + i) % scopes), fact(i)))
-                    .collect();
+                let facts = (0..batch).map(|i| (scope((c + r + i) % scopes), fact(i))).collect();
                 p.publish(facts).await.expect("publish");
             }
         }));
@@ -106,8 +94,7 @@ struct Counting {
 
 impl FactSink for Counting {
     fn apply(&self, batch: FactBatch) {
-        self.facts
-            .fetch_add(batch.facts.len() as u64, Ordering::Relaxed);
+        self.facts.fetch_add(batch.facts.len() as u64, Ordering::Relaxed);
     }
 }
 
@@ -131,9 +118,7 @@ async fn follow_rate<F: FactFollower + Clone + 'static>(f: F, s: &Scope, total: 
 
 async fn fill<P: FactPublisher>(p: &P, s: &Scope, entries: usize, per_entry: usize) {
     for _ in 0..entries {
-        p.publish((0..per_entry).map(|i| (s.clone(), fact(i))).collect())
-            .await
-            .expect("publish");
+        p.publish((0..per_entry).map(|i| (s.clone(), fact(i))).collect()).await.expect("publish");
     }
 }
 
@@ -142,26 +127,15 @@ fn main() {
     // binary without it, and then a small smoke run keeps the suite fast.
     let full = std::env::args().any(|a| a == "--bench");
     let scale = if full { 1 } else { 50 };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let server = RedisServer::start().expect("start redis-server");
     let config = TransportConfig::default();
     let metrics = Arc::new(Metrics::new());
-    let redis = RedisTransport::new(
-        RedisOptions {
-            url: server.url(),
-            ca_cert_pem: None,
-        },
-        config.clone(),
-        metrics.clone(),
-    )
-    .unwrap();
+    let redis =
+        RedisTransport::new(RedisOptions { url: server.url(), ca_cert_pem: None }, config.clone(), metrics.clone())
+            .unwrap();
     if !full {
-        println!(
-            "(smoke run at 1/{scale} scale, debug build: figures are not meaningful; use `cargo bench`)"
-        );
+        println!("(smoke run at 1/{scale} scale, debug build: figures are not meaningful; use `cargo bench`)");
     }
     let one = Fact::encode_entry(&[fact(1)]);
     println!(
@@ -172,9 +146,7 @@ fn main() {
 
     let raw = raw_xadd_rate(&server, &one, 200_000 / scale, 1);
     let raw_p = raw_xadd_rate(&server, &one, 400_000 / scale, 16);
-    println!(
-        "redis-benchmark raw XADD, 1 fact/entry, no pipelining: {raw:>12.0} entries/s  (the baseline below)"
-    );
+    println!("redis-benchmark raw XADD, 1 fact/entry, no pipelining: {raw:>12.0} entries/s  (the baseline below)");
     println!("redis-benchmark raw XADD, 1 fact/entry, -P 16:         {raw_p:>12.0} entries/s");
     rt.block_on(async {
         let p = redis.publisher();

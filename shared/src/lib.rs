@@ -15,6 +15,7 @@ pub mod inject;
 pub mod metrics;
 pub mod ownership;
 pub mod proto;
+#[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 
 pub use error::{Error, Result};

@@ -130,49 +130,27 @@ impl Metrics {
     }
 
     pub fn collection_without_uidset(&self, reason: &str) {
-        self.collection_without_uidset
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_owned(),
-            })
-            .inc();
+        self.collection_without_uidset.get_or_create(&ReasonLabel { reason: reason.to_owned() }).inc();
     }
 
     pub fn fact_op(&self, op: &str, n: u64) {
-        self.facts
-            .get_or_create(&OpLabel { op: op.to_owned() })
-            .inc_by(n);
+        self.facts.get_or_create(&OpLabel { op: op.to_owned() }).inc_by(n);
     }
 
     pub fn eviction(&self, reason: &str) {
-        self.fact_index_evictions
-            .get_or_create(&ReasonLabel {
-                reason: reason.to_owned(),
-            })
-            .inc();
+        self.fact_index_evictions.get_or_create(&ReasonLabel { reason: reason.to_owned() }).inc();
     }
 
     pub fn decode_error(&self, transport: &str) {
-        self.fact_stream_decode_errors
-            .get_or_create(&TransportLabel {
-                transport: transport.to_owned(),
-            })
-            .inc();
+        self.fact_stream_decode_errors.get_or_create(&TransportLabel { transport: transport.to_owned() }).inc();
     }
 
     pub fn follower_error(&self, transport: &str) {
-        self.fact_follower_errors
-            .get_or_create(&TransportLabel {
-                transport: transport.to_owned(),
-            })
-            .inc();
+        self.fact_follower_errors.get_or_create(&TransportLabel { transport: transport.to_owned() }).inc();
     }
 
     pub fn stream_gap(&self, stream: &str, n: u64) {
-        self.fact_stream_gaps
-            .get_or_create(&StreamLabel {
-                stream: stream.to_owned(),
-            })
-            .inc_by(n);
+        self.fact_stream_gaps.get_or_create(&StreamLabel { stream: stream.to_owned() }).inc_by(n);
     }
 
     /// Marks a successful follower read now.
@@ -199,11 +177,7 @@ impl Metrics {
             "how long the join waited, by tier and by write/removal",
             self.resolution_wait_seconds.clone(),
         );
-        registry.register(
-            format!("{p}_attribution_facts"),
-            "facts written / matched",
-            self.facts.clone(),
-        );
+        registry.register(format!("{p}_attribution_facts"), "facts written / matched", self.facts.clone());
         registry.register(
             format!("{p}_attribution_fact_index_entries"),
             "entries held across every scope",
@@ -244,19 +218,10 @@ impl Metrics {
             "which contract the metrics above are read under",
             self.transport_info.clone(),
         );
-        registry.register(
-            format!("{p}_audit_events"),
-            "audit events by outcome",
-            self.audit_events.clone(),
-        );
-        registry.register(
-            format!("{p}_commits"),
-            "what reached Git",
-            self.commits.clone(),
-        );
+        registry.register(format!("{p}_audit_events"), "audit events by outcome", self.audit_events.clone());
+        registry.register(format!("{p}_commits"), "what reached Git", self.commits.clone());
         let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &registry)
-            .expect("writing to a String cannot fail");
+        prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");
         out
     }
 }
@@ -273,11 +238,7 @@ mod tests {
         m.eviction("per_type");
         m.stream_gap("s", 1);
         m.audit_event("", "configmaps", "create", "fact", "");
-        m.commits
-            .get_or_create(&CommitLabels {
-                author_kind: "user".into(),
-            })
-            .inc();
+        m.commits.get_or_create(&CommitLabels { author_kind: "user".into() }).inc();
         let text = m.render();
         for name in [
             "gitopsreverser_attribution_facts_total{op=\"written\"} 2",

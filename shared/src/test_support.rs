@@ -76,23 +76,13 @@ impl RedisServer {
             }
         }
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut server = Self {
-            port,
-            tls_port,
-            args,
-            child: None,
-            log,
-        };
+        let mut server = Self { port, tls_port, args, child: None, log };
         server.spawn()?;
         Ok(server)
     }
 
     fn spawn(&mut self) -> std::io::Result<()> {
-        let bin = if Path::new(REDIS_SERVER).exists() {
-            REDIS_SERVER
-        } else {
-            "redis-server"
-        };
+        let bin = if Path::new(REDIS_SERVER).exists() { REDIS_SERVER } else { "redis-server" };
         let child = Command::new(bin)
             .args(&self.args)
             .stdin(Stdio::null())
@@ -102,9 +92,7 @@ impl RedisServer {
             .map_err(|e| {
                 std::io::Error::new(
                     e.kind(),
-                    format!(
-                        "starting {bin}: {e} (install the redis-server package; scripts/test does)"
-                    ),
+                    format!("starting {bin}: {e} (install the redis-server package; scripts/test does)"),
                 )
             })?;
         self.child = Some(child);
@@ -137,10 +125,7 @@ impl RedisServer {
     }
 
     fn ping(&self) -> std::io::Result<bool> {
-        let mut s = TcpStream::connect_timeout(
-            &([127, 0, 0, 1], self.port).into(),
-            Duration::from_millis(200),
-        )?;
+        let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], self.port).into(), Duration::from_millis(200))?;
         s.set_read_timeout(Some(Duration::from_millis(500)))?;
         s.write_all(b"PING\r\n")?;
         let mut buf = [0u8; 64];
@@ -196,12 +181,7 @@ impl RedisServer {
             .arg(self.port.to_string())
             .args(args)
             .output()
-            .map_err(|e| {
-                std::io::Error::new(
-                    e.kind(),
-                    format!("running redis-cli: {e} (install redis-tools)"),
-                )
-            })?;
+            .map_err(|e| std::io::Error::new(e.kind(), format!("running redis-cli: {e} (install redis-tools)")))?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() || stdout.starts_with("ERR") || stdout.starts_with("(error)") {
             return Err(std::io::Error::other(format!(

@@ -26,19 +26,8 @@ fn scope(i: usize) -> Scope {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Fact {
-        scope: usize,
-        uid: u8,
-        rv: u8,
-        verb: &'static str,
-        shape: u8,
-    },
-    Watch {
-        scope: usize,
-        uid: u8,
-        rv: u8,
-        removal: bool,
-    },
+    Fact { scope: usize, uid: u8, rv: u8, verb: &'static str, shape: u8 },
+    Watch { scope: usize, uid: u8, rv: u8, removal: bool },
     Advance(u64),
 }
 
@@ -48,30 +37,12 @@ fn op() -> impl Strategy<Value = Op> {
             0..4usize,
             0..3u8,
             0..3u8,
-            prop::sample::select(vec![
-                "create",
-                "update",
-                "patch",
-                "delete",
-                "deletecollection"
-            ]),
+            prop::sample::select(vec!["create", "update", "patch", "delete", "deletecollection"]),
             0..4u8
         )
-            .prop_map(|(scope, uid, rv, verb, shape)| Op::Fact {
-                scope,
-                uid,
-                rv,
-                verb,
-                shape
-            }),
-        (0..4usize, 0..3u8, 0..3u8, any::<bool>()).prop_map(|(scope, uid, rv, removal)| {
-            Op::Watch {
-                scope,
-                uid,
-                rv,
-                removal,
-            }
-        }),
+            .prop_map(|(scope, uid, rv, verb, shape)| Op::Fact { scope, uid, rv, verb, shape }),
+        (0..4usize, 0..3u8, 0..3u8, any::<bool>())
+            .prop_map(|(scope, uid, rv, removal)| { Op::Watch { scope, uid, rv, removal } }),
         (0..2500u64).prop_map(Op::Advance),
     ]
 }
@@ -116,47 +87,24 @@ struct Outcome {
 }
 
 fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     let outcomes: Vec<Outcome> = rt.block_on(async move {
         let clock = TokioClock::starting_now();
-        let engine = Arc::new(Engine::new(
-            EngineConfig::default(),
-            Arc::new(clock),
-            Arc::new(Metrics::new()),
-        ));
+        let engine = Arc::new(Engine::new(EngineConfig::default(), Arc::new(clock), Arc::new(Metrics::new())));
         let deletes: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
         let seq = AtomicU64::new(0);
         let mut tasks = Vec::new();
         for op in ops {
             match op {
                 Op::Advance(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
-                Op::Fact {
-                    scope: s,
-                    uid,
-                    rv,
-                    verb,
-                    shape,
-                } => {
+                Op::Fact { scope: s, uid, rv, verb, shape } => {
                     let f = make_fact(s, uid, rv, verb, shape, seq.fetch_add(1, Ordering::Relaxed));
                     if verb == "delete" && !f.uid.is_empty() {
                         deletes.lock().unwrap().push((s, f.uid.clone()));
                     }
-                    engine.apply_batch(FactBatch {
-                        scope: scope(s),
-                        facts: vec![f],
-                        at_ms: clock.now_ms(),
-                    });
+                    engine.apply_batch(FactBatch { scope: scope(s), facts: vec![f], at_ms: clock.now_ms() });
                 }
-                Op::Watch {
-                    scope: s,
-                    uid,
-                    rv,
-                    removal,
-                } => {
+                Op::Watch { scope: s, uid, rv, removal } => {
                     let q = Query {
                         uid: format!("u{uid}"),
                         resource_version: format!("{rv}"),
@@ -194,17 +142,9 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
     for o in outcomes {
         let Some(author) = o.author else { continue };
         let parts: Vec<&str> = author.split('|').collect();
-        let (f_scope, f_verb, f_uid, f_rv) = (
-            parts[0].parse::<usize>().unwrap(),
-            parts[1],
-            parts[2],
-            parts[3],
-        );
+        let (f_scope, f_verb, f_uid, f_rv) = (parts[0].parse::<usize>().unwrap(), parts[1], parts[2], parts[3]);
         prop_assert_eq!(f_scope, o.scope, "a resolution crossed a route or a type");
-        let deleted_before = o
-            .deletes_before
-            .iter()
-            .any(|(s, u)| *s == o.scope && *u == o.uid);
+        let deleted_before = o.deletes_before.iter().any(|(s, u)| *s == o.scope && *u == o.uid);
         if o.removal && deleted_before {
             prop_assert!(
                 f_verb == "delete" || f_verb == "deletecollection",
@@ -213,11 +153,7 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
             );
         }
         if !o.removal && f_uid == o.uid {
-            prop_assert_eq!(
-                f_rv,
-                o.rv.as_str(),
-                "a write resolved through another version of its uid"
-            );
+            prop_assert_eq!(f_rv, o.rv.as_str(), "a write resolved through another version of its uid");
         }
     }
     Ok(())

@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use shared::attribution::commit::{Action as CommitAction, Change, GitWriter, ResolvedAuthor};
 use shared::attribution::index::Query;
 use shared::attribution::intent::{Action, IntentTracker};
+use shared::attribution::render::ObjectKey;
 use shared::attribution::transport::{AnyFollower, FactFollower};
 use shared::attribution::watch::{WatchEvent, WatchKind};
 use shared::attribution::{Engine, GroupResource, Scope, Tier};
@@ -14,6 +16,9 @@ use tonic::{Request, Response, Status};
 
 pub struct Api {
     engine: Arc<Engine>,
+    /// Git authoring, when the sidecar runs with --git-repo. Blocking: used
+    /// from a blocking thread, one window at a time.
+    git: Option<Arc<Mutex<GitWriter>>>,
     follower: AnyFollower,
     intent: Mutex<IntentTracker>,
     /// References held per scope: explicit Acquires, plus one the first
@@ -22,37 +27,75 @@ pub struct Api {
 }
 
 fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
-    let t = t.ok_or_else(|| {
-        Status::invalid_argument("type is required: route, group, version, resource")
-    })?;
+    let t = t.ok_or_else(|| Status::invalid_argument("type is required: route, group, version, resource"))?;
     if t.resource.is_empty() {
-        return Err(Status::invalid_argument(
-            "type.resource is required (e.g. \"configmaps\")",
-        ));
+        return Err(Status::invalid_argument("type.resource is required (e.g. \"configmaps\")"));
     }
-    Ok((
-        Scope::new(&t.route, GroupResource::new(&t.group, &t.resource)),
-        t.version.clone(),
-    ))
+    Ok((Scope::new(&t.route, GroupResource::new(&t.group, &t.resource)), t.version.clone()))
 }
 
 fn watch_kind(s: &str) -> Result<WatchKind, Status> {
     serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| {
-        Status::invalid_argument(format!(
-            "event_type {s:?} is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR"
-        ))
+        Status::invalid_argument(format!("event_type {s:?} is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR"))
     })
 }
 
 impl Api {
-    pub fn new(engine: Arc<Engine>, follower: AnyFollower) -> Self {
+    pub fn new(engine: Arc<Engine>, follower: AnyFollower, git: Option<GitWriter>) -> Self {
         let ttl = engine.config().index.ttl_ms;
         Self {
             engine,
+            git: git.map(|g| Arc::new(Mutex::new(g))),
             follower,
             intent: Mutex::new(IntentTracker::new(ttl)),
             refs: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Deletion intent, then (for a write or a removal) the author. Returns
+    /// the answer and, for a Git change, the parsed event.
+    async fn resolve_event(
+        &self,
+        req: proto::ResolveRequest,
+    ) -> Result<(proto::ResolveResponse, Option<Change>), Status> {
+        let (scope, version) = scope_of(req.r#type.as_ref())?;
+        let kind = watch_kind(&req.event_type)?;
+        let object = if req.object_json.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&req.object_json)
+                .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
+        };
+        let event = WatchEvent { kind, object };
+        let now = self.engine.clock().now_ms();
+        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(&scope, &event, now);
+        let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
+        if !matches!(action, Action::Write | Action::Delete) {
+            return Ok((out, None));
+        }
+        self.ensure_following(&scope);
+        let q = event.query(action == Action::Delete, now);
+        let r = self.engine.resolve(&scope, &version, &q).await;
+        out.tier = r.tier.label().into();
+        out.author = r.author().unwrap_or_default().into();
+        out.actor_kind = r.actor_kind().label().into();
+        out.waited_ms = r.waited.as_millis() as u64;
+        out.fact = r.fact.as_deref().map(proto::Fact::from);
+        let change = Change {
+            object: ObjectKey {
+                group: scope.group_resource.group.clone(),
+                version,
+                resource: scope.group_resource.resource.clone(),
+                namespace: q.namespace.clone(),
+                name: q.name.clone(),
+            },
+            action: if action == Action::Delete { CommitAction::Delete } else { CommitAction::Write(event.object) },
+            author: r.fact.as_deref().map(|f| ResolvedAuthor::from_fact(&f.fact)),
+            tier: r.tier,
+            audit_id: r.fact.as_deref().map(|f| f.fact.audit_id.clone()).filter(|a| !a.is_empty()),
+            observed_at: std::time::SystemTime::now(),
+        };
+        Ok((out, Some(change)))
     }
 
     fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, u32>> {
@@ -77,48 +120,43 @@ impl Api {
 
 #[tonic::async_trait]
 impl Attribution for Api {
-    async fn resolve(
-        &self,
-        req: Request<proto::ResolveRequest>,
-    ) -> Result<Response<proto::ResolveResponse>, Status> {
-        let req = req.into_inner();
-        let (scope, version) = scope_of(req.r#type.as_ref())?;
-        let kind = watch_kind(&req.event_type)?;
-        let object = if req.object_json.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_slice(&req.object_json)
-                .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
-        };
-        let event = WatchEvent { kind, object };
-        let now = self.engine.clock().now_ms();
-        let action = self
-            .intent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .observe(&scope, &event, now);
-        let mut out = proto::ResolveResponse {
-            action: action.label().into(),
-            ..Default::default()
-        };
-        if !matches!(action, Action::Write | Action::Delete) {
-            return Ok(Response::new(out));
-        }
-        self.ensure_following(&scope);
-        let q = event.query(action == Action::Delete, now);
-        let r = self.engine.resolve(&scope, &version, &q).await;
-        out.tier = r.tier.label().into();
-        out.author = r.author().unwrap_or_default().into();
-        out.actor_kind = r.actor_kind().label().into();
-        out.waited_ms = r.waited.as_millis() as u64;
-        out.fact = r.fact.as_deref().map(proto::Fact::from);
-        Ok(Response::new(out))
+    async fn resolve(&self, req: Request<proto::ResolveRequest>) -> Result<Response<proto::ResolveResponse>, Status> {
+        Ok(Response::new(self.resolve_event(req.into_inner()).await?.0))
     }
 
-    async fn explain(
-        &self,
-        req: Request<proto::ExplainRequest>,
-    ) -> Result<Response<proto::ExplainResponse>, Status> {
+    async fn commit(&self, req: Request<proto::CommitRequest>) -> Result<Response<proto::CommitResponse>, Status> {
+        let Some(git) = self.git.clone() else {
+            return Err(Status::failed_precondition("Git authoring is off: start the sidecar with --git-repo DIR"));
+        };
+        // Deletion intent in event order; then every resolution concurrently
+        // (a removal waiting out its grace delays none of the others); the
+        // Git changes keep event order.
+        let events = req.into_inner().events;
+        let resolved = futures::future::join_all(events.into_iter().map(|e| self.resolve_event(e))).await;
+        let mut resolutions = Vec::with_capacity(resolved.len());
+        let mut changes = Vec::new();
+        for (i, r) in resolved.into_iter().enumerate() {
+            let (answer, change) = r.map_err(|s| Status::new(s.code(), format!("event {i}: {}", s.message())))?;
+            resolutions.push(answer);
+            changes.extend(change);
+        }
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
+            writer.commit(&changes).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
+        .map_err(|e| Status::unavailable(format!("committing the window failed: {e}")))?;
+        Ok(Response::new(proto::CommitResponse {
+            resolutions,
+            commits: outcome.commits.iter().map(|c| c.id.clone()).collect(),
+            unchanged: outcome.unchanged as u32,
+            rejected: outcome.rejected.iter().map(|r| format!("{}: {}", r.index, r.error)).collect(),
+            push_attempts: outcome.push.map_or(0, |p| p.attempts),
+        }))
+    }
+
+    async fn explain(&self, req: Request<proto::ExplainRequest>) -> Result<Response<proto::ExplainResponse>, Status> {
         let req = req.into_inner();
         let (scope, _) = scope_of(req.r#type.as_ref())?;
         let q = Query {
@@ -136,10 +174,7 @@ impl Attribution for Api {
             .explain(&scope, &q)
             .into_iter()
             .map(|c| {
-                let wins = winner
-                    .best
-                    .as_ref()
-                    .is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact));
+                let wins = winner.best.as_ref().is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact));
                 proto::Candidate {
                     tier: c.tier.label().into(),
                     asserts: c.tier.asserts().into(),
@@ -149,58 +184,36 @@ impl Attribution for Api {
                 }
             })
             .collect();
-        let route = self
-            .engine
-            .route_health(&scope.route)
-            .map(|h| proto::RouteHealth {
-                ever_resolved: h.ever_resolved,
-                unresolved_in_a_row: h.unresolved_in_a_row,
-                misrouted: h.warned,
-            });
+        let route = self.engine.route_health(&scope.route).map(|h| proto::RouteHealth {
+            ever_resolved: h.ever_resolved,
+            unresolved_in_a_row: h.unresolved_in_a_row,
+            misrouted: h.warned,
+        });
         Ok(Response::new(proto::ExplainResponse {
-            winner_tier: winner
-                .best
-                .as_ref()
-                .map_or(Tier::Absent, |m| m.tier)
-                .label()
-                .into(),
+            winner_tier: winner.best.as_ref().map_or(Tier::Absent, |m| m.tier).label().into(),
             settled: winner.settled,
             candidates,
             route,
             following: self.follower.subscriptions().contains(&scope),
-            follower_last_success: self
-                .engine
-                .metrics()
-                .fact_follower_last_success_timestamp_seconds
-                .get(),
+            follower_last_success: self.engine.metrics().fact_follower_last_success_timestamp_seconds.get(),
         }))
     }
 
-    async fn acquire(
-        &self,
-        req: Request<proto::FollowRequest>,
-    ) -> Result<Response<proto::FollowResponse>, Status> {
+    async fn acquire(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {
         let r = req.into_inner();
         if r.resource.is_empty() {
             return Err(Status::invalid_argument("resource is required"));
         }
         let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
-        Ok(Response::new(proto::FollowResponse {
-            refs: Api::acquire(self, &scope),
-        }))
+        Ok(Response::new(proto::FollowResponse { refs: Api::acquire(self, &scope) }))
     }
 
-    async fn release(
-        &self,
-        req: Request<proto::FollowRequest>,
-    ) -> Result<Response<proto::FollowResponse>, Status> {
+    async fn release(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {
         let r = req.into_inner();
         let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
         let mut refs = self.refs();
         let Some(n) = refs.get_mut(&scope) else {
-            return Err(Status::failed_precondition(format!(
-                "{scope} is not acquired: nothing to release"
-            )));
+            return Err(Status::failed_precondition(format!("{scope} is not acquired: nothing to release")));
         };
         *n -= 1;
         let left = *n;

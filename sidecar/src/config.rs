@@ -13,13 +13,9 @@ use shared::attribution::transport::{TransportConfig, TransportKind, TransportOp
 /// Parses `250ms`, `3s`, `10m`, `1h` (a bare number is seconds).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration: use e.g. 500ms, 3s, 10m, 1h"))?;
+    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration: use e.g. 500ms, 3s, 10m, 1h"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "" | "s" => n,
@@ -56,10 +52,7 @@ pub struct Attribution {
     #[arg(long = "author-attribution-transport", env = "REVERSER_TRANSPORT")]
     pub transport: Option<String>,
     /// Audit-event annotation naming the route, for the bare `/audit-webhook` path.
-    #[arg(
-        long = "author-attribution-audit-route-annotation-key",
-        env = "REVERSER_AUDIT_ROUTE_ANNOTATION_KEY"
-    )]
+    #[arg(long = "author-attribution-audit-route-annotation-key", env = "REVERSER_AUDIT_ROUTE_ANNOTATION_KEY")]
     pub route_annotation_key: Option<String>,
     /// Redis URL: `redis://[:password@]host:port[/db]`, `rediss://` for TLS.
     #[arg(long, env = "REVERSER_REDIS_URL", hide_env_values = true)]
@@ -97,30 +90,18 @@ impl Attribution {
         let redis = match &self.redis_url {
             Some(url) => {
                 let ca_cert_pem = match &self.redis_ca {
-                    Some(p) => Some(
-                        std::fs::read(p)
-                            .map_err(|e| format!("cannot read --redis-ca {}: {e}", p.display()))?,
-                    ),
+                    Some(p) => {
+                        Some(std::fs::read(p).map_err(|e| format!("cannot read --redis-ca {}: {e}", p.display()))?)
+                    }
                     None => None,
                 };
-                Some(RedisOptions {
-                    url: url.clone(),
-                    ca_cert_pem,
-                })
+                Some(RedisOptions { url: url.clone(), ca_cert_pem })
             }
             None => None,
         };
-        let config = TransportConfig {
-            prefix: self.stream_prefix.clone(),
-            ttl: self.ttl,
-            ..TransportConfig::default()
-        };
-        Ok(TransportOptions {
-            kind,
-            replica_count: self.replica_count,
-            redis,
-            config,
-        })
+        let config =
+            TransportConfig { prefix: self.stream_prefix.clone(), ttl: self.ttl, ..TransportConfig::default() };
+        Ok(TransportOptions { kind, replica_count: self.replica_count, redis, config })
     }
 }
 
@@ -142,11 +123,7 @@ pub struct Receiver {
     #[arg(long, env = "REVERSER_AUDIT_CLIENT_CA")]
     pub audit_client_ca: Option<PathBuf>,
     /// Where development certificates are generated when no TLS paths are given.
-    #[arg(
-        long,
-        env = "REVERSER_DEV_CERTS_DIR",
-        default_value = "reverser-dev-certs"
-    )]
+    #[arg(long, env = "REVERSER_DEV_CERTS_DIR", default_value = "reverser-dev-certs")]
     pub dev_certs_dir: PathBuf,
     /// Largest audit batch accepted, in bytes (413 above).
     #[arg(long, env = "REVERSER_AUDIT_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
@@ -158,12 +135,10 @@ impl Receiver {
         if self.audit_listen == "off" {
             return Ok(None);
         }
-        self.audit_listen.parse().map(Some).map_err(|_| {
-            format!(
-                "--audit-listen {:?} is not host:port (or `off`)",
-                self.audit_listen
-            )
-        })
+        self.audit_listen
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("--audit-listen {:?} is not host:port (or `off`)", self.audit_listen))
     }
 }
 
@@ -171,11 +146,7 @@ impl Receiver {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Ops {
     /// Plain HTTP for /metrics, /healthz and /readyz.
-    #[arg(
-        long,
-        env = "REVERSER_METRICS_LISTEN",
-        default_value = "127.0.0.1:9090"
-    )]
+    #[arg(long, env = "REVERSER_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
     pub metrics_listen: SocketAddr,
 }
 
@@ -191,5 +162,51 @@ mod tests {
         assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
         assert!(parse_duration("3 days").is_err());
         assert!(parse_duration("s").is_err());
+    }
+}
+
+/// Git authoring: the sidecar's `Commit` call writes the mirror.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Git {
+    /// The local clone the sidecar commits into (created when absent).
+    /// Without it, `Commit` is refused and only `Resolve` is served.
+    #[arg(long, env = "REVERSER_GIT_REPO")]
+    pub git_repo: Option<PathBuf>,
+    /// The branch commits land on.
+    #[arg(long, env = "REVERSER_GIT_BRANCH", default_value = "main")]
+    pub git_branch: String,
+    /// Where to push: file://, https:// (with --git-token) or ssh.
+    #[arg(long, env = "REVERSER_GIT_REMOTE")]
+    pub git_remote: Option<String>,
+    /// HTTPS token for the remote (the password of basic auth).
+    #[arg(long, env = "REVERSER_GIT_TOKEN", hide_env_values = true)]
+    pub git_token: Option<String>,
+    /// Username sent with the token (GitHub: x-access-token; GitLab: oauth2).
+    #[arg(long, env = "REVERSER_GIT_TOKEN_USER", default_value = "x-access-token")]
+    pub git_token_user: String,
+    /// The committer: fixed, never the author.
+    #[arg(long, env = "REVERSER_GIT_COMMITTER_NAME", default_value = "reverser")]
+    pub git_committer_name: String,
+    #[arg(long, env = "REVERSER_GIT_COMMITTER_EMAIL", default_value = "reverser@users.noreply.reverser.invalid")]
+    pub git_committer_email: String,
+}
+
+impl Git {
+    pub fn writer_config(&self) -> Option<shared::attribution::commit::WriterConfig> {
+        use shared::attribution::commit::{Identity, RemoteAuth, RemoteConfig, WriterConfig};
+        let repo_dir = self.git_repo.clone()?;
+        let remote = self.git_remote.as_ref().map(|url| {
+            let mut r = RemoteConfig::new(url.clone());
+            if let Some(token) = &self.git_token {
+                r.auth = RemoteAuth::Token { username: self.git_token_user.clone(), token: token.clone() };
+            }
+            r
+        });
+        Some(WriterConfig {
+            repo_dir,
+            branch: self.git_branch.clone(),
+            committer: Identity::new(&self.git_committer_name, &self.git_committer_email),
+            remote,
+        })
     }
 }

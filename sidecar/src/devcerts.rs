@@ -7,8 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 
 pub struct DevCerts {
@@ -45,16 +44,8 @@ fn write(path: &Path, contents: &str, private: bool) -> Result<(), String> {
 
 /// Generates the set into `dir` unless a complete one is already there.
 pub fn ensure(dir: &Path) -> Result<DevCerts, String> {
-    let certs = DevCerts {
-        dir: dir.to_path_buf(),
-    };
-    let all = [
-        certs.ca(),
-        certs.server_cert(),
-        certs.server_key(),
-        certs.client_cert(),
-        certs.client_key(),
-    ];
+    let certs = DevCerts { dir: dir.to_path_buf() };
+    let all = [certs.ca(), certs.server_cert(), certs.server_key(), certs.client_cert(), certs.client_key()];
     if all.iter().all(|p| p.is_file()) {
         return Ok(certs);
     }
@@ -63,32 +54,21 @@ pub fn ensure(dir: &Path) -> Result<DevCerts, String> {
 
     let ca_key = KeyPair::generate().map_err(err)?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca.distinguished_name
-        .push(DnType::CommonName, "reverser development audit CA");
+    ca.distinguished_name.push(DnType::CommonName, "reverser development audit CA");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
     let issuer = Issuer::new(ca, ca_key);
 
     let server_key = KeyPair::generate().map_err(err)?;
-    let mut server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .map_err(err)?;
-    server
-        .distinguished_name
-        .push(DnType::CommonName, "reverser audit receiver");
+    let mut server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).map_err(err)?;
+    server.distinguished_name.push(DnType::CommonName, "reverser audit receiver");
     server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let server_cert = server.signed_by(&server_key, &issuer).map_err(err)?;
 
     let client_key = KeyPair::generate().map_err(err)?;
     let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    client.distinguished_name.push(
-        DnType::CommonName,
-        "kube-apiserver audit webhook (development)",
-    );
+    client.distinguished_name.push(DnType::CommonName, "kube-apiserver audit webhook (development)");
     client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
 

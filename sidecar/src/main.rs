@@ -27,6 +27,8 @@ struct Cli {
     command: Command,
 }
 
+/// Parsed once at start, so the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the sidecar: audit receiver, fact follower, index, and the
@@ -46,10 +48,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("REVERSER_LOG")
-                .unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("REVERSER_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -71,8 +70,5 @@ fn main() -> ExitCode {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("starting the runtime: {e}"))
 }

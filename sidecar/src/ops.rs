@@ -18,13 +18,7 @@ pub fn router(metrics: Arc<Metrics>, ready: watch::Receiver<bool>) -> Router {
             get(move || {
                 let m = metrics.clone();
                 async move {
-                    (
-                        [(
-                            header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        m.render(),
-                    )
+                    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], m.render())
                 }
             }),
         )

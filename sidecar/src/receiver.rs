@@ -12,6 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use http_body_util::BodyExt;
 use shared::attribution::audit::{self, EventList, Published};
 use shared::attribution::transport::{AnyPublisher, FactPublisher};
 use shared::attribution::{Fact, Scope};
@@ -28,31 +29,17 @@ pub fn router(state: Arc<ReceiverState>) -> Router {
     Router::new()
         .route("/audit-webhook", post(bare))
         .route("/audit-webhook/{route}", post(routed))
-        .fallback(|| async {
-            (
-                StatusCode::NOT_FOUND,
-                "not found: post audit EventLists to /audit-webhook/<route>\n",
-            )
-        })
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found: post audit EventLists to /audit-webhook/<route>\n") })
         .with_state(state)
 }
 
 fn reply(code: StatusCode, message: impl Into<String>) -> Response {
     let mut m = message.into();
     m.push('\n');
-    (
-        code,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        m,
-    )
-        .into_response()
+    (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], m).into_response()
 }
 
-async fn read_batch(
-    s: &ReceiverState,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<EventList, Response> {
+async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Result<EventList, Response> {
     let too_large = || {
         reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -63,21 +50,31 @@ async fn read_batch(
             ),
         )
     };
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > s.body_limit) {
+    // Past the limit the rest of the body is still read (up to a cap) and
+    // discarded, so the client sees a clean 413 rather than a reset stream.
+    let drain_cap = s.body_limit.saturating_mul(4).max(64 << 20);
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > drain_cap) {
         return Err(too_large());
     }
-    let bytes = axum::body::to_bytes(body, s.body_limit)
-        .await
-        .map_err(|_| too_large())?;
-    EventList::from_json(&bytes).map_err(|e| {
-        reply(
-            StatusCode::BAD_REQUEST,
-            format!("malformed audit batch: {e}"),
-        )
-    })
+    let mut body = body;
+    let (mut bytes, mut total) = (Vec::new(), 0usize);
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| reply(StatusCode::BAD_REQUEST, format!("reading the audit batch failed: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            total += data.len();
+            if total <= s.body_limit {
+                bytes.extend_from_slice(&data);
+            } else if total > drain_cap {
+                break;
+            }
+        }
+    }
+    if total > s.body_limit {
+        return Err(too_large());
+    }
+    EventList::from_json(&bytes).map_err(|e| reply(StatusCode::BAD_REQUEST, format!("malformed audit batch: {e}")))
 }
 
 async fn routed(
@@ -94,6 +91,12 @@ async fn routed(
 }
 
 async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Body) -> Response {
+    // Read the body first even when the request will be refused, so the
+    // client gets the answer instead of a reset stream.
+    let list = match read_batch(&s, &headers, body).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
     let Some(key) = s.route_annotation_key.clone() else {
         return reply(
             StatusCode::BAD_REQUEST,
@@ -101,33 +104,18 @@ async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Bod
              otherwise post to /audit-webhook/<route>",
         );
     };
-    let list = match read_batch(&s, &headers, body).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    ingest(&s, list, |ev| {
-        ev.annotations.get(&key).filter(|r| !r.is_empty()).cloned()
-    })
-    .await
+    ingest(&s, list, |ev| ev.annotations.get(&key).filter(|r| !r.is_empty()).cloned()).await
 }
 
-async fn ingest(
-    s: &ReceiverState,
-    list: EventList,
-    route_of: impl Fn(&audit::Event) -> Option<String>,
-) -> Response {
+async fn ingest(s: &ReceiverState, list: EventList, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {
     let mut facts: Vec<(Scope, Fact)> = Vec::new();
     let (mut rejected, total) = (0usize, list.items.len());
     for ev in &list.items {
         let Some(route) = route_of(ev) else {
             // Never credited to a fallback route: counted and dropped.
-            let (g, r) = ev
-                .object_ref
-                .as_ref()
-                .map(|o| (o.api_group.as_str(), o.resource.as_str()))
-                .unwrap_or(("", ""));
-            s.metrics
-                .audit_event(g, r, &ev.verb, "rejected", "no_route");
+            let (g, r) =
+                ev.object_ref.as_ref().map(|o| (o.api_group.as_str(), o.resource.as_str())).unwrap_or(("", ""));
+            s.metrics.audit_event(g, r, &ev.verb, "rejected", "no_route");
             rejected += 1;
             continue;
         };
@@ -142,14 +130,8 @@ async fn ingest(
     {
         tracing::error!(error = %e, "appending an audit batch failed");
         // 5xx: the API server retries the batch; a duplicate is harmless.
-        return reply(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("could not append the batch: {e}"),
-        );
+        return reply(StatusCode::SERVICE_UNAVAILABLE, format!("could not append the batch: {e}"));
     }
     tracing::debug!(events = total, facts = n, rejected, "audit batch appended");
-    reply(
-        StatusCode::OK,
-        format!("{{\"events\":{total},\"facts\":{n},\"rejected\":{rejected}}}"),
-    )
+    reply(StatusCode::OK, format!("{{\"events\":{total},\"facts\":{n},\"rejected\":{rejected}}}"))
 }

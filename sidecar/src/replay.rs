@@ -31,8 +31,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.timeline)
         .map_err(|e| format!("cannot read timeline {}: {e}", args.timeline.display()))?;
-    let records =
-        replay::parse_timeline(&text).map_err(|e| format!("{}: {e}", args.timeline.display()))?;
+    let records = replay::parse_timeline(&text).map_err(|e| format!("{}: {e}", args.timeline.display()))?;
     let opts = ReplayOptions {
         grace_ms: args.grace_ms,
         index: IndexConfig {

@@ -27,6 +27,8 @@ pub struct ServeArgs {
     pub receiver: config::Receiver,
     #[command(flatten)]
     pub ops: config::Ops,
+    #[command(flatten)]
+    pub git: config::Git,
     /// The Unix socket the watcher talks to (gRPC, reverser.v1).
     #[arg(long, env = "REVERSER_SOCKET", default_value = "reverser.sock")]
     pub socket: PathBuf,
@@ -58,19 +60,14 @@ fn parse_follow(s: &str) -> Result<Scope, String> {
     let (route, gr) = s
         .split_once(':')
         .filter(|(r, gr)| !r.is_empty() && !gr.is_empty())
-        .ok_or_else(|| {
-            format!("--follow {s:?} is not route:group/resource (e.g. lab:apps/deployments)")
-        })?;
+        .ok_or_else(|| format!("--follow {s:?} is not route:group/resource (e.g. lab:apps/deployments)"))?;
     Ok(Scope::new(route, GroupResource::from_path_form(gr)))
 }
 
 /// Resolves on SIGTERM or SIGINT.
 async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {}
@@ -86,9 +83,7 @@ async fn wait(mut rx: watch::Receiver<bool>) {
 }
 
 async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen for {what} on {addr}: {e}"))
+    TcpListener::bind(addr).await.map_err(|e| format!("cannot listen for {what} on {addr}: {e}"))
 }
 
 /// Binds the Unix socket, replacing a stale file (one no process answers on).
@@ -100,15 +95,12 @@ fn bind_socket(path: &Path, mode: u32) -> Result<UnixListener, String> {
                 path.display()
             ));
         }
-        std::fs::remove_file(path)
-            .map_err(|e| format!("cannot replace the stale socket {}: {e}", path.display()))?;
+        std::fs::remove_file(path).map_err(|e| format!("cannot replace the stale socket {}: {e}", path.display()))?;
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let l = UnixListener::bind(path)
-        .map_err(|e| format!("cannot bind the socket {}: {e}", path.display()))?;
+    let l = UnixListener::bind(path).map_err(|e| format!("cannot bind the socket {}: {e}", path.display()))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .map_err(|e| format!("cannot set mode {mode:o} on {}: {e}", path.display()))?;
@@ -128,34 +120,28 @@ fn receiver_tls(r: &config::Receiver) -> Result<Tls, String> {
                  whose certificate the audit CA signed",
             )?;
             Ok(Tls {
-                server: ServerTls {
-                    cert: cert.clone(),
-                    key: key.clone(),
-                    client_ca: Some(client_ca),
-                },
+                server: ServerTls { cert: cert.clone(), key: key.clone(), client_ca: Some(client_ca) },
                 dev: None,
             })
         }
         _ => {
             let dev = devcerts::ensure(&r.dev_certs_dir)?;
             let client_ca = Some(r.audit_client_ca.clone().unwrap_or_else(|| dev.ca()));
-            Ok(Tls {
-                server: ServerTls {
-                    cert: dev.server_cert(),
-                    key: dev.server_key(),
-                    client_ca,
-                },
-                dev: Some(dev),
-            })
+            Ok(Tls { server: ServerTls { cert: dev.server_cert(), key: dev.server_key(), client_ca }, dev: Some(dev) })
         }
     }
 }
 
+/// A URL with any userinfo password hidden, fit for printing.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
 fn abs(p: &Path) -> String {
-    std::path::absolute(p)
-        .unwrap_or_else(|_| p.to_path_buf())
-        .display()
-        .to_string()
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }
 
 fn curl_hint(dev: &devcerts::DevCerts, addr: std::net::SocketAddr) -> String {
@@ -173,16 +159,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let metrics = Arc::new(Metrics::new());
     let opts = args.attribution.transport_options()?;
     let transport = Transport::build(opts, metrics.clone()).map_err(|e| e.to_string())?;
-    let follow: Vec<Scope> = args
-        .follow
-        .iter()
-        .map(|s| parse_follow(s))
-        .collect::<Result<_, _>>()?;
-    let engine = Arc::new(Engine::new(
-        args.attribution.engine_config(),
-        Arc::new(SystemClock),
-        metrics.clone(),
-    ));
+    let follow: Vec<Scope> = args.follow.iter().map(|s| parse_follow(s)).collect::<Result<_, _>>()?;
+    let engine = Arc::new(Engine::new(args.attribution.engine_config(), Arc::new(SystemClock), metrics.clone()));
     let follower = transport.follower();
     let (stop_tx, stop_rx) = watch::channel(false);
 
@@ -203,7 +181,22 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         });
     }
 
-    let api = Arc::new(Api::new(engine.clone(), follower.clone()));
+    let git = match args.git.writer_config() {
+        Some(c) => {
+            let dir = c.repo_dir.display().to_string();
+            let w = tokio::task::spawn_blocking(move || shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string()))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
+            Some(w.with_metrics(metrics.clone()))
+        }
+        None => None,
+    };
+    let git_line = args.git.git_repo.as_ref().map(|d| {
+        let remote = args.git.git_remote.as_deref().map(|r| format!(", pushing to {}", redact(r))).unwrap_or_default();
+        format!("git mirror     {} (branch {}{remote})", abs(d), args.git.git_branch)
+    });
+    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git));
     for s in &follow {
         api.acquire(s);
     }
@@ -221,15 +214,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
                 route_annotation_key: args.attribution.route_annotation_key.clone(),
                 body_limit: args.receiver.audit_body_limit,
             });
-            tasks.spawn(tls::serve(
-                listener,
-                config,
-                receiver::router(state),
-                wait(stop_rx.clone()),
-            ));
-            let mut line = format!(
-                "audit webhook  https://{local}/audit-webhook/<route> (client certificate required)"
-            );
+            tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop_rx.clone())));
+            let mut line =
+                format!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
             if let Some(dev) = &tls.dev {
                 line += &format!(
                     "\ndev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)\ntry it         {}",
@@ -249,10 +236,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let ops = crate::ops::router(metrics.clone(), ready);
     let stop = stop_rx.clone();
     tasks.spawn(async move {
-        if let Err(e) = axum::serve(ops_listener, ops)
-            .with_graceful_shutdown(wait(stop))
-            .await
-        {
+        if let Err(e) = axum::serve(ops_listener, ops).with_graceful_shutdown(wait(stop)).await {
             tracing::error!(error = %e, "metrics listener failed");
         }
     });
@@ -278,11 +262,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
 
     println!("reverser-sidecar {} serving", env!("CARGO_PKG_VERSION"));
     println!("transport      {}", transport.kind().label());
-    println!(
-        "socket         {} (gRPC reverser.v1 + grpc.health.v1)",
-        abs(&socket)
-    );
+    println!("socket         {} (gRPC reverser.v1 + grpc.health.v1)", abs(&socket));
     if let Some(l) = receiver_line {
+        println!("{l}");
+    }
+    if let Some(l) = git_line {
         println!("{l}");
     }
     println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
@@ -305,10 +289,7 @@ pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
             .into());
     }
     let transport = Transport::build(opts, metrics.clone()).map_err(|e| e.to_string())?;
-    let addr = args
-        .receiver
-        .listen()?
-        .ok_or("`receive` needs --audit-listen host:port")?;
+    let addr = args.receiver.listen()?.ok_or("`receive` needs --audit-listen host:port")?;
     let tls = receiver_tls(&args.receiver)?;
     let config = tls::server_config(&tls.server)?;
     let listener = bind(addr, "the audit webhook").await?;
@@ -321,21 +302,14 @@ pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
         body_limit: args.receiver.audit_body_limit,
     });
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(tls::serve(
-        listener,
-        config,
-        receiver::router(state),
-        wait(stop_rx.clone()),
-    ));
+    tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop_rx.clone())));
     let ops_listener = bind(args.ops.metrics_listen, "metrics").await?;
     let ops_local = ops_listener.local_addr().map_err(|e| e.to_string())?;
     // A receiver has no follower: it is ready once it listens.
     let ops = crate::ops::router(metrics, watch::channel(true).1);
     let stop = stop_rx.clone();
     tasks.spawn(async move {
-        let _ = axum::serve(ops_listener, ops)
-            .with_graceful_shutdown(wait(stop))
-            .await;
+        let _ = axum::serve(ops_listener, ops).with_graceful_shutdown(wait(stop)).await;
     });
     println!("reverser-sidecar {} receiving", env!("CARGO_PKG_VERSION"));
     println!("transport      {}", transport.kind().label());

@@ -40,10 +40,7 @@ fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String
         .collect::<Result<_, _>>()
         .map_err(|e| format!("the {what} {} is not PEM: {e}", path.display()))?;
     if certs.is_empty() {
-        return Err(format!(
-            "the {what} {} holds no CERTIFICATE block",
-            path.display()
-        ));
+        return Err(format!("the {what} {} holds no CERTIFICATE block", path.display()));
     }
     Ok(certs)
 }
@@ -63,9 +60,7 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, Strin
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
             for c in certs(ca, "client CA")? {
-                roots
-                    .add(c)
-                    .map_err(|e| format!("the client CA {} is not usable: {e}", ca.display()))?;
+                roots.add(c).map_err(|e| format!("the client CA {} is not usable: {e}", ca.display()))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
@@ -74,12 +69,9 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, Strin
         }
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder.with_single_cert(chain, key).map_err(|e| {
-        format!(
-            "the server certificate {} and key do not form a usable pair: {e}",
-            tls.cert.display()
-        )
-    })?;
+    let mut config = builder
+        .with_single_cert(chain, key)
+        .map_err(|e| format!("the server certificate {} and key do not form a usable pair: {e}", tls.cert.display()))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

@@ -36,20 +36,12 @@ fn replay(timeline: &Path) -> String {
         .arg(timeline)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        timeline.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}: {}", timeline.display(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
 fn rows(text: &str) -> Vec<Value> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[test]
@@ -77,17 +69,12 @@ fn replay_prints_every_expected_jsonl_of_the_corpus() {
             };
             for (k, v) in e.as_object().unwrap() {
                 let ok = if k == "waited_ms" {
-                    g[k].as_f64()
-                        .is_some_and(|w| (w - v.as_f64().unwrap()).abs() <= 50.0)
+                    g[k].as_f64().is_some_and(|w| (w - v.as_f64().unwrap()).abs() <= 50.0)
                 } else {
                     &g[k] == v
                 };
                 if !ok {
-                    problems.push(format!(
-                        "line {}: {k} = {} (expected {v})",
-                        line_of(e),
-                        g[k]
-                    ));
+                    problems.push(format!("line {}: {k} = {} (expected {v})", line_of(e), g[k]));
                 }
             }
         }
@@ -96,20 +83,10 @@ fn replay_prints_every_expected_jsonl_of_the_corpus() {
             problems.push("output differs between two runs".into());
         }
         if !problems.is_empty() {
-            failures.push(format!(
-                "{}: {}",
-                case.strip_prefix(&root).unwrap().display(),
-                problems.join("; ")
-            ));
+            failures.push(format!("{}: {}", case.strip_prefix(&root).unwrap().display(), problems.join("; ")));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} scenarios differ:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert!(failures.is_empty(), "{} of {} scenarios differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
     eprintln!("{} corpus scenarios replayed as expected", cases.len());
 }
 
@@ -118,11 +95,8 @@ fn a_malformed_timeline_is_a_clear_error_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("t.jsonl");
     std::fs::write(&p, "{\"at_ms\": 0, \"route\": \"r\", \"resource\": \"configmaps\", \"watch\": {\"type\": \"ADDED\", \"object\": {}}}\n{oops\n").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_reverser-sidecar"))
-        .args(["replay", "--timeline"])
-        .arg(&p)
-        .output()
-        .unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_reverser-sidecar")).args(["replay", "--timeline"]).arg(&p).output().unwrap();
     assert!(!out.status.success());
     assert!(out.stdout.is_empty(), "nothing is half-applied");
     let err = String::from_utf8_lossy(&out.stderr);

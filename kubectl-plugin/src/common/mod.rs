@@ -115,10 +115,7 @@ pub struct CliError {
 impl CliError {
     /// A failure with exit code 1.
     pub fn new(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            code: 1,
-        }
+        Self { message: message.into(), code: 1 }
     }
 
     /// The same failure with another exit code (never 0: it is a failure).
@@ -188,9 +185,7 @@ pub struct KubeTarget {
 
 impl std::fmt::Debug for KubeTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KubeTarget")
-            .field("namespace", &self.namespace)
-            .finish_non_exhaustive()
+        f.debug_struct("KubeTarget").field("namespace", &self.namespace).finish_non_exhaustive()
     }
 }
 
@@ -199,11 +194,7 @@ impl KubeArgs {
     /// `--kubeconfig` file, else `$KUBECONFIG` / `~/.kube/config`, else (with
     /// no `--context`) the in-cluster service account.
     pub async fn config(&self) -> Result<kube::Config, CliError> {
-        let options = KubeConfigOptions {
-            context: self.context.clone(),
-            cluster: None,
-            user: None,
-        };
+        let options = KubeConfigOptions { context: self.context.clone(), cluster: None, user: None };
         let mut config = match &self.kubeconfig {
             Some(path) => {
                 let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
@@ -216,12 +207,10 @@ impl KubeArgs {
                     .await
                     .map_err(|e| self.load_error(&e.to_string()))?
             }
-            None if self.context.is_some() => kube::Config::from_kubeconfig(&options)
-                .await
-                .map_err(|e| self.load_error(&e.to_string()))?,
-            None => kube::Config::infer()
-                .await
-                .map_err(|e| self.load_error(&e.to_string()))?,
+            None if self.context.is_some() => {
+                kube::Config::from_kubeconfig(&options).await.map_err(|e| self.load_error(&e.to_string()))?
+            }
+            None => kube::Config::infer().await.map_err(|e| self.load_error(&e.to_string()))?,
         };
         if let Some(ns) = &self.namespace {
             config.default_namespace = ns.clone();
@@ -259,12 +248,7 @@ impl KubeArgs {
 
 /// Prints `value` in `format`: `table` calls `table` (which writes columns
 /// for a human), `json` and `yaml` serialize `value` whole.
-pub fn print_output<T, F>(
-    format: OutputFormat,
-    value: &T,
-    out: &mut dyn Write,
-    table: F,
-) -> Result<(), CliError>
+pub fn print_output<T, F>(format: OutputFormat, value: &T, out: &mut dyn Write, table: F) -> Result<(), CliError>
 where
     T: Serialize + ?Sized,
     F: FnOnce(&T, &mut dyn Write) -> std::io::Result<()>,

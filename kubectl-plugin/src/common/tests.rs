@@ -87,9 +87,7 @@ fn kubectl_flags_parse_before_and_after_the_subcommand() {
 #[test]
 fn output_defaults_to_table_and_refuses_unknown_formats() {
     let cli = Cli::try_parse_from(["kubectl-example", "list"]).unwrap();
-    let Cmd::List { output, all } = cli.command else {
-        panic!("parsed the wrong subcommand")
-    };
+    let Cmd::List { output, all } = cli.command else { panic!("parsed the wrong subcommand") };
     assert_eq!(output.output, OutputFormat::Table);
     assert!(!all.all_namespaces);
     assert!(Cli::try_parse_from(["kubectl-example", "list", "-o", "wide"]).is_err());
@@ -98,55 +96,36 @@ fn output_defaults_to_table_and_refuses_unknown_formats() {
 #[tokio::test]
 async fn kubeconfig_flag_selects_context_cluster_and_namespace() {
     let file = kubeconfig_file(KUBECONFIG);
-    let args = KubeArgs {
-        kubeconfig: Some(file.path().to_path_buf()),
-        context: None,
-        namespace: None,
-    };
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), context: None, namespace: None };
     let config = args.config().await.unwrap();
     assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:6443/");
     assert_eq!(config.default_namespace, "shop");
 
-    let args = KubeArgs {
-        context: Some("prod".into()),
-        ..args
-    };
+    let args = KubeArgs { context: Some("prod".into()), ..args };
     let config = args.config().await.unwrap();
     assert_eq!(config.cluster_url.to_string(), "https://10.0.0.1:6443/");
     assert_eq!(config.default_namespace, "default");
 
-    let args = KubeArgs {
-        namespace: Some("web".into()),
-        ..args
-    };
+    let args = KubeArgs { namespace: Some("web".into()), ..args };
     let target = args.client().await.unwrap();
     assert_eq!(target.namespace, "web");
 }
 
 #[tokio::test]
 async fn unreadable_or_malformed_kubeconfig_is_a_clear_error() {
-    let missing = KubeArgs {
-        kubeconfig: Some(PathBuf::from("/nonexistent/kubeconfig")),
-        ..KubeArgs::default()
-    };
+    let missing = KubeArgs { kubeconfig: Some(PathBuf::from("/nonexistent/kubeconfig")), ..KubeArgs::default() };
     let err = missing.config().await.unwrap_err();
     assert!(err.message().contains("/nonexistent/kubeconfig"), "{err}");
     assert!(err.message().contains("--kubeconfig"), "{err}");
 
     let file = kubeconfig_file("clusters: [this is: not a kubeconfig");
-    let bad = KubeArgs {
-        kubeconfig: Some(file.path().to_path_buf()),
-        ..KubeArgs::default()
-    };
+    let bad = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..KubeArgs::default() };
     let err = bad.config().await.unwrap_err();
     assert!(err.message().starts_with("cannot read kubeconfig"), "{err}");
 
     let file = kubeconfig_file(KUBECONFIG);
-    let no_such_context = KubeArgs {
-        kubeconfig: Some(file.path().to_path_buf()),
-        context: Some("staging".into()),
-        namespace: None,
-    };
+    let no_such_context =
+        KubeArgs { kubeconfig: Some(file.path().to_path_buf()), context: Some("staging".into()), namespace: None };
     let err = no_such_context.config().await.unwrap_err();
     assert!(err.message().contains("\"staging\""), "{err}");
     assert!(err.message().contains("--context"), "{err}");
@@ -159,32 +138,17 @@ fn print_output_renders_each_format() {
         name: String,
         age: u32,
     }
-    let rows = vec![
-        Row {
-            name: "web".into(),
-            age: 3,
-        },
-        Row {
-            name: "database".into(),
-            age: 12,
-        },
-    ];
+    let rows = vec![Row { name: "web".into(), age: 3 }, Row { name: "database".into(), age: 12 }];
     let render = |format| {
         let mut out = Vec::new();
         print_output(format, &rows, &mut out, |rows, out| {
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| vec![r.name.clone(), r.age.to_string()])
-                .collect();
+            let cells: Vec<Vec<String>> = rows.iter().map(|r| vec![r.name.clone(), r.age.to_string()]).collect();
             out.write_all(table(&["name", "age"], &cells).as_bytes())
         })
         .unwrap();
         String::from_utf8(out).unwrap()
     };
-    assert_eq!(
-        render(OutputFormat::Table),
-        "NAME       AGE\nweb        3\ndatabase   12\n"
-    );
+    assert_eq!(render(OutputFormat::Table), "NAME       AGE\nweb        3\ndatabase   12\n");
     let json: serde_json::Value = serde_json::from_str(&render(OutputFormat::Json)).unwrap();
     assert_eq!(json[1]["name"], "database");
     let yaml: serde_json::Value = serde_norway::from_str(&render(OutputFormat::Yaml)).unwrap();
@@ -194,9 +158,7 @@ fn print_output_renders_each_format() {
 #[test]
 fn completion_script_names_the_binary_and_its_subcommands() {
     let cli = Cli::try_parse_from(["kubectl-example", "completion", "bash"]).unwrap();
-    let Cmd::Completion(args) = cli.command else {
-        panic!("parsed the wrong subcommand")
-    };
+    let Cmd::Completion(args) = cli.command else { panic!("parsed the wrong subcommand") };
     let mut out = Vec::new();
     print_completions::<Cli>(args.shell, &mut out);
     let script = String::from_utf8(out).unwrap();

@@ -48,11 +48,7 @@ impl Args {
     pub fn options(&self) -> InjectOptions {
         InjectOptions {
             image: self.image.clone(),
-            mode: if self.plain_container {
-                SidecarMode::Plain
-            } else {
-                SidecarMode::Native
-            },
+            mode: if self.plain_container { SidecarMode::Plain } else { SidecarMode::Native },
             watcher: match &self.watcher_container {
                 Some(name) => WatcherSelector::Named(name.clone()),
                 None => WatcherSelector::All,
@@ -66,18 +62,9 @@ impl Args {
 
 /// Reads the input (`stdin` when the file is `-`), writes the injected
 /// manifests to `out` and one line per workload to `log`.
-pub fn run(
-    args: &Args,
-    stdin: &mut dyn Read,
-    out: &mut dyn Write,
-    log: &mut dyn Write,
-) -> Result<(), CliError> {
+pub fn run(args: &Args, stdin: &mut dyn Read, out: &mut dyn Write, log: &mut dyn Write) -> Result<(), CliError> {
     let from_stdin = args.filename.as_os_str() == "-";
-    let source = if from_stdin {
-        "stdin".to_string()
-    } else {
-        args.filename.display().to_string()
-    };
+    let source = if from_stdin { "stdin".to_string() } else { args.filename.display().to_string() };
     let mut text = String::new();
     let read = if from_stdin {
         stdin.read_to_string(&mut text)
@@ -89,8 +76,7 @@ pub fn run(
             "cannot read manifests from {source}: {e}; pass an existing YAML or JSON file with -f, or - for stdin"
         ))
     })?;
-    let injection = inject_manifests(&text, &args.options())
-        .map_err(|e| CliError::new(format!("{source}: {e}")))?;
+    let injection = inject_manifests(&text, &args.options()).map_err(|e| CliError::new(format!("{source}: {e}")))?;
     out.write_all(injection.output.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| CliError::new(format!("cannot write the injected manifests: {e}")))?;

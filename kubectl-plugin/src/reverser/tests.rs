@@ -41,10 +41,7 @@ fn inject_flags_become_inject_options() {
     assert_eq!(o.image, "example/sidecar:dev");
     assert_eq!(o.mode, SidecarMode::Plain);
     assert_eq!(o.watcher, WatcherSelector::Named("manager".into()));
-    assert_eq!(
-        o.extra_args,
-        ["--transport", "redis", "--redis-url=redis://r:6379"]
-    );
+    assert_eq!(o.extra_args, ["--transport", "redis", "--redis-url=redis://r:6379"]);
     assert_eq!(o.socket_path(), "/run/r/reverser.sock");
 }
 
@@ -61,10 +58,7 @@ fn inject_reads_stdin_writes_stdout_and_reports_on_stderr() {
     inject::run(&args, &mut POD.as_bytes(), &mut out, &mut log).unwrap();
     let out = String::from_utf8(out).unwrap();
     assert!(out.contains("name: reverser-sidecar"), "{out}");
-    assert!(
-        out.ends_with("---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"),
-        "{out}"
-    );
+    assert!(out.ends_with("---\napiVersion: v1\nkind: Service\nmetadata: {name: s}\n"), "{out}");
     assert_eq!(String::from_utf8(log).unwrap(), "Pod p injected\n");
 }
 
@@ -72,24 +66,10 @@ fn inject_reads_stdin_writes_stdout_and_reports_on_stderr() {
 fn inject_errors_name_the_file_and_what_to_do() {
     let args = inject_args(&["kubectl-reverser", "inject", "-f", "/nonexistent/x.yaml"]);
     let err = inject::run(&args, &mut &b""[..], &mut Vec::new(), &mut Vec::new()).unwrap_err();
-    assert!(
-        err.message()
-            .starts_with("cannot read manifests from /nonexistent/x.yaml:"),
-        "{err}"
-    );
+    assert!(err.message().starts_with("cannot read manifests from /nonexistent/x.yaml:"), "{err}");
     assert!(err.message().contains("-f"), "{err}");
 
     let args = inject_args(&["kubectl-reverser", "inject", "-f", "-"]);
-    let err = inject::run(
-        &args,
-        &mut &b"kind: [\n"[..],
-        &mut Vec::new(),
-        &mut Vec::new(),
-    )
-    .unwrap_err();
-    assert!(
-        err.message()
-            .starts_with("stdin: the document starting at line 1 is not valid YAML"),
-        "{err}"
-    );
+    let err = inject::run(&args, &mut &b"kind: [\n"[..], &mut Vec::new(), &mut Vec::new()).unwrap_err();
+    assert!(err.message().starts_with("stdin: the document starting at line 1 is not valid YAML"), "{err}");
 }

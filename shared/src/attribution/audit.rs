@@ -103,10 +103,7 @@ fn value_string(v: &Value) -> String {
 
 /// Reads `metadata.<field>` of a body as a string (numbers accepted).
 pub(crate) fn meta_field(obj: &Value, field: &str) -> String {
-    obj.get("metadata")
-        .and_then(|m| m.get(field))
-        .map(value_string)
-        .unwrap_or_default()
+    obj.get("metadata").and_then(|m| m.get(field)).map(value_string).unwrap_or_default()
 }
 
 impl EventList {
@@ -116,9 +113,7 @@ impl EventList {
         if v.get("items").is_some() || v.get("kind").and_then(Value::as_str) == Some("EventList") {
             serde_json::from_value(v).map_err(Error::AuditDecode)
         } else {
-            Ok(EventList {
-                items: vec![serde_json::from_value(v).map_err(Error::AuditDecode)?],
-            })
+            Ok(EventList { items: vec![serde_json::from_value(v).map_err(Error::AuditDecode)?] })
         }
     }
 }
@@ -193,11 +188,8 @@ fn query_params(uri: &str) -> impl Iterator<Item = (String, String)> + '_ {
     let query = uri.split_once('?').map(|(_, q)| q).unwrap_or("");
     query.split('&').filter(|p| !p.is_empty()).map(|pair| {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let decode = |s: &str| {
-            percent_encoding::percent_decode_str(&s.replace('+', " "))
-                .decode_utf8_lossy()
-                .into_owned()
-        };
+        let decode =
+            |s: &str| percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
         (decode(k), decode(v))
     })
 }
@@ -210,23 +202,14 @@ pub fn accept_gate(ev: &Event) -> Option<Rejection> {
     if !MUTATIONS.contains(&ev.verb.as_str()) {
         return Some(Rejection::Verb);
     }
-    if ev
-        .response_status
-        .as_ref()
-        .and_then(|s| s.code)
-        .is_some_and(|c| c >= 300)
-    {
+    if ev.response_status.as_ref().and_then(|s| s.code).is_some_and(|c| c >= 300) {
         return Some(Rejection::Status);
     }
     if query_params(&ev.request_uri).any(|(k, v)| k == "dryRun" && v == "All") {
         return Some(Rejection::DryRun);
     }
     if !super::is_removal_verb(&ev.verb) {
-        let rv = |o: &Option<Value>| {
-            o.as_ref()
-                .map(|o| meta_field(o, "resourceVersion"))
-                .unwrap_or_default()
-        };
+        let rv = |o: &Option<Value>| o.as_ref().map(|o| meta_field(o, "resourceVersion")).unwrap_or_default();
         let (req, resp) = (rv(&ev.request_object), rv(&ev.response_object));
         if !req.is_empty() && req == resp {
             return Some(Rejection::NoOpWrite);
@@ -250,11 +233,7 @@ pub fn effective_user(ev: &Event) -> &UserInfo {
 }
 
 fn first_extra(user: &UserInfo, key: &str) -> String {
-    user.extra
-        .get(key)
-        .and_then(|v| v.first())
-        .cloned()
-        .unwrap_or_default()
+    user.extra.get(key).and_then(|v| v.first()).cloned().unwrap_or_default()
 }
 
 /// The publish side for one event on `route`.
@@ -287,57 +266,35 @@ pub fn publish(route: &str, ev: &Event) -> Published {
         // A collection request names no object by nature: exempt from the
         // name gate; it drops uid, name and rv, keeps the selector and the
         // uid set the body named.
-        fact.label_selector = query_params(&ev.request_uri)
-            .find(|(k, _)| k == "labelSelector")
-            .map(|(_, v)| v)
-            .unwrap_or_default();
+        fact.label_selector =
+            query_params(&ev.request_uri).find(|(k, _)| k == "labelSelector").map(|(_, v)| v).unwrap_or_default();
         let uids: Option<Vec<String>> = ev
             .response_object
             .as_ref()
             .and_then(|o| o.get("items"))
             .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .map(|i| meta_field(i, "uid"))
-                    .filter(|u| !u.is_empty())
-                    .collect()
-            });
+            .map(|items| items.iter().map(|i| meta_field(i, "uid")).filter(|u| !u.is_empty()).collect());
         let without_uidset = match &uids {
             None => Some("no_uids"),
             Some(u) if u.len() > COLLECTION_UID_CAP => Some("uid_cap"),
             Some(_) => None,
         };
         fact.uids = if without_uidset.is_some() { None } else { uids };
-        return Published::Fact {
-            scope,
-            fact,
-            without_uidset,
-        };
+        return Published::Fact { scope, fact, without_uidset };
     }
 
     // Identity: objectRef, then backfill what is missing from the bodies,
     // the request object first for a delete, the response object otherwise.
     let bodies: Vec<&Value> = if ev.verb == "delete" {
-        [&ev.request_object, &ev.response_object]
-            .into_iter()
-            .flatten()
-            .collect()
+        [&ev.request_object, &ev.response_object].into_iter().flatten().collect()
     } else {
-        [&ev.response_object, &ev.request_object]
-            .into_iter()
-            .flatten()
-            .collect()
+        [&ev.response_object, &ev.request_object].into_iter().flatten().collect()
     };
     let backfill = |have: &str, field: &str| -> String {
         if !have.is_empty() {
             return have.to_owned();
         }
-        bodies
-            .iter()
-            .map(|b| meta_field(b, field))
-            .find(|v| !v.is_empty())
-            .unwrap_or_default()
+        bodies.iter().map(|b| meta_field(b, field)).find(|v| !v.is_empty()).unwrap_or_default()
     };
     fact.namespace = backfill(&oref.namespace, "namespace");
     fact.name = backfill(&oref.name, "name");
@@ -354,11 +311,7 @@ pub fn publish(route: &str, ev: &Event) -> Published {
     if fact.name.is_empty() {
         return Published::Rejected(Rejection::NoName);
     }
-    Published::Fact {
-        scope,
-        fact,
-        without_uidset: None,
-    }
+    Published::Fact { scope, fact, without_uidset: None }
 }
 
 /// [`publish`], counted on `gitopsreverser_audit_events_total` (a fact, or
@@ -366,11 +319,8 @@ pub fn publish(route: &str, ev: &Event) -> Published {
 /// `gitopsreverser_attribution_collection_without_uidset_total`.
 pub fn publish_counted(route: &str, ev: &Event, metrics: &crate::metrics::Metrics) -> Published {
     let p = publish(route, ev);
-    let (group, resource) = ev
-        .object_ref
-        .as_ref()
-        .map(|r| (r.api_group.as_str(), r.resource.as_str()))
-        .unwrap_or(("", ""));
+    let (group, resource) =
+        ev.object_ref.as_ref().map(|r| (r.api_group.as_str(), r.resource.as_str())).unwrap_or(("", ""));
     match &p {
         Published::Fact { without_uidset, .. } => {
             metrics.audit_event(group, resource, &ev.verb, "fact", "");
@@ -378,9 +328,7 @@ pub fn publish_counted(route: &str, ev: &Event, metrics: &crate::metrics::Metric
                 metrics.collection_without_uidset(reason);
             }
         }
-        Published::Rejected(r) => {
-            metrics.audit_event(group, resource, &ev.verb, r.result(), r.label())
-        }
+        Published::Rejected(r) => metrics.audit_event(group, resource, &ev.verb, r.result(), r.label()),
     }
     p
 }

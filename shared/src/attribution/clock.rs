@@ -13,10 +13,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or_default()
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
     }
 }
 
@@ -28,9 +25,7 @@ pub struct TokioClock {
 
 impl TokioClock {
     pub fn starting_now() -> Self {
-        Self {
-            base: tokio::time::Instant::now(),
-        }
+        Self { base: tokio::time::Instant::now() }
     }
 
     pub fn base(&self) -> tokio::time::Instant {

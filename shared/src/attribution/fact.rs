@@ -201,37 +201,22 @@ mod tests {
 
     #[test]
     fn decoding_refuses_an_authorless_fact() {
-        assert!(matches!(
-            Fact::from_json(br#"{"uid":"u"}"#),
-            Err(Error::FactDecode(_))
-        ));
-        assert!(matches!(
-            Fact::from_json(br#"{"author":"","uid":"u"}"#),
-            Err(Error::AuthorlessFact)
-        ));
+        assert!(matches!(Fact::from_json(br#"{"uid":"u"}"#), Err(Error::FactDecode(_))));
+        assert!(matches!(Fact::from_json(br#"{"author":"","uid":"u"}"#), Err(Error::AuthorlessFact)));
         // One authorless fact refuses the whole entry.
         let entry = br#"[{"author":"a","uid":"1"},{"author":"","uid":"2"}]"#;
-        assert!(matches!(
-            Fact::decode_entry(entry),
-            Err(Error::AuthorlessFact)
-        ));
+        assert!(matches!(Fact::decode_entry(entry), Err(Error::AuthorlessFact)));
     }
 
     #[test]
     fn decoding_tolerates_unknown_fields() {
         let f = Fact::from_json(br#"{"author":"a","future":"x","uids":["1","2"]}"#).unwrap();
-        assert_eq!(
-            f.uids.as_deref(),
-            Some(&["1".to_string(), "2".to_string()][..])
-        );
+        assert_eq!(f.uids.as_deref(), Some(&["1".to_string(), "2".to_string()][..]));
     }
 
     #[test]
     fn actor_kind_reads_the_service_account_prefix() {
-        assert_eq!(
-            ActorKind::of("system:serviceaccount:ns:sa"),
-            ActorKind::ServiceAccount
-        );
+        assert_eq!(ActorKind::of("system:serviceaccount:ns:sa"), ActorKind::ServiceAccount);
         assert_eq!(ActorKind::of("system:admin"), ActorKind::User);
         assert_eq!(ActorKind::of(""), ActorKind::None);
     }

@@ -51,11 +51,7 @@ impl IntentTracker {
     /// `forget_after_ms`: how long a fully deleted object is remembered, to
     /// absorb a replayed DELETED (one TTL is plenty).
     pub fn new(forget_after_ms: u64) -> Self {
-        Self {
-            removed: HashMap::new(),
-            forget_after_ms,
-            last_prune_ms: 0,
-        }
+        Self { removed: HashMap::new(), forget_after_ms, last_prune_ms: 0 }
     }
 
     pub fn observe(&mut self, scope: &Scope, ev: &WatchEvent, now_ms: u64) -> Action {
@@ -64,11 +60,7 @@ impl IntentTracker {
         }
         self.prune(now_ms);
         let uid = ev.uid();
-        let id = if uid.is_empty() {
-            format!("{}/{}", ev.namespace(), ev.name())
-        } else {
-            uid
-        };
+        let id = if uid.is_empty() { format!("{}/{}", ev.namespace(), ev.name()) } else { uid };
         let key = (scope.clone(), id);
         let deleted = ev.kind == super::watch::WatchKind::Deleted;
         if let Some(r) = self.removed.get_mut(&key) {
@@ -78,12 +70,7 @@ impl IntentTracker {
             return Action::Noop;
         }
         if ev.is_removal() {
-            self.removed.insert(
-                key,
-                Removed {
-                    gone_at_ms: deleted.then_some(now_ms),
-                },
-            );
+            self.removed.insert(key, Removed { gone_at_ms: deleted.then_some(now_ms) });
             return Action::Delete;
         }
         Action::Write
@@ -104,10 +91,7 @@ impl IntentTracker {
         }
         self.last_prune_ms = now_ms;
         let horizon = self.forget_after_ms;
-        self.removed.retain(|_, r| {
-            r.gone_at_ms
-                .is_none_or(|t| now_ms.saturating_sub(t) < horizon)
-        });
+        self.removed.retain(|_, r| r.gone_at_ms.is_none_or(|t| now_ms.saturating_sub(t) < horizon));
     }
 }
 
@@ -132,23 +116,14 @@ mod tests {
         let mut t = IntentTracker::new(600_000);
         assert_eq!(t.observe(&s, &ev("ADDED", "u1", false), 0), Action::Write);
         // The first observation of deletionTimestamp is the removal ...
-        assert_eq!(
-            t.observe(&s, &ev("MODIFIED", "u1", true), 1),
-            Action::Delete
-        );
+        assert_eq!(t.observe(&s, &ev("MODIFIED", "u1", true), 1), Action::Delete);
         // ... finalizer updates and the eventual DELETED change nothing.
         assert_eq!(t.observe(&s, &ev("MODIFIED", "u1", true), 2), Action::Noop);
         assert_eq!(t.observe(&s, &ev("DELETED", "u1", true), 3), Action::Noop);
         // A recreated object (new uid) under the same name is a new object.
         assert_eq!(t.observe(&s, &ev("ADDED", "u2", false), 4), Action::Write);
-        assert_eq!(
-            t.observe(&s, &ev("DELETED", "u2", false), 5),
-            Action::Delete
-        );
-        assert_eq!(
-            t.observe(&s, &ev("BOOKMARK", "", false), 6),
-            Action::Ignored
-        );
+        assert_eq!(t.observe(&s, &ev("DELETED", "u2", false), 5), Action::Delete);
+        assert_eq!(t.observe(&s, &ev("BOOKMARK", "", false), 6), Action::Ignored);
         // Fully deleted objects are forgotten after the horizon.
         assert_eq!(t.len(), 2);
         t.observe(&s, &ev("ADDED", "u3", false), 700_000);

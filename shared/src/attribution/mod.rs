@@ -4,9 +4,11 @@
 
 pub mod audit;
 pub mod clock;
+pub mod commit;
 mod fact;
 pub mod index;
 pub mod intent;
+pub mod render;
 pub mod replay;
 pub mod resolver;
 mod scope;

@@ -23,17 +23,8 @@ use crate::{Error, Result};
 /// One timeline record.
 #[derive(Debug, Clone)]
 pub enum Record {
-    Audit {
-        at_ms: u64,
-        route: String,
-        event: Box<Event>,
-    },
-    Watch {
-        at_ms: u64,
-        scope: Scope,
-        version: String,
-        event: WatchEvent,
-    },
+    Audit { at_ms: u64, route: String, event: Box<Event> },
+    Watch { at_ms: u64, scope: Scope, version: String, event: WatchEvent },
 }
 
 impl Record {
@@ -73,43 +64,28 @@ pub fn parse_timeline(text: &str) -> Result<Vec<(usize, Record)>> {
             continue;
         }
         let bad = |message: String| Error::Timeline { line, message };
-        let r: RawRecord =
-            serde_json::from_str(raw).map_err(|e| bad(format!("not a timeline record: {e}")))?;
+        let r: RawRecord = serde_json::from_str(raw).map_err(|e| bad(format!("not a timeline record: {e}")))?;
         if r.at_ms < last_at {
-            return Err(bad(format!(
-                "at_ms {} goes back in time (previous record: {last_at})",
-                r.at_ms
-            )));
+            return Err(bad(format!("at_ms {} goes back in time (previous record: {last_at})", r.at_ms)));
         }
         last_at = r.at_ms;
         let rec = match (r.audit, r.watch) {
             (Some(a), None) => {
                 let event: Event = serde_json::from_value(a)
                     .map_err(|e| bad(format!("audit is not an audit.k8s.io/v1 Event: {e}")))?;
-                Record::Audit {
-                    at_ms: r.at_ms,
-                    route: r.route,
-                    event: Box::new(event),
-                }
+                Record::Audit { at_ms: r.at_ms, route: r.route, event: Box::new(event) }
             }
             (None, Some(w)) => {
-                let event: WatchEvent = serde_json::from_value(w)
-                    .map_err(|e| bad(format!("watch is not a watch event: {e}")))?;
+                let event: WatchEvent =
+                    serde_json::from_value(w).map_err(|e| bad(format!("watch is not a watch event: {e}")))?;
                 if event.is_change() && r.resource.is_empty() {
                     return Err(bad("a watch record needs its type's \"resource\"".into()));
                 }
                 let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
-                Record::Watch {
-                    at_ms: r.at_ms,
-                    scope,
-                    version: r.version,
-                    event,
-                }
+                Record::Watch { at_ms: r.at_ms, scope, version: r.version, event }
             }
             _ => {
-                return Err(bad(
-                    "a record carries exactly one of \"audit\" or \"watch\"".into(),
-                ));
+                return Err(bad("a record carries exactly one of \"audit\" or \"watch\"".into()));
             }
         };
         out.push((line, rec));
@@ -126,10 +102,7 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        Self {
-            grace_ms: 3000,
-            index: IndexConfig::default(),
-        }
+        Self { grace_ms: 3000, index: IndexConfig::default() }
     }
 }
 
@@ -151,14 +124,7 @@ pub struct Line {
 
 impl Line {
     fn bare(line: usize, action: Action) -> Self {
-        Line {
-            line,
-            action: action.label(),
-            tier: None,
-            author: None,
-            actor_kind: None,
-            waited_ms: None,
-        }
+        Line { line, action: action.label(), tier: None, author: None, actor_kind: None, waited_ms: None }
     }
 }
 
@@ -178,10 +144,7 @@ impl std::fmt::Display for Summary {
             if m.is_empty() {
                 "none".to_string()
             } else {
-                m.iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                m.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
             }
         };
         write!(
@@ -203,24 +166,14 @@ pub fn run(records: Vec<(usize, Record)>, opts: ReplayOptions) -> Result<(Vec<Li
         .enable_time()
         .start_paused(true)
         .build()
-        .map_err(|source| Error::Io {
-            context: "starting the replay runtime".into(),
-            source,
-        })?;
+        .map_err(|source| Error::Io { context: "starting the replay runtime".into(), source })?;
     Ok(rt.block_on(drive(records, opts)))
 }
 
 async fn drive(records: Vec<(usize, Record)>, opts: ReplayOptions) -> (Vec<Line>, Summary) {
     let clock = TokioClock::starting_now();
-    let config = EngineConfig {
-        grace: Duration::from_millis(opts.grace_ms),
-        index: opts.index,
-    };
-    let engine = Arc::new(Engine::new(
-        config,
-        Arc::new(clock),
-        Arc::new(Metrics::new()),
-    ));
+    let config = EngineConfig { grace: Duration::from_millis(opts.grace_ms), index: opts.index };
+    let engine = Arc::new(Engine::new(config, Arc::new(clock), Arc::new(Metrics::new())));
     let mut intent = IntentTracker::new(opts.index.ttl_ms);
     let mut summary = Summary::default();
     let mut lines = Vec::new();
@@ -235,23 +188,12 @@ async fn drive(records: Vec<(usize, Record)>, opts: ReplayOptions) -> (Vec<Line>
                 match engine.publish_event(&route, &event) {
                     Published::Fact { scope, fact, .. } => {
                         summary.facts_published += 1;
-                        engine.apply_batch(FactBatch {
-                            scope,
-                            facts: vec![fact],
-                            at_ms: now,
-                        });
+                        engine.apply_batch(FactBatch { scope, facts: vec![fact], at_ms: now });
                     }
-                    Published::Rejected(r) => {
-                        *summary.rejected.entry(Rejection::label(r)).or_default() += 1
-                    }
+                    Published::Rejected(r) => *summary.rejected.entry(Rejection::label(r)).or_default() += 1,
                 }
             }
-            Record::Watch {
-                scope,
-                version,
-                event,
-                ..
-            } => {
+            Record::Watch { scope, version, event, .. } => {
                 summary.watch_records += 1;
                 let action = intent.observe(&scope, &event, now);
                 if !matches!(action, Action::Write | Action::Delete) {
@@ -277,10 +219,7 @@ async fn drive(records: Vec<(usize, Record)>, opts: ReplayOptions) -> (Vec<Line>
     for p in pending {
         // A resolution task only panics on a bug; surface it rather than drop a line.
         let l = p.await.expect("a replay resolution panicked");
-        *summary
-            .resolutions
-            .entry(l.tier.map_or("absent", Tier::label))
-            .or_default() += 1;
+        *summary.resolutions.entry(l.tier.map_or("absent", Tier::label)).or_default() += 1;
         lines.push(l);
     }
     lines.sort_by_key(|l| l.line);

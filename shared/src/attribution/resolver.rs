@@ -37,10 +37,7 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self {
-            grace: Duration::from_secs(3),
-            index: IndexConfig::default(),
-        }
+        Self { grace: Duration::from_secs(3), index: IndexConfig::default() }
     }
 }
 
@@ -55,9 +52,7 @@ pub struct Resolution {
 
 impl Resolution {
     pub fn actor_kind(&self) -> ActorKind {
-        self.fact
-            .as_ref()
-            .map_or(ActorKind::None, |f| f.fact.actor_kind())
+        self.fact.as_ref().map_or(ActorKind::None, |f| f.fact.actor_kind())
     }
 
     pub fn author(&self) -> Option<&str> {
@@ -228,14 +223,7 @@ impl Engine {
         self.finish(scope, version, q, best, start)
     }
 
-    fn finish(
-        &self,
-        scope: &Scope,
-        version: &str,
-        q: &Query,
-        best: Option<Match>,
-        start: Instant,
-    ) -> Resolution {
+    fn finish(&self, scope: &Scope, version: &str, q: &Query, best: Option<Match>, start: Instant) -> Resolution {
         let r = Resolution {
             tier: best.as_ref().map_or(Tier::Absent, |m| m.tier),
             fact: best.map(|m| m.fact),
@@ -299,11 +287,7 @@ impl Engine {
 
     /// The misrouted-route state of `route`, if it has seen a resolution.
     pub fn route_health(&self, route: &str) -> Option<RouteHealth> {
-        self.routes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(route)
-            .copied()
+        self.routes.lock().unwrap_or_else(|e| e.into_inner()).get(route).copied()
     }
 }
 

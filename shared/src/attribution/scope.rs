@@ -16,20 +16,13 @@ pub struct GroupResource {
 
 impl GroupResource {
     pub fn new(group: impl Into<String>, resource: impl Into<String>) -> Self {
-        Self {
-            group: group.into(),
-            resource: resource.into(),
-        }
+        Self { group: group.into(), resource: resource.into() }
     }
 
     /// API-path form: `configmaps` for the core group, `apps/deployments`
     /// otherwise (never `deployments.apps`).
     pub fn path_form(&self) -> String {
-        if self.group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}/{}", self.group, self.resource)
-        }
+        if self.group.is_empty() { self.resource.clone() } else { format!("{}/{}", self.group, self.resource) }
     }
 
     /// Parses the API-path form back.
@@ -62,36 +55,23 @@ pub const DEFAULT_STREAM_PREFIX: &str = "gitops-reverser";
 
 impl Scope {
     pub fn new(route: impl Into<String>, group_resource: GroupResource) -> Self {
-        Self {
-            route: route.into(),
-            group_resource,
-        }
+        Self { route: route.into(), group_resource }
     }
 
     /// The Redis stream of this scope:
     /// `<prefix>:author:v2:audit:route:<route>:<group/resource>`.
     pub fn stream_key(&self, prefix: &str) -> String {
         let route: String = utf8_percent_encode(&self.route, ROUTE_ESCAPES).collect();
-        format!(
-            "{prefix}:author:v2:audit:route:{route}:{}",
-            self.group_resource.path_form()
-        )
+        format!("{prefix}:author:v2:audit:route:{route}:{}", self.group_resource.path_form())
     }
 
     /// Inverse of [`Scope::stream_key`]; `None` for a key of another shape.
     pub fn from_stream_key(prefix: &str, key: &str) -> Option<Self> {
-        let rest = key
-            .strip_prefix(prefix)?
-            .strip_prefix(":author:v2:audit:route:")?;
+        let rest = key.strip_prefix(prefix)?.strip_prefix(":author:v2:audit:route:")?;
         // The route is escaped, so its first raw ':' ends it.
         let (route, gr) = rest.split_once(':')?;
-        let route = percent_encoding::percent_decode_str(route)
-            .decode_utf8()
-            .ok()?;
-        Some(Self::new(
-            route.into_owned(),
-            GroupResource::from_path_form(gr),
-        ))
+        let route = percent_encoding::percent_decode_str(route).decode_utf8().ok()?;
+        Some(Self::new(route.into_owned(), GroupResource::from_path_form(gr)))
     }
 }
 
@@ -114,13 +94,7 @@ mod tests {
         );
         let apps = Scope::new("a:b%c", GroupResource::new("apps", "deployments"));
         let key = apps.stream_key(DEFAULT_STREAM_PREFIX);
-        assert_eq!(
-            key,
-            "gitops-reverser:author:v2:audit:route:a%3Ab%25c:apps/deployments"
-        );
-        assert_eq!(
-            Scope::from_stream_key(DEFAULT_STREAM_PREFIX, &key),
-            Some(apps)
-        );
+        assert_eq!(key, "gitops-reverser:author:v2:audit:route:a%3Ab%25c:apps/deployments");
+        assert_eq!(Scope::from_stream_key(DEFAULT_STREAM_PREFIX, &key), Some(apps));
     }
 }

@@ -28,10 +28,7 @@ impl Selector {
     /// Parses the Kubernetes label selector grammar (`a=b`, `a==b`, `a!=b`,
     /// `a in (x,y)`, `a notin (x)`, `a`, `!a`, `a>1`, `a<1`, comma-joined).
     pub fn parse(s: &str) -> Result<Self> {
-        let err = |message: &str| Error::Selector {
-            selector: s.to_owned(),
-            message: message.to_owned(),
-        };
+        let err = |message: &str| Error::Selector { selector: s.to_owned(), message: message.to_owned() };
         let mut reqs = Vec::new();
         for part in split_top_level(s) {
             let part = part.trim();
@@ -48,25 +45,13 @@ impl Selector {
             } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (k.trim().to_owned(), Op::Eq(v.trim().to_owned()))
             } else if let Some((k, v)) = part.split_once('>') {
-                (
-                    k.trim().to_owned(),
-                    Op::Gt(v.trim().parse().map_err(|_| err("'>' needs an integer"))?),
-                )
+                (k.trim().to_owned(), Op::Gt(v.trim().parse().map_err(|_| err("'>' needs an integer"))?))
             } else if let Some((k, v)) = part.split_once('<') {
-                (
-                    k.trim().to_owned(),
-                    Op::Lt(v.trim().parse().map_err(|_| err("'<' needs an integer"))?),
-                )
+                (k.trim().to_owned(), Op::Lt(v.trim().parse().map_err(|_| err("'<' needs an integer"))?))
             } else if let Some((k, rest)) = split_word(part, "notin") {
-                (
-                    k,
-                    Op::NotIn(set(&rest).ok_or_else(|| err("notin needs a (set)"))?),
-                )
+                (k, Op::NotIn(set(&rest).ok_or_else(|| err("notin needs a (set)"))?))
             } else if let Some((k, rest)) = split_word(part, "in") {
-                (
-                    k,
-                    Op::In(set(&rest).ok_or_else(|| err("in needs a (set)"))?),
-                )
+                (k, Op::In(set(&rest).ok_or_else(|| err("in needs a (set)"))?))
             } else {
                 (part.to_owned(), Op::Exists)
             };
@@ -89,12 +74,8 @@ impl Selector {
                 Op::NotEq(x) => v != Some(x),
                 Op::In(xs) => v.is_some_and(|v| xs.contains(v)),
                 Op::NotIn(xs) => v.is_none_or(|v| !xs.contains(v)),
-                Op::Gt(n) => v
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|v| v > *n),
-                Op::Lt(n) => v
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|v| v < *n),
+                Op::Gt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
+                Op::Lt(n) => v.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
             }
         })
     }
@@ -123,20 +104,12 @@ fn split_word(part: &str, word: &str) -> Option<(String, String)> {
     let key = it.next()?.trim();
     let rest = it.next()?.trim_start();
     let rest = rest.strip_prefix(word)?;
-    rest.trim_start()
-        .starts_with('(')
-        .then(|| (key.to_owned(), rest.trim().to_owned()))
+    rest.trim_start().starts_with('(').then(|| (key.to_owned(), rest.trim().to_owned()))
 }
 
 fn set(s: &str) -> Option<Vec<String>> {
     let inner = s.trim().strip_prefix('(')?.strip_suffix(')')?;
-    Some(
-        inner
-            .split(',')
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-            .collect(),
-    )
+    Some(inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect())
 }
 
 #[cfg(test)]
@@ -144,10 +117,7 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -172,10 +142,7 @@ mod tests {
             ("n>4", true),
             ("n<5", false),
             ("app=web,tier in (b,c)", false),
-            (
-                "mutationlab.configbutler.ai/scenario=deletecollection",
-                false,
-            ),
+            ("mutationlab.configbutler.ai/scenario=deletecollection", false),
         ] {
             assert_eq!(Selector::parse(sel).unwrap().matches(&l), want, "{sel}");
         }

@@ -78,23 +78,12 @@ impl WaiterRegistry {
         // still there when it comes back around.
         let (tx, rx) = mpsc::channel(1);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let keys: Vec<WaitKey> = keys
-            .iter()
-            .map(|k| WaitKey {
-                scope: scope.clone(),
-                key: k.clone(),
-            })
-            .collect();
+        let keys: Vec<WaitKey> = keys.iter().map(|k| WaitKey { scope: scope.clone(), key: k.clone() }).collect();
         let mut map = self.lock();
         for k in &keys {
             map.entry(k.clone()).or_default().insert(id, tx.clone());
         }
-        Waiter {
-            registry: self,
-            id,
-            keys,
-            rx,
-        }
+        Waiter { registry: self, id, keys, rx }
     }
 
     /// Wakes every resolver registered under any of `keys`. Never blocks: a
@@ -107,10 +96,7 @@ impl WaiterRegistry {
         for key in keys {
             // Build the lookup key without cloning the scope per key in the
             // common no-waiter case: the map is usually small or empty.
-            if let Some(set) = map.get(&WaitKey {
-                scope: scope.clone(),
-                key: key.clone(),
-            }) {
+            if let Some(set) = map.get(&WaitKey { scope: scope.clone(), key: key.clone() }) {
                 for tx in set.values() {
                     let _ = tx.try_send(());
                 }
@@ -141,10 +127,7 @@ mod tests {
     #[tokio::test]
     async fn registered_waiter_is_woken_once_and_unregisters_on_drop() {
         let reg = WaiterRegistry::new();
-        let keys = [
-            IndexKey::Uid("u1".into()),
-            IndexKey::Name("ns".into(), "cm".into()),
-        ];
+        let keys = [IndexKey::Uid("u1".into()), IndexKey::Name("ns".into(), "cm".into())];
         let mut w = reg.register(&scope("a"), &keys);
         assert_eq!(reg.len(), 2);
         // A wake before the waiter looks is buffered, a second one dropped.

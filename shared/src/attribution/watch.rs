@@ -39,11 +39,7 @@ impl WatchEvent {
     /// absent from the intent tree (spec §1).
     pub fn is_removal(&self) -> bool {
         self.kind == WatchKind::Deleted
-            || self
-                .object
-                .get("metadata")
-                .and_then(|m| m.get("deletionTimestamp"))
-                .is_some_and(|v| !v.is_null())
+            || self.object.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null())
     }
 
     pub fn uid(&self) -> String {
@@ -63,11 +59,7 @@ impl WatchEvent {
             .get("metadata")
             .and_then(|m| m.get("labels"))
             .and_then(Value::as_object)
-            .map(|l| {
-                l.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
+            .map(|l| l.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
             .unwrap_or_default()
     }
 

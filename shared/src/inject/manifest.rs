@@ -34,11 +34,7 @@ pub struct Report {
 
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.kind.is_empty() {
-            "document"
-        } else {
-            &self.kind
-        };
+        let kind = if self.kind.is_empty() { "document" } else { &self.kind };
         match self.outcome {
             Outcome::Injected => write!(f, "{kind} {} injected", self.name),
             Outcome::Skipped(why) => write!(f, "{kind} {} skipped: {why}", self.name),
@@ -74,26 +70,15 @@ pub fn template_path(api_version: &str, kind: &str) -> Option<&'static [&'static
 
 /// `Kind namespace/name` of an object, for reports and errors.
 fn identify(obj: &Value) -> (String, String) {
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
     let meta = obj.get("metadata");
     let name = meta
         .and_then(|m| m.get("name"))
         .and_then(Value::as_str)
         .map(str::to_string)
-        .or_else(|| {
-            meta.and_then(|m| m.get("generateName"))
-                .and_then(Value::as_str)
-                .map(|g| format!("{g}*"))
-        })
+        .or_else(|| meta.and_then(|m| m.get("generateName")).and_then(Value::as_str).map(|g| format!("{g}*")))
         .unwrap_or_else(|| "<unnamed>".into());
-    let name = match meta
-        .and_then(|m| m.get("namespace"))
-        .and_then(Value::as_str)
-    {
+    let name = match meta.and_then(|m| m.get("namespace")).and_then(Value::as_str) {
         Some(ns) => format!("{ns}/{name}"),
         None => name,
     };
@@ -104,11 +89,7 @@ fn identify(obj: &Value) -> (String, String) {
 /// `spec`, or a Pod), returning the injected copy when the rule says inject.
 /// `object` names the manifest in errors. The webhook calls this too, so the
 /// patch it sends is exactly what `inject` writes.
-pub fn inject_template(
-    template: &Value,
-    opts: &InjectOptions,
-    object: &str,
-) -> Result<(Option<Value>, Outcome)> {
+pub fn inject_template(template: &Value, opts: &InjectOptions, object: &str) -> Result<(Option<Value>, Outcome)> {
     let spec = template.get("spec").ok_or_else(|| Error::InjectMalformed {
         object: object.to_string(),
         path: "pod template".into(),
@@ -148,16 +129,9 @@ fn inject_in_place(obj: &mut Value, opts: &InjectOptions, reports: &mut Vec<Repo
         }
         return Ok(());
     }
-    let api_version = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     let Some(path) = template_path(api_version, &kind) else {
-        reports.push(Report {
-            kind,
-            name,
-            outcome: Outcome::NotAWorkload,
-        });
+        reports.push(Report { kind, name, outcome: Outcome::NotAWorkload });
         return Ok(());
     };
     let object = format!("{kind} {name}");
@@ -173,11 +147,7 @@ fn inject_in_place(obj: &mut Value, opts: &InjectOptions, reports: &mut Vec<Repo
     if let Some(injected) = injected {
         *slot = injected;
     }
-    reports.push(Report {
-        kind,
-        name,
-        outcome,
-    });
+    reports.push(Report { kind, name, outcome });
     Ok(())
 }
 
@@ -203,14 +173,9 @@ pub(crate) fn split_documents(text: &str) -> Vec<RawDocument<'_>> {
     let mut offset = 0;
     for (index, line) in text.split_inclusive('\n').enumerate() {
         let rest = line.strip_prefix("---");
-        let is_marker =
-            rest.is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t', '\r', '\n']));
+        let is_marker = rest.is_some_and(|r| r.is_empty() || r.starts_with([' ', '\t', '\r', '\n']));
         if let (true, Some(rest)) = (is_marker, rest) {
-            docs.push(RawDocument {
-                marker,
-                body: &text[body_start..offset],
-                line: body_line,
-            });
+            docs.push(RawDocument { marker, body: &text[body_start..offset], line: body_line });
             let trimmed = rest.trim_start_matches([' ', '\t']);
             if trimmed.trim().is_empty() || trimmed.starts_with('#') {
                 // The whole line is the marker; the body starts on the next.
@@ -227,11 +192,7 @@ pub(crate) fn split_documents(text: &str) -> Vec<RawDocument<'_>> {
         }
         offset += line.len();
     }
-    docs.push(RawDocument {
-        marker,
-        body: &text[body_start..],
-        line: body_line,
-    });
+    docs.push(RawDocument { marker, body: &text[body_start..], line: body_line });
     docs
 }
 
@@ -266,10 +227,7 @@ pub fn inject_manifests(text: &str, opts: &InjectOptions) -> Result<Injection> {
                 Err(e) => e.to_string(),
                 Ok(_) => "it does not parse on its own".into(),
             };
-            Error::InjectParse {
-                line: doc.line,
-                message,
-            }
+            Error::InjectParse { line: doc.line, message }
         })?;
         let (injected, doc_reports) = inject_object(&value, opts)?;
         let changed = doc_reports.iter().any(|r| r.outcome == Outcome::Injected);
@@ -278,10 +236,8 @@ pub fn inject_manifests(text: &str, opts: &InjectOptions) -> Result<Injection> {
             output.push_str(doc.body);
             continue;
         }
-        let rendered = serde_norway::to_string(&injected).map_err(|e| Error::InjectRender {
-            line: doc.line,
-            message: e.to_string(),
-        })?;
+        let rendered = serde_norway::to_string(&injected)
+            .map_err(|e| Error::InjectRender { line: doc.line, message: e.to_string() })?;
         output.push_str(&rendered);
         if !rendered.ends_with('\n') {
             output.push('\n');

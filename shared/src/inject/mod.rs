@@ -17,13 +17,9 @@ pub mod webhook;
 #[cfg(test)]
 mod tests;
 
-pub use manifest::{
-    Injection, Outcome, Report, inject_manifests, inject_object, inject_template, template_path,
-};
+pub use manifest::{Injection, Outcome, Report, inject_manifests, inject_object, inject_template, template_path};
 pub use pod::{Decision, SkipReason, decide, inject_pod_spec, sidecar_container};
-pub use webhook::{
-    Action, AllowReason, ReviewDecision, ReviewError, WebhookConfig, decide_review, review,
-};
+pub use webhook::{Action, AllowReason, ReviewDecision, ReviewError, WebhookConfig, decide_review, review};
 
 /// The sidecar container's name; an existing container of this name (init or
 /// plain) is how a second injection knows there is nothing left to do.
@@ -43,10 +39,7 @@ pub const SOCKET_FILE: &str = "reverser.sock";
 /// The default sidecar image: this crate's version, so a plugin injects the
 /// sidecar it was released with.
 pub fn default_image() -> String {
-    format!(
-        "ghcr.io/reverser/reverser-sidecar:{}",
-        env!("CARGO_PKG_VERSION")
-    )
+    format!("ghcr.io/reverser/reverser-sidecar:{}", env!("CARGO_PKG_VERSION"))
 }
 
 /// How the sidecar is added to the pod.
@@ -82,11 +75,7 @@ pub struct SidecarResources {
 
 impl Default for SidecarResources {
     fn default() -> Self {
-        Self {
-            cpu_request: "10m".into(),
-            memory_request: "32Mi".into(),
-            memory_limit: "128Mi".into(),
-        }
+        Self { cpu_request: "10m".into(), memory_request: "32Mi".into(), memory_limit: "128Mi".into() }
     }
 }
 

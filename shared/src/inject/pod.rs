@@ -4,9 +4,7 @@
 
 use serde_norway::{Mapping, Value};
 
-use super::{
-    INJECT_KEY, InjectOptions, SIDECAR_NAME, SOCKET_ENV, SidecarMode, VOLUME_NAME, WatcherSelector,
-};
+use super::{INJECT_KEY, InjectOptions, SIDECAR_NAME, SOCKET_ENV, SidecarMode, VOLUME_NAME, WatcherSelector};
 use crate::{Error, Result};
 
 /// Why a pod template is left untouched.
@@ -52,22 +50,27 @@ pub fn decide(metadata: Option<&Value>, spec: &Value) -> Decision {
             .and_then(Value::as_sequence)
             .is_some_and(|cs| cs.iter().any(|c| name_of(c) == Some(SIDECAR_NAME)))
     });
-    if has_sidecar {
-        Decision::Skip(SkipReason::AlreadyInjected)
-    } else {
-        Decision::Inject
-    }
+    if has_sidecar { Decision::Skip(SkipReason::AlreadyInjected) } else { Decision::Inject }
 }
 
-/// The sidecar container these options describe: `serve --socket <path>`
-/// plus the extra args, resources, and a restricted security context
+/// The sidecar container these options describe: `serve --socket <path>
+/// --socket-mode 666 --audit-listen off` plus the extra args, resources, and a restricted security context
 /// (non-root, read-only root filesystem, no privilege escalation, all
 /// capabilities dropped, the runtime's default seccomp profile).
 pub fn sidecar_container(opts: &InjectOptions) -> Value {
+    // The socket lives in an emptyDir only this pod's containers mount, and
+    // the watcher usually runs under another uid than the sidecar: mode 0666
+    // lets it connect without forcing a pod fsGroup (which would re-own
+    // every volume of the pod). The receiver runs as its own Deployment, so
+    // the sidecar in the pod listens for no audit webhook.
     let mut args = vec![
         Value::from("serve"),
         Value::from("--socket"),
         Value::from(opts.socket_path()),
+        Value::from("--socket-mode"),
+        Value::from("666"),
+        Value::from("--audit-listen"),
+        Value::from("off"),
     ];
     args.extend(opts.extra_args.iter().map(|a| Value::from(a.as_str())));
     let mut c = Mapping::new();
@@ -90,10 +93,7 @@ pub fn sidecar_container(opts: &InjectOptions) -> Value {
                     ("memory", opts.resources.memory_request.as_str().into()),
                 ]),
             ),
-            (
-                "limits",
-                map([("memory", opts.resources.memory_limit.as_str().into())]),
-            ),
+            ("limits", map([("memory", opts.resources.memory_limit.as_str().into())])),
         ]),
     );
     c.insert(
@@ -103,19 +103,13 @@ pub fn sidecar_container(opts: &InjectOptions) -> Value {
             ("runAsUser", opts.run_as_user.into()),
             ("readOnlyRootFilesystem", true.into()),
             ("allowPrivilegeEscalation", false.into()),
-            (
-                "capabilities",
-                map([("drop", Value::Sequence(vec!["ALL".into()]))]),
-            ),
+            ("capabilities", map([("drop", Value::Sequence(vec!["ALL".into()]))])),
             ("seccompProfile", map([("type", "RuntimeDefault".into())])),
         ]),
     );
     c.insert(
         "volumeMounts".into(),
-        Value::Sequence(vec![map([
-            ("name", VOLUME_NAME.into()),
-            ("mountPath", opts.socket_dir.as_str().into()),
-        ])]),
+        Value::Sequence(vec![map([("name", VOLUME_NAME.into()), ("mountPath", opts.socket_dir.as_str().into())])]),
     );
     Value::Mapping(c)
 }
@@ -125,64 +119,47 @@ pub fn sidecar_container(opts: &InjectOptions) -> Value {
 /// (`Deployment shop/web`). On error `spec` may be partly changed; callers
 /// work on a copy.
 pub fn inject_pod_spec(spec: &mut Value, opts: &InjectOptions, object: &str) -> Result<()> {
-    let spec = spec
-        .as_mapping_mut()
-        .ok_or_else(|| Error::InjectMalformed {
-            object: object.to_string(),
-            path: "pod spec".into(),
-            message: "is not a mapping".into(),
-        })?;
+    let spec = spec.as_mapping_mut().ok_or_else(|| Error::InjectMalformed {
+        object: object.to_string(),
+        path: "pod spec".into(),
+        message: "is not a mapping".into(),
+    })?;
     let socket_dir = opts.socket_dir.as_str();
 
     // The watchers first: a missing named watcher must fail before anything
     // is added.
     let containers = seq_mut(spec, "containers", object)?;
     let watchers: Vec<usize> = match &opts.watcher {
-        WatcherSelector::All => (0..containers.len())
-            .filter(|&i| name_of(&containers[i]) != Some(SIDECAR_NAME))
-            .collect(),
-        WatcherSelector::Named(wanted) => {
-            match containers
-                .iter()
-                .position(|c| name_of(c) == Some(wanted.as_str()))
-            {
-                Some(i) => vec![i],
-                None => {
-                    let available: Vec<&str> = containers.iter().filter_map(name_of).collect();
-                    return Err(Error::InjectWatcherNotFound {
-                        object: object.to_string(),
-                        container: wanted.clone(),
-                        available: if available.is_empty() {
-                            "none".into()
-                        } else {
-                            available.join(", ")
-                        },
-                    });
-                }
-            }
+        WatcherSelector::All => {
+            (0..containers.len()).filter(|&i| name_of(&containers[i]) != Some(SIDECAR_NAME)).collect()
         }
+        WatcherSelector::Named(wanted) => match containers.iter().position(|c| name_of(c) == Some(wanted.as_str())) {
+            Some(i) => vec![i],
+            None => {
+                let available: Vec<&str> = containers.iter().filter_map(name_of).collect();
+                return Err(Error::InjectWatcherNotFound {
+                    object: object.to_string(),
+                    container: wanted.clone(),
+                    available: if available.is_empty() { "none".into() } else { available.join(", ") },
+                });
+            }
+        },
     };
     for i in watchers {
-        let container = containers[i]
-            .as_mapping_mut()
-            .ok_or_else(|| Error::InjectMalformed {
-                object: object.to_string(),
-                path: format!("containers[{i}]"),
-                message: "is not a mapping".into(),
-            })?;
+        let container = containers[i].as_mapping_mut().ok_or_else(|| Error::InjectMalformed {
+            object: object.to_string(),
+            path: format!("containers[{i}]"),
+            message: "is not a mapping".into(),
+        })?;
         let env = seq_mut(container, "env", object)?;
         // A value the manifest already sets is the user's choice: keep it.
         if !env.iter().any(|e| name_of(e) == Some(SOCKET_ENV)) {
-            env.push(map([
-                ("name", SOCKET_ENV.into()),
-                ("value", opts.socket_path().into()),
-            ]));
+            env.push(map([("name", SOCKET_ENV.into()), ("value", opts.socket_path().into())]));
         }
         let mounts = seq_mut(container, "volumeMounts", object)?;
-        let mounted = mounts.iter().any(|m| {
-            name_of(m) == Some(VOLUME_NAME)
-                || m.get("mountPath").and_then(Value::as_str) == Some(socket_dir)
-        });
+        let mounted = mounts
+            .iter()
+            .any(|m| name_of(m) == Some(VOLUME_NAME) || m.get("mountPath").and_then(Value::as_str) == Some(socket_dir));
         if !mounted {
             // Read-only is enough: connecting to a Unix socket needs write
             // permission on the socket, which a read-only mount still gives.
@@ -206,10 +183,7 @@ pub fn inject_pod_spec(spec: &mut Value, opts: &InjectOptions, object: &str) -> 
 
     let volumes = seq_mut(spec, "volumes", object)?;
     if !volumes.iter().any(|v| name_of(v) == Some(VOLUME_NAME)) {
-        volumes.push(map([
-            ("name", VOLUME_NAME.into()),
-            ("emptyDir", Value::Mapping(Mapping::new())),
-        ]));
+        volumes.push(map([("name", VOLUME_NAME.into()), ("emptyDir", Value::Mapping(Mapping::new()))]));
     }
     Ok(())
 }
@@ -221,18 +195,15 @@ pub(crate) fn name_of(entry: &Value) -> Option<&str> {
 
 /// The sequence at `key`, created when absent or null.
 fn seq_mut<'a>(map: &'a mut Mapping, key: &str, object: &str) -> Result<&'a mut Vec<Value>> {
-    let slot = map
-        .entry(Value::from(key))
-        .or_insert_with(|| Value::Sequence(Vec::new()));
+    let slot = map.entry(Value::from(key)).or_insert_with(|| Value::Sequence(Vec::new()));
     if slot.is_null() {
         *slot = Value::Sequence(Vec::new());
     }
-    slot.as_sequence_mut()
-        .ok_or_else(|| Error::InjectMalformed {
-            object: object.to_string(),
-            path: key.to_string(),
-            message: "is not a list".into(),
-        })
+    slot.as_sequence_mut().ok_or_else(|| Error::InjectMalformed {
+        object: object.to_string(),
+        path: key.to_string(),
+        message: "is not a list".into(),
+    })
 }
 
 fn map<const N: usize>(entries: [(&str, Value); N]) -> Value {

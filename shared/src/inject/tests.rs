@@ -42,9 +42,7 @@ fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
 }
 
 fn names(list: &Value) -> Vec<&str> {
-    list.as_sequence()
-        .map(|s| s.iter().filter_map(|c| c["name"].as_str()).collect())
-        .unwrap_or_default()
+    list.as_sequence().map(|s| s.iter().filter_map(|c| c["name"].as_str()).collect()).unwrap_or_default()
 }
 
 fn opts() -> InjectOptions {
@@ -58,10 +56,7 @@ fn assert_injected(spec: &Value, watchers: &[&str]) {
     assert_eq!(sidecar["name"], Value::from(SIDECAR_NAME), "{spec:?}");
     assert_eq!(sidecar["restartPolicy"], Value::from("Always"));
     assert_eq!(sidecar["image"], Value::from(default_image()));
-    assert_eq!(
-        sidecar["args"],
-        yaml("[serve, --socket, /var/run/reverser/reverser.sock]")
-    );
+    assert_eq!(sidecar["args"], yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode, "666", --audit-listen, "off"]"));
     let sc = &sidecar["securityContext"];
     assert_eq!(sc["runAsNonRoot"], Value::from(true));
     assert_eq!(sc["readOnlyRootFilesystem"], Value::from(true));
@@ -69,33 +64,21 @@ fn assert_injected(spec: &Value, watchers: &[&str]) {
     assert_eq!(sc["capabilities"]["drop"], yaml("[ALL]"));
     assert_eq!(sc["seccompProfile"]["type"], Value::from("RuntimeDefault"));
     assert_eq!(sidecar["resources"]["requests"]["cpu"], Value::from("10m"));
-    assert_eq!(
-        sidecar["resources"]["limits"]["memory"],
-        Value::from("128Mi")
-    );
-    assert_eq!(
-        sidecar["volumeMounts"],
-        yaml("[{name: reverser-socket, mountPath: /var/run/reverser}]")
-    );
+    assert_eq!(sidecar["resources"]["limits"]["memory"], Value::from("128Mi"));
+    assert_eq!(sidecar["volumeMounts"], yaml("[{name: reverser-socket, mountPath: /var/run/reverser}]"));
     let volumes = &spec["volumes"];
-    let socket_volumes: Vec<&Value> = volumes
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .filter(|v| v["name"] == VOLUME_NAME)
-        .collect();
+    let socket_volumes: Vec<&Value> =
+        volumes.as_sequence().unwrap().iter().filter(|v| v["name"] == VOLUME_NAME).collect();
     assert_eq!(socket_volumes.len(), 1);
     assert!(socket_volumes[0]["emptyDir"].is_mapping());
     for c in spec["containers"].as_sequence().unwrap() {
         let name = c["name"].as_str().unwrap();
         let has_env = c["env"].as_sequence().is_some_and(|env| {
-            env.iter()
-                .any(|e| e["name"] == SOCKET_ENV && e["value"] == "/var/run/reverser/reverser.sock")
+            env.iter().any(|e| e["name"] == SOCKET_ENV && e["value"] == "/var/run/reverser/reverser.sock")
         });
-        let has_mount = c["volumeMounts"].as_sequence().is_some_and(|ms| {
-            ms.iter()
-                .any(|m| m["name"] == VOLUME_NAME && m["mountPath"] == DEFAULT_SOCKET_DIR)
-        });
+        let has_mount = c["volumeMounts"]
+            .as_sequence()
+            .is_some_and(|ms| ms.iter().any(|m| m["name"] == VOLUME_NAME && m["mountPath"] == DEFAULT_SOCKET_DIR));
         let want = watchers.contains(&name);
         assert_eq!(has_env, want, "REVERSER_SOCKET on {name}");
         assert_eq!(has_mount, want, "socket mount on {name}");
@@ -166,9 +149,7 @@ fn deployment_keeps_its_fields_and_every_container_becomes_a_watcher() {
     assert_eq!(names(&spec["containers"]), ["manager", "metrics"]);
     assert_eq!(
         spec["containers"][0]["env"],
-        yaml(
-            "[{name: LOG_LEVEL, value: info}, {name: REVERSER_SOCKET, value: /var/run/reverser/reverser.sock}]"
-        )
+        yaml("[{name: LOG_LEVEL, value: info}, {name: REVERSER_SOCKET, value: /var/run/reverser/reverser.sock}]")
     );
     assert_eq!(v["spec"]["replicas"], Value::from(1));
     assert_eq!(v["metadata"]["namespace"], Value::from("gitops"));
@@ -182,66 +163,38 @@ fn injecting_twice_changes_nothing() {
         let once = inject_manifests(DEPLOYMENT, &o).unwrap();
         let twice = inject_manifests(&once.output, &o).unwrap();
         assert_eq!(twice.output, once.output, "{mode:?}");
-        assert_eq!(
-            twice.reports[0].outcome,
-            Outcome::Skipped(SkipReason::AlreadyInjected)
-        );
+        assert_eq!(twice.reports[0].outcome, Outcome::Skipped(SkipReason::AlreadyInjected));
         // Also with the other mode: the existing sidecar is found wherever it is.
         let other = InjectOptions {
-            mode: if mode == SidecarMode::Native {
-                SidecarMode::Plain
-            } else {
-                SidecarMode::Native
-            },
+            mode: if mode == SidecarMode::Native { SidecarMode::Plain } else { SidecarMode::Native },
             ..opts()
         };
-        assert_eq!(
-            inject_manifests(&once.output, &other).unwrap().output,
-            once.output
-        );
+        assert_eq!(inject_manifests(&once.output, &other).unwrap().output, once.output);
     }
 }
 
 #[test]
 fn plain_container_mode_appends_the_sidecar_after_the_watchers() {
-    let o = InjectOptions {
-        mode: SidecarMode::Plain,
-        ..opts()
-    };
+    let o = InjectOptions { mode: SidecarMode::Plain, ..opts() };
     let v = yaml(&inject_manifests(DEPLOYMENT, &o).unwrap().output);
     let spec = at(&v, &["spec", "template", "spec"]);
-    assert_eq!(
-        names(&spec["containers"]),
-        ["manager", "metrics", SIDECAR_NAME]
-    );
+    assert_eq!(names(&spec["containers"]), ["manager", "metrics", SIDECAR_NAME]);
     assert!(spec.get("initContainers").is_none());
     let sidecar = &spec["containers"][2];
     assert!(sidecar.get("restartPolicy").is_none());
     // The sidecar is not its own watcher.
     assert!(sidecar.get("env").is_none());
-    assert_eq!(
-        spec["containers"][0]["env"][1]["name"],
-        Value::from(SOCKET_ENV)
-    );
-    assert_eq!(
-        spec["containers"][1]["env"][0]["name"],
-        Value::from(SOCKET_ENV)
-    );
+    assert_eq!(spec["containers"][0]["env"][1]["name"], Value::from(SOCKET_ENV));
+    assert_eq!(spec["containers"][1]["env"][0]["name"], Value::from(SOCKET_ENV));
 }
 
 #[test]
 fn a_named_watcher_alone_gets_the_socket() {
-    let o = InjectOptions {
-        watcher: WatcherSelector::Named("manager".into()),
-        ..opts()
-    };
+    let o = InjectOptions { watcher: WatcherSelector::Named("manager".into()), ..opts() };
     let v = yaml(&inject_manifests(DEPLOYMENT, &o).unwrap().output);
     assert_injected(at(&v, &["spec", "template", "spec"]), &["manager"]);
 
-    let o = InjectOptions {
-        watcher: WatcherSelector::Named("nope".into()),
-        ..opts()
-    };
+    let o = InjectOptions { watcher: WatcherSelector::Named("nope".into()), ..opts() };
     let err = inject_manifests(DEPLOYMENT, &o).unwrap_err();
     assert!(
         matches!(&err, Error::InjectWatcherNotFound { object, container, available }
@@ -255,12 +208,7 @@ fn a_named_watcher_alone_gets_the_socket() {
 fn image_args_socket_dir_and_resources_are_configurable() {
     let o = InjectOptions {
         image: "registry.local/sidecar:dev".into(),
-        extra_args: vec![
-            "--transport".into(),
-            "redis".into(),
-            "--redis-url".into(),
-            "redis://redis:6379".into(),
-        ],
+        extra_args: vec!["--transport".into(), "redis".into(), "--redis-url".into(), "redis://redis:6379".into()],
         socket_dir: "/run/attr/".into(),
         resources: SidecarResources {
             cpu_request: "50m".into(),
@@ -276,19 +224,11 @@ fn image_args_socket_dir_and_resources_are_configurable() {
     assert_eq!(sidecar["image"], Value::from("registry.local/sidecar:dev"));
     assert_eq!(
         sidecar["args"],
-        yaml(
-            "[serve, --socket, /run/attr/reverser.sock, --transport, redis, --redis-url, 'redis://redis:6379']"
-        )
+        yaml("[serve, --socket, /run/attr/reverser.sock, --socket-mode, '666', --audit-listen, 'off', --transport, redis, --redis-url, 'redis://redis:6379']")
     );
-    assert_eq!(
-        sidecar["resources"],
-        yaml("{requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}")
-    );
+    assert_eq!(sidecar["resources"], yaml("{requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}"));
     assert_eq!(sidecar["securityContext"]["runAsUser"], Value::from(1000));
-    assert_eq!(
-        spec["containers"][0]["env"][1],
-        yaml("{name: REVERSER_SOCKET, value: /run/attr/reverser.sock}")
-    );
+    assert_eq!(spec["containers"][0]["env"][1], yaml("{name: REVERSER_SOCKET, value: /run/attr/reverser.sock}"));
     assert_eq!(
         spec["containers"][0]["volumeMounts"],
         yaml("[{name: reverser-socket, mountPath: /run/attr/, readOnly: true}]")
@@ -313,14 +253,8 @@ spec:
     emptyDir: {medium: Memory}
 ";
     let v = yaml(&inject_manifests(text, &opts()).unwrap().output);
-    assert_eq!(
-        v["spec"]["containers"][0]["env"],
-        yaml("[{name: REVERSER_SOCKET, value: /custom.sock}]")
-    );
-    assert_eq!(
-        v["spec"]["volumes"],
-        yaml("[{name: reverser-socket, emptyDir: {medium: Memory}}]")
-    );
+    assert_eq!(v["spec"]["containers"][0]["env"], yaml("[{name: REVERSER_SOCKET, value: /custom.sock}]"));
+    assert_eq!(v["spec"]["volumes"], yaml("[{name: reverser-socket, emptyDir: {medium: Memory}}]"));
     assert_eq!(names(&v["spec"]["initContainers"]), [SIDECAR_NAME]);
 }
 
@@ -333,10 +267,7 @@ fn the_disabled_annotation_opts_a_workload_out_byte_for_byte() {
     assert_ne!(text, DEPLOYMENT);
     let out = inject_manifests(&text, &opts()).unwrap();
     assert_eq!(out.output, text);
-    assert_eq!(
-        out.reports[0].outcome,
-        Outcome::Skipped(SkipReason::OptedOut)
-    );
+    assert_eq!(out.reports[0].outcome, Outcome::Skipped(SkipReason::OptedOut));
     // Only the pod template's annotation counts; any other value injects.
     let enabled = text.replace("inject: disabled", "inject: enabled");
     let out = inject_manifests(&enabled, &opts()).unwrap();
@@ -347,8 +278,7 @@ fn the_disabled_annotation_opts_a_workload_out_byte_for_byte() {
 fn multi_document_input_keeps_other_documents_byte_for_byte() {
     let service = "# the service, with a comment kept as is\napiVersion: v1\nkind: Service\nmetadata:\n  name: watcher   # trailing comment\nspec:\n  ports: [{port: 80}]\n";
     let config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata:\n  script: |\n    echo hi\n      --- not a marker\n";
-    let text =
-        format!("---\n{service}---\n{DEPLOYMENT}--- # a comment on the marker\n{config}\n---\n");
+    let text = format!("---\n{service}---\n{DEPLOYMENT}--- # a comment on the marker\n{config}\n---\n");
     let out = inject_manifests(&text, &opts()).unwrap();
     let docs = split_documents(&out.output);
     assert_eq!(docs.len(), 5, "{}", out.output);
@@ -357,24 +287,14 @@ fn multi_document_input_keeps_other_documents_byte_for_byte() {
     assert_eq!(docs[3].marker, "--- # a comment on the marker\n");
     assert_eq!(docs[3].body, format!("{config}\n"));
     assert_eq!(docs[4].body, "");
-    assert_injected(
-        at(&yaml(docs[2].body), &["spec", "template", "spec"]),
-        &["manager", "metrics"],
-    );
+    assert_injected(at(&yaml(docs[2].body), &["spec", "template", "spec"]), &["manager", "metrics"]);
     let outcomes: Vec<String> = out.reports.iter().map(ToString::to_string).collect();
     assert_eq!(
         outcomes,
-        [
-            "Service watcher left untouched",
-            "Deployment gitops/watcher injected",
-            "ConfigMap cfg left untouched"
-        ]
+        ["Service watcher left untouched", "Deployment gitops/watcher injected", "ConfigMap cfg left untouched"]
     );
     // And again: nothing changes.
-    assert_eq!(
-        inject_manifests(&out.output, &opts()).unwrap().output,
-        out.output
-    );
+    assert_eq!(inject_manifests(&out.output, &opts()).unwrap().output, out.output);
 }
 
 #[test]
@@ -407,19 +327,10 @@ items:
     let out = inject_manifests(text, &opts()).unwrap();
     let v = yaml(&out.output);
     assert_eq!(v["items"][0], yaml(text)["items"][0]);
-    assert_injected(
-        at(&v["items"][1], &["spec", "template", "spec"]),
-        &["agent"],
-    );
-    assert_injected(
-        at(&v["items"][2]["items"][0], &["spec", "template", "spec"]),
-        &["task"],
-    );
+    assert_injected(at(&v["items"][1], &["spec", "template", "spec"]), &["agent"]);
+    assert_injected(at(&v["items"][2]["items"][0], &["spec", "template", "spec"]), &["task"]);
     assert_eq!(out.reports.len(), 3);
-    assert_eq!(
-        inject_manifests(&out.output, &opts()).unwrap().output,
-        out.output
-    );
+    assert_eq!(inject_manifests(&out.output, &opts()).unwrap().output, out.output);
 }
 
 #[test]
@@ -436,17 +347,14 @@ fn other_kinds_and_groups_are_left_alone() {
     ] {
         let out = inject_manifests(text, &opts()).unwrap();
         assert_eq!(out.output, text);
-        assert!(
-            out.reports
-                .iter()
-                .all(|r| r.outcome == Outcome::NotAWorkload)
-        );
+        assert!(out.reports.iter().all(|r| r.outcome == Outcome::NotAWorkload));
     }
 }
 
 #[test]
 fn json_input_is_injected_too() {
-    let text = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}"#;
+    let text =
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}]}}"#;
     let out = inject_manifests(text, &opts()).unwrap();
     assert_injected(&yaml(&out.output)["spec"], &["c"]);
 }
@@ -456,41 +364,23 @@ fn bad_input_is_a_clear_error_naming_the_place() {
     let text = format!("{DEPLOYMENT}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: [unclosed\n");
     let err = inject_manifests(&text, &opts()).unwrap_err();
     let first_line = DEPLOYMENT.lines().count() + 2;
-    assert!(
-        matches!(&err, Error::InjectParse { line, .. } if *line == first_line),
-        "{err:?}"
-    );
-    assert!(
-        err.to_string()
-            .contains(&format!("starting at line {first_line}")),
-        "{err}"
-    );
+    assert!(matches!(&err, Error::InjectParse { line, .. } if *line == first_line), "{err:?}");
+    assert!(err.to_string().contains(&format!("starting at line {first_line}")), "{err}");
     // The parser's own positions count lines of the whole input.
-    assert!(
-        err.to_string()
-            .contains(&format!("at line {}", first_line + 3)),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&format!("at line {}", first_line + 3)), "{err}");
 
-    let err = inject_manifests(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n",
-        &opts(),
-    )
-    .unwrap_err();
+    let err =
+        inject_manifests("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1}\n", &opts())
+            .unwrap_err();
     assert_eq!(
         err.to_string(),
         "cannot inject into Deployment d: spec.template is missing; fix the manifest, or opt it out with the pod template annotation reverser.dev/inject: disabled"
     );
 
-    let err = inject_manifests(
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: {name: c}}\n",
-        &opts(),
-    )
-    .unwrap_err();
-    assert!(
-        matches!(&err, Error::InjectMalformed { path, .. } if path == "containers"),
-        "{err:?}"
-    );
+    let err =
+        inject_manifests("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: {name: c}}\n", &opts())
+            .unwrap_err();
+    assert!(matches!(&err, Error::InjectMalformed { path, .. } if path == "containers"), "{err:?}");
 }
 
 #[test]
@@ -540,19 +430,14 @@ fn watcher_pod() -> serde_json::Value {
 }
 
 /// Runs the webhook on `review` and applies the patch it returns, if any.
-fn webhook(
-    review: &serde_json::Value,
-    config: &WebhookConfig,
-) -> (serde_json::Value, Option<serde_json::Value>) {
+fn webhook(review: &serde_json::Value, config: &WebhookConfig) -> (serde_json::Value, Option<serde_json::Value>) {
     let response = super::review(&serde_json::to_vec(review).unwrap(), config);
     assert_eq!(response["apiVersion"], "admission.k8s.io/v1");
     assert_eq!(response["kind"], "AdmissionReview");
     assert_eq!(response["response"]["allowed"], true);
     let patched = response["response"].get("patch").map(|p| {
         assert_eq!(response["response"]["patchType"], "JSONPatch");
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(p.as_str().unwrap())
-            .unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(p.as_str().unwrap()).unwrap();
         let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
         let mut pod = review["request"]["object"].clone();
         json_patch::patch(&mut pod, &patch).unwrap();
@@ -572,31 +457,19 @@ fn webhook_patch_equals_inject_output() {
     let config = WebhookConfig::default();
     let review = admission(&watcher_pod(), "gitops", "CREATE");
     let (response, patched) = webhook(&review, &config);
-    assert_eq!(
-        response["response"]["uid"],
-        "705ab4f5-6393-11e8-b7cc-42010a800002"
-    );
+    assert_eq!(response["response"]["uid"], "705ab4f5-6393-11e8-b7cc-42010a800002");
     let patched = patched.expect("a patch");
     assert_eq!(patched, injected_by_inject(&watcher_pod(), &config.inject));
     assert_eq!(patched["spec"]["initContainers"][0]["name"], SIDECAR_NAME);
-    assert_eq!(
-        patched["spec"]["containers"][0]["env"][0]["name"],
-        SOCKET_ENV
-    );
+    assert_eq!(patched["spec"]["containers"][0]["env"][0]["name"], SOCKET_ENV);
 }
 
 #[test]
 fn webhook_opt_outs_are_admitted_without_a_patch() {
     let base = WebhookConfig::default();
-    let requiring = WebhookConfig {
-        require_opt_in_label: true,
-        ..WebhookConfig::default()
-    };
+    let requiring = WebhookConfig { require_opt_in_label: true, ..WebhookConfig::default() };
     let mut unlabelled = watcher_pod();
-    unlabelled["metadata"]["labels"]
-        .as_object_mut()
-        .unwrap()
-        .remove(INJECT_KEY);
+    unlabelled["metadata"]["labels"].as_object_mut().unwrap().remove(INJECT_KEY);
     let mut disabled = watcher_pod();
     disabled["metadata"]["annotations"] = serde_json::json!({INJECT_KEY: "disabled"});
     let mut host = watcher_pod();
@@ -606,36 +479,16 @@ fn webhook_opt_outs_are_admitted_without_a_patch() {
     other_kind["request"]["kind"]["kind"] = "Service".into();
 
     let cases = [
-        (
-            admission(&unlabelled, "gitops", "CREATE"),
-            &requiring,
-            AllowReason::NotOptedIn,
-        ),
-        (
-            admission(&disabled, "gitops", "CREATE"),
-            &base,
-            AllowReason::Skipped(SkipReason::OptedOut),
-        ),
-        (
-            admission(&host, "gitops", "CREATE"),
-            &base,
-            AllowReason::HostNetwork,
-        ),
+        (admission(&unlabelled, "gitops", "CREATE"), &requiring, AllowReason::NotOptedIn),
+        (admission(&disabled, "gitops", "CREATE"), &base, AllowReason::Skipped(SkipReason::OptedOut)),
+        (admission(&host, "gitops", "CREATE"), &base, AllowReason::HostNetwork),
         (
             admission(&watcher_pod(), "kube-system", "CREATE"),
             &base,
             AllowReason::ExcludedNamespace("kube-system".into()),
         ),
-        (
-            admission(&already, "gitops", "CREATE"),
-            &base,
-            AllowReason::Skipped(SkipReason::AlreadyInjected),
-        ),
-        (
-            admission(&watcher_pod(), "gitops", "UPDATE"),
-            &base,
-            AllowReason::NotAPodCreate,
-        ),
+        (admission(&already, "gitops", "CREATE"), &base, AllowReason::Skipped(SkipReason::AlreadyInjected)),
+        (admission(&watcher_pod(), "gitops", "UPDATE"), &base, AllowReason::NotAPodCreate),
         (other_kind, &base, AllowReason::NotAPodCreate),
     ];
     for (review, config, reason) in cases {
@@ -662,34 +515,16 @@ fn malformed_reviews_get_allowed_with_a_message() {
     let mut bad_pod = admission(&watcher_pod(), "gitops", "CREATE");
     bad_pod["request"]["object"]["spec"]["containers"] = "not a list".into();
     let named = WebhookConfig {
-        inject: InjectOptions {
-            watcher: WatcherSelector::Named("absent".into()),
-            ..opts()
-        },
+        inject: InjectOptions { watcher: WatcherSelector::Named("absent".into()), ..opts() },
         ..WebhookConfig::default()
     };
 
     let cases: Vec<(Vec<u8>, &WebhookConfig, &str, &str)> = vec![
         (b"{not json".to_vec(), &config, "", "not JSON"),
-        (
-            b"[]".to_vec(),
-            &config,
-            "",
-            "expected an admission.k8s.io/v1 AdmissionReview",
-        ),
-        (
-            serde_json::to_vec(&v1beta1).unwrap(),
-            &config,
-            "",
-            "admissionReviewVersions",
-        ),
+        (b"[]".to_vec(), &config, "", "expected an admission.k8s.io/v1 AdmissionReview"),
+        (serde_json::to_vec(&v1beta1).unwrap(), &config, "", "admissionReviewVersions"),
         (serde_json::to_vec(&no_uid).unwrap(), &config, "", "no uid"),
-        (
-            serde_json::to_vec(&no_object).unwrap(),
-            &config,
-            "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "carries no object",
-        ),
+        (serde_json::to_vec(&no_object).unwrap(), &config, "705ab4f5-6393-11e8-b7cc-42010a800002", "carries no object"),
         (
             serde_json::to_vec(&bad_pod).unwrap(),
             &config,
@@ -720,19 +555,13 @@ fn malformed_reviews_get_allowed_with_a_message() {
 fn container_strategy() -> impl Strategy<Value = serde_json::Value> {
     (
         "[a-z]{1,8}",
-        proptest::option::of(proptest::collection::vec(
-            ("[A-Z_]{1,6}", "[a-z0-9]{0,4}"),
-            0..3,
-        )),
+        proptest::option::of(proptest::collection::vec(("[A-Z_]{1,6}", "[a-z0-9]{0,4}"), 0..3)),
         proptest::option::of(proptest::collection::vec("[a-z]{1,5}", 0..3)),
     )
         .prop_map(|(name, env, mounts)| {
             let mut c = serde_json::json!({"name": name, "image": format!("example/{name}:1")});
             if let Some(env) = env {
-                c["env"] = env
-                    .into_iter()
-                    .map(|(n, v)| serde_json::json!({"name": n, "value": v}))
-                    .collect();
+                c["env"] = env.into_iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect();
             }
             if let Some(mounts) = mounts {
                 c["volumeMounts"] = mounts
@@ -765,10 +594,8 @@ fn pod_strategy() -> impl Strategy<Value = serde_json::Value> {
                 pod["spec"]["initContainers"] = init.into();
             }
             if let Some(volumes) = volumes {
-                pod["spec"]["volumes"] = volumes
-                    .into_iter()
-                    .map(|v| serde_json::json!({"name": v, "emptyDir": {}}))
-                    .collect();
+                pod["spec"]["volumes"] =
+                    volumes.into_iter().map(|v| serde_json::json!({"name": v, "emptyDir": {}})).collect();
             }
             pod
         })

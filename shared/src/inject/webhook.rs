@@ -71,14 +71,8 @@ pub struct ReviewError {
 }
 
 /// The pure rule: what to do with the AdmissionReview `review`.
-pub fn decide_review(
-    review: &Value,
-    config: &WebhookConfig,
-) -> std::result::Result<ReviewDecision, ReviewError> {
-    let fail = |uid: &str, message: String| ReviewError {
-        uid: uid.to_string(),
-        message,
-    };
+pub fn decide_review(review: &Value, config: &WebhookConfig) -> std::result::Result<ReviewDecision, ReviewError> {
+    let fail = |uid: &str, message: String| ReviewError { uid: uid.to_string(), message };
     let api_version = review.get("apiVersion").and_then(Value::as_str);
     let kind = review.get("kind").and_then(Value::as_str);
     if api_version != Some("admission.k8s.io/v1") || kind != Some("AdmissionReview") {
@@ -95,24 +89,13 @@ pub fn decide_review(
     let uid = match request.get("uid").and_then(Value::as_str) {
         Some(uid) if !uid.is_empty() => uid,
         _ => {
-            return Err(fail(
-                "",
-                "the AdmissionReview request has no uid to answer".into(),
-            ));
+            return Err(fail("", "the AdmissionReview request has no uid to answer".into()));
         }
     };
-    let decided = |action| {
-        Ok(ReviewDecision {
-            uid: uid.to_string(),
-            action,
-        })
-    };
+    let decided = |action| Ok(ReviewDecision { uid: uid.to_string(), action });
 
     let str_at = |v: &Value, ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(str::to_string);
-    let is_pod = str_at(request, "/kind/group")
-        .as_deref()
-        .unwrap_or("")
-        .is_empty()
+    let is_pod = str_at(request, "/kind/group").as_deref().unwrap_or("").is_empty()
         && str_at(request, "/kind/kind").as_deref() == Some("Pod");
     let is_create = str_at(request, "/operation").as_deref() == Some("CREATE");
     let is_subresource = str_at(request, "/subResource").is_some_and(|s| !s.is_empty());
@@ -120,25 +103,17 @@ pub fn decide_review(
         return decided(Action::Allow(AllowReason::NotAPodCreate));
     }
     let Some(pod) = request.get("object").filter(|o| o.is_object()) else {
-        return Err(fail(
-            uid,
-            format!("the Pod CREATE review {uid} carries no object to inject"),
-        ));
+        return Err(fail(uid, format!("the Pod CREATE review {uid} carries no object to inject")));
     };
 
-    let namespace = str_at(request, "/namespace")
-        .or_else(|| str_at(pod, "/metadata/namespace"))
-        .unwrap_or_default();
+    let namespace = str_at(request, "/namespace").or_else(|| str_at(pod, "/metadata/namespace")).unwrap_or_default();
     if config.excluded_namespaces.contains(&namespace) {
         return decided(Action::Allow(AllowReason::ExcludedNamespace(namespace)));
     }
     if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
         return decided(Action::Allow(AllowReason::HostNetwork));
     }
-    let label = pod
-        .pointer("/metadata/labels")
-        .and_then(|l| l.get(INJECT_KEY))
-        .and_then(Value::as_str);
+    let label = pod.pointer("/metadata/labels").and_then(|l| l.get(INJECT_KEY)).and_then(Value::as_str);
     if config.require_opt_in_label && label != Some("enabled") {
         return decided(Action::Allow(AllowReason::NotOptedIn));
     }
@@ -148,10 +123,10 @@ pub fn decide_review(
         .unwrap_or_else(|| "<unnamed>".into());
     let object = format!("Pod {namespace}/{name}");
     // The same rule `inject` applies, over the same data model.
-    let template: serde_norway::Value = serde_json::from_value(pod.clone())
-        .map_err(|e| fail(uid, format!("{object} is not a pod object: {e}")))?;
-    let (injected, outcome) = inject_template(&template, &config.inject, &object)
-        .map_err(|e| fail(uid, e.to_string()))?;
+    let template: serde_norway::Value =
+        serde_json::from_value(pod.clone()).map_err(|e| fail(uid, format!("{object} is not a pod object: {e}")))?;
+    let (injected, outcome) =
+        inject_template(&template, &config.inject, &object).map_err(|e| fail(uid, e.to_string()))?;
     match (injected, outcome) {
         (Some(injected), Outcome::Injected) => {
             let injected = serde_json::to_value(&injected)
@@ -171,16 +146,12 @@ pub fn decide_review(
 pub fn review(request: &[u8], config: &WebhookConfig) -> Value {
     let decision = match serde_json::from_slice::<Value>(request) {
         Ok(review) => decide_review(&review, config),
-        Err(e) => Err(ReviewError {
-            uid: String::new(),
-            message: format!("the admission request body is not JSON: {e}"),
-        }),
+        Err(e) => {
+            Err(ReviewError { uid: String::new(), message: format!("the admission request body is not JSON: {e}") })
+        }
     };
     let response = match decision {
-        Ok(ReviewDecision {
-            uid,
-            action: Action::Patch(patch),
-        }) => match serde_json::to_vec(&patch) {
+        Ok(ReviewDecision { uid, action: Action::Patch(patch) }) => match serde_json::to_vec(&patch) {
             Ok(bytes) => json!({
                 "uid": uid,
                 "allowed": true,
@@ -189,10 +160,7 @@ pub fn review(request: &[u8], config: &WebhookConfig) -> Value {
             }),
             Err(e) => error_response(&uid, &format!("cannot encode the JSONPatch: {e}")),
         },
-        Ok(ReviewDecision {
-            uid,
-            action: Action::Allow(reason),
-        }) => {
+        Ok(ReviewDecision { uid, action: Action::Allow(reason) }) => {
             tracing::debug!(%uid, ?reason, "admitted without injecting");
             json!({ "uid": uid, "allowed": true })
         }

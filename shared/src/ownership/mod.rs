@@ -1,3 +1,39 @@
 //! Ownership rules of `spec/ownership.md`: owner references, fold, reap,
 //! sweep, merge-request ownership, takeover, the merge gate, and the object
 //! byte budget.
+//!
+//! Every rule is a pure function over plain data ([`types`], the
+//! [`decision::Snapshot`] of a namespace) returning serializable decisions
+//! ([`decision::Action`], each with a human-readable `why`). The
+//! [`executor`] applies them to the Kubernetes API with resourceVersion
+//! preconditions and recomputes on 409; forge steps go to a
+//! [`executor::Forge`] the caller supplies.
+//!
+//! - [`types`]: Project, Repository, Task, Issue, MergeRequest (lossless).
+//! - [`naming`]: `IntakeTaskName`, mirror CR names, the natural key.
+//! - [`owners`]: the five owner-reference rules and the repair.
+//! - [`fold`]: the refine fold. [`reap`]: retention, settling, the terminal
+//!   path. [`sweep`]: orphans, mint, budgets, pull requests.
+//! - [`merge_request`]: MR ownership and the merge gate. [`takeover`].
+//! - [`budget`]: the 800,000-byte object guard. [`metrics`].
+//! - `fakeapi` (feature `test-support`): a Kubernetes API fake for tests.
+
+pub mod budget;
+pub mod decision;
+pub mod executor;
+#[cfg(any(test, feature = "test-support"))]
+pub mod fakeapi;
+pub mod fold;
+pub mod merge_request;
+pub mod metrics;
+pub mod naming;
+pub mod owners;
+pub mod reap;
+pub mod sweep;
+pub mod takeover;
+pub mod types;
+
+#[cfg(test)]
+mod interleavings;
+#[cfg(test)]
+mod testkit;

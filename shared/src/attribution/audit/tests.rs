@@ -43,67 +43,38 @@ fn fact_of(p: Published) -> Fact {
 #[test]
 fn accept_gate_counts_every_rejection_reason() {
     // "stage is ResponseComplete"
-    assert_eq!(
-        publish("r", &event(json!({"stage": "RequestReceived"}))),
-        Published::Rejected(Rejection::Stage)
-    );
+    assert_eq!(publish("r", &event(json!({"stage": "RequestReceived"}))), Published::Rejected(Rejection::Stage));
     // "verb is a mutation"
-    assert_eq!(
-        publish("r", &event(json!({"verb": "get"}))),
-        Published::Rejected(Rejection::Verb)
-    );
+    assert_eq!(publish("r", &event(json!({"verb": "get"}))), Published::Rejected(Rejection::Verb));
     // "responseStatus.code is absent or < 300 (a 409 conflict changed nothing)"
-    assert_eq!(
-        publish("r", &event(json!({"responseStatus": {"code": 409}}))),
-        Published::Rejected(Rejection::Status)
-    );
-    assert!(matches!(
-        publish("r", &event(json!({"responseStatus": null}))),
-        Published::Fact { .. }
-    ));
+    assert_eq!(publish("r", &event(json!({"responseStatus": {"code": 409}}))), Published::Rejected(Rejection::Status));
+    assert!(matches!(publish("r", &event(json!({"responseStatus": null}))), Published::Fact { .. }));
     // "the requestURI query has no dryRun=All"
-    let dry =
-        event(json!({"requestURI": "/api/v1/namespaces/ns/configmaps?fieldManager=x&dryRun=All"}));
+    let dry = event(json!({"requestURI": "/api/v1/namespaces/ns/configmaps?fieldManager=x&dryRun=All"}));
     assert_eq!(publish("r", &dry), Published::Rejected(Rejection::DryRun));
     // "a write whose request object's resourceVersion equals the response object's"
     let noop = event(json!({"requestObject": {"metadata": {"resourceVersion": "7"}}}));
-    assert_eq!(
-        publish("r", &noop),
-        Published::Rejected(Rejection::NoOpWrite)
-    );
+    assert_eq!(publish("r", &noop), Published::Rejected(Rejection::NoOpWrite));
     let changed = event(json!({"requestObject": {"metadata": {"resourceVersion": "6"}}}));
     assert!(matches!(publish("r", &changed), Published::Fact { .. }));
     // "not on a subresource other than scale"
     let status = event(json!({"objectRef": {"subresource": "status"}}));
-    assert_eq!(
-        publish("r", &status),
-        Published::Rejected(Rejection::Subresource)
-    );
+    assert_eq!(publish("r", &status), Published::Rejected(Rejection::Subresource));
     let scale = event(json!({"objectRef": {"subresource": "scale"}}));
     assert!(matches!(publish("r", &scale), Published::Fact { .. }));
 }
 
 #[test]
 fn publish_gates_resource_user_and_name() {
-    assert_eq!(
-        publish("r", &event(json!({"objectRef": null}))),
-        Published::Rejected(Rejection::NoResource)
-    );
+    assert_eq!(publish("r", &event(json!({"objectRef": null}))), Published::Rejected(Rejection::NoResource));
     assert_eq!(
         publish("r", &event(json!({"objectRef": {"resource": ""}}))),
         Published::Rejected(Rejection::NoResource)
     );
-    assert_eq!(
-        publish("r", &event(json!({"user": {"username": ""}}))),
-        Published::Rejected(Rejection::NoUser)
-    );
+    assert_eq!(publish("r", &event(json!({"user": {"username": ""}}))), Published::Rejected(Rejection::NoUser));
     // No name in objectRef and none in either body: the name gate.
-    let nameless =
-        event(json!({"verb": "create", "objectRef": {"name": ""}, "responseObject": null}));
-    assert_eq!(
-        publish("r", &nameless),
-        Published::Rejected(Rejection::NoName)
-    );
+    let nameless = event(json!({"verb": "create", "objectRef": {"name": ""}, "responseObject": null}));
+    assert_eq!(publish("r", &nameless), Published::Rejected(Rejection::NoName));
     assert_eq!(Rejection::NoName.result(), "no_attribution_fact");
     assert_eq!(Rejection::DryRun.result(), "rejected");
 }
@@ -116,10 +87,7 @@ fn effective_user_is_the_impersonated_one_with_claims() {
             "configbutler.ai/claims/email": ["bob@example.com", "other@example.com"]}}
     }));
     let f = fact_of(publish("r", &ev));
-    assert_eq!(
-        (f.author.as_str(), f.display_name.as_str(), f.email.as_str()),
-        ("bob", "Bob B", "bob@example.com")
-    );
+    assert_eq!((f.author.as_str(), f.display_name.as_str(), f.email.as_str()), ("bob", "Bob B", "bob@example.com"));
     // An empty impersonated user falls back to the user.
     let ev = event(json!({"impersonatedUser": {"username": ""}}));
     assert_eq!(fact_of(publish("r", &ev)).author, "alice");
@@ -131,19 +99,13 @@ fn identity_backfills_from_the_bodies_in_verb_order() {
     let ev = event(json!({"verb": "create", "objectRef": {"name": ""},
         "responseObject": {"metadata": {"name": "gen-x1", "uid": "u-9", "resourceVersion": 41001}}}));
     let f = fact_of(publish("r", &ev));
-    assert_eq!(
-        (f.name.as_str(), f.uid.as_str(), f.resource_version.as_str()),
-        ("gen-x1", "u-9", "41001")
-    );
+    assert_eq!((f.name.as_str(), f.uid.as_str(), f.resource_version.as_str()), ("gen-x1", "u-9", "41001"));
     // A delete prefers the request object over the response object.
     let ev = event(json!({"verb": "delete", "objectRef": {"name": ""},
         "requestObject": {"metadata": {"name": "from-request", "uid": "u-req"}},
         "responseObject": {"metadata": {"name": "from-response", "uid": "u-resp", "resourceVersion": "9"}}}));
     let f = fact_of(publish("r", &ev));
-    assert_eq!(
-        (f.name.as_str(), f.uid.as_str(), f.resource_version.as_str()),
-        ("from-request", "u-req", "9")
-    );
+    assert_eq!((f.name.as_str(), f.uid.as_str(), f.resource_version.as_str()), ("from-request", "u-req", "9"));
     // resourceVersion falls back to objectRef's when no response carries one.
     let ev = event(
         json!({"verb": "delete", "objectRef": {"resourceVersion": "5"}, "responseObject": {"kind": "Status", "metadata": null}}),
@@ -161,63 +123,33 @@ fn collection_fact_keeps_selector_and_uid_set() {
         "responseObject": {"kind": "ConfigMapList", "metadata": {"resourceVersion": "50"},
             "items": [{"metadata": {"uid": "u1", "resourceVersion": "1"}}, {"metadata": {"uid": "u2"}}]}
     }));
-    let Published::Fact {
-        scope,
-        fact,
-        without_uidset,
-    } = publish("lab", &ev)
-    else {
-        panic!()
-    };
+    let Published::Fact { scope, fact, without_uidset } = publish("lab", &ev) else { panic!() };
     assert_eq!(scope.route, "lab");
     assert_eq!(fact.label_selector, "app=web,tier in (a)");
     assert_eq!(fact.uids, Some(vec!["u1".to_string(), "u2".to_string()]));
-    assert_eq!(
-        (
-            fact.uid.as_str(),
-            fact.name.as_str(),
-            fact.resource_version.as_str()
-        ),
-        ("", "", "")
-    );
+    assert_eq!((fact.uid.as_str(), fact.name.as_str(), fact.resource_version.as_str()), ("", "", ""));
     assert_eq!(without_uidset, None);
 }
 
 #[test]
 fn collection_without_body_or_past_the_cap_has_no_uid_set() {
-    let ev = event(
-        json!({"verb": "deletecollection", "objectRef": {"name": null}, "responseObject": null}),
-    );
-    let Published::Fact {
-        fact,
-        without_uidset,
-        ..
-    } = publish("r", &ev)
-    else {
-        panic!()
-    };
+    let ev = event(json!({"verb": "deletecollection", "objectRef": {"name": null}, "responseObject": null}));
+    let Published::Fact { fact, without_uidset, .. } = publish("r", &ev) else { panic!() };
     assert_eq!((fact.uids, without_uidset), (None, Some("no_uids")));
 
-    let items: Vec<Value> = (0..=COLLECTION_UID_CAP)
-        .map(|i| json!({"metadata": {"uid": format!("u{i}")}}))
-        .collect();
-    let ev = event(
-        json!({"verb": "deletecollection", "objectRef": {"name": null}, "responseObject": {"items": items}}),
-    );
-    let Published::Fact {
-        fact,
-        without_uidset,
-        ..
-    } = publish("r", &ev)
-    else {
-        panic!()
-    };
+    let items: Vec<Value> = (0..=COLLECTION_UID_CAP).map(|i| json!({"metadata": {"uid": format!("u{i}")}})).collect();
+    let ev =
+        event(json!({"verb": "deletecollection", "objectRef": {"name": null}, "responseObject": {"items": items}}));
+    let Published::Fact { fact, without_uidset, .. } = publish("r", &ev) else { panic!() };
     assert_eq!((fact.uids, without_uidset), (None, Some("uid_cap")));
 }
 
 #[test]
 fn event_list_and_lone_event_decode_and_garbage_is_a_clear_error() {
-    let list = EventList::from_json(br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"verb":"create","unknown":1}]}"#).unwrap();
+    let list = EventList::from_json(
+        br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"verb":"create","unknown":1}]}"#,
+    )
+    .unwrap();
     assert_eq!(list.items.len(), 1);
     let lone = EventList::from_json(br#"{"verb":"create","stage":"ResponseComplete"}"#).unwrap();
     assert_eq!(lone.items[0].verb, "create");

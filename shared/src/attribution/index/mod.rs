@@ -30,12 +30,7 @@ pub struct IndexConfig {
 
 impl Default for IndexConfig {
     fn default() -> Self {
-        Self {
-            ttl_ms: 600_000,
-            collection_window_ms: 30_000,
-            max_facts: 1_000_000,
-            max_facts_per_type: 250_000,
-        }
+        Self { ttl_ms: 600_000, collection_window_ms: 30_000, max_facts: 1_000_000, max_facts_per_type: 250_000 }
     }
 }
 
@@ -94,10 +89,7 @@ impl Query {
     pub fn waiter_keys(&self) -> Vec<IndexKey> {
         let mut keys = Vec::with_capacity(5);
         if !self.uid.is_empty() && !self.resource_version.is_empty() {
-            keys.push(IndexKey::Exact(
-                self.uid.as_str().into(),
-                self.resource_version.as_str().into(),
-            ));
+            keys.push(IndexKey::Exact(self.uid.as_str().into(), self.resource_version.as_str().into()));
         }
         if self.removal {
             if !self.uid.is_empty() {
@@ -108,10 +100,7 @@ impl Query {
         if !self.resource_version.is_empty() {
             keys.push(IndexKey::Rv(self.resource_version.as_str().into()));
         }
-        keys.push(IndexKey::Name(
-            self.namespace.as_str().into(),
-            self.name.as_str().into(),
-        ));
+        keys.push(IndexKey::Name(self.namespace.as_str().into(), self.name.as_str().into()));
         keys
     }
 }
@@ -215,10 +204,7 @@ impl ScopeIndex {
         let mut keys = Vec::with_capacity(2);
         if fact.is_collection() {
             let ns: Box<str> = fact.namespace.as_str().into();
-            self.collections
-                .entry(ns.clone())
-                .or_default()
-                .push(f.clone());
+            self.collections.entry(ns.clone()).or_default().push(f.clone());
             keys.push(IndexKey::Collection(ns));
         } else if !fact.uid.is_empty() {
             let uid: Box<str> = fact.uid.as_str().into();
@@ -242,12 +228,8 @@ impl ScopeIndex {
             self.rv.insert(rv.clone(), f.clone());
             keys.push(IndexKey::Rv(rv));
         } else if !fact.name.is_empty() {
-            let (ns, name): (Box<str>, Box<str>) =
-                (fact.namespace.as_str().into(), fact.name.as_str().into());
-            self.name
-                .entry(ns.clone())
-                .or_default()
-                .insert(name.clone(), f.clone());
+            let (ns, name): (Box<str>, Box<str>) = (fact.namespace.as_str().into(), fact.name.as_str().into());
+            self.name.entry(ns.clone()).or_default().insert(name.clone(), f.clone());
             keys.push(IndexKey::Name(ns, name));
         }
         keys
@@ -278,18 +260,11 @@ impl ScopeIndex {
                 }
             }
         } else if !fact.resource_version.is_empty() {
-            if self
-                .rv
-                .get(fact.resource_version.as_str())
-                .is_some_and(|cur| Arc::ptr_eq(cur, f))
-            {
+            if self.rv.get(fact.resource_version.as_str()).is_some_and(|cur| Arc::ptr_eq(cur, f)) {
                 self.rv.remove(fact.resource_version.as_str());
             }
         } else if let Some(names) = self.name.get_mut(fact.namespace.as_str()) {
-            if names
-                .get(fact.name.as_str())
-                .is_some_and(|cur| Arc::ptr_eq(cur, f))
-            {
+            if names.get(fact.name.as_str()).is_some_and(|cur| Arc::ptr_eq(cur, f)) {
                 names.remove(fact.name.as_str());
             }
             if names.is_empty() {
@@ -299,11 +274,7 @@ impl ScopeIndex {
     }
 
     fn holds_sticky(&self, f: &FactRef) -> bool {
-        !f.fact.uid.is_empty()
-            && self
-                .by_uid
-                .get(f.fact.uid.as_str())
-                .is_some_and(|e| same(&e.sticky, f))
+        !f.fact.uid.is_empty() && self.by_uid.get(f.fact.uid.as_str()).is_some_and(|e| same(&e.sticky, f))
     }
 
     /// Evicts the oldest fact entirely (caps): every key, sticky included.
@@ -314,11 +285,7 @@ impl ScopeIndex {
             (None, Some(_)) => false,
             (None, None) => return false,
         };
-        let f = if from_live {
-            self.live.pop_front()
-        } else {
-            self.sticky_only.pop_front()
-        };
+        let f = if from_live { self.live.pop_front() } else { self.sticky_only.pop_front() };
         if let Some(f) = f {
             self.unfile(&f, true);
         }
@@ -342,10 +309,7 @@ pub struct Index {
 
 impl Index {
     pub fn new(config: IndexConfig) -> Self {
-        Self {
-            config,
-            ..Self::default()
-        }
+        Self { config, ..Self::default() }
     }
 
     pub fn config(&self) -> &IndexConfig {
@@ -366,9 +330,7 @@ impl Index {
     }
 
     fn scope(&self, scope: &Scope) -> Option<&ScopeIndex> {
-        self.scope_ids
-            .get(scope)
-            .map(|&id| &self.scopes[id as usize])
+        self.scope_ids.get(scope).map(|&id| &self.scopes[id as usize])
     }
 
     /// Whether a fact of this scope is held.
@@ -379,18 +341,9 @@ impl Index {
     /// Files a fact; returns the keys it filled (the waiters to wake). A fact
     /// that names no key (no uid, rv or name, not a collection) files nothing.
     pub fn insert(&mut self, scope: &Scope, fact: Fact, at_ms: u64) -> Vec<IndexKey> {
-        let selector = if fact.is_collection() {
-            Selector::parse(&fact.label_selector).ok()
-        } else {
-            None
-        };
+        let selector = if fact.is_collection() { Selector::parse(&fact.label_selector).ok() } else { None };
         let seq = self.next_seq;
-        let stored = Arc::new(StoredFact {
-            fact,
-            at_ms,
-            seq,
-            selector,
-        });
+        let stored = Arc::new(StoredFact { fact, at_ms, seq, selector });
         let id = match self.scope_ids.get(scope) {
             Some(&id) => id,
             None => {
@@ -443,11 +396,7 @@ impl Index {
         let ttl = self.config.ttl_ms;
         let mut dropped = 0;
         for s in &mut self.scopes {
-            while s
-                .live
-                .front()
-                .is_some_and(|f| f.at_ms.saturating_add(ttl) <= now_ms)
-            {
+            while s.live.front().is_some_and(|f| f.at_ms.saturating_add(ttl) <= now_ms) {
                 let f = s.live.pop_front().expect("front checked");
                 s.unfile(&f, false);
                 if s.holds_sticky(&f) {
@@ -466,12 +415,7 @@ impl Index {
                 .scopes
                 .iter()
                 .enumerate()
-                .flat_map(|(id, s)| {
-                    s.live
-                        .iter()
-                        .chain(&s.sticky_only)
-                        .map(move |f| (f.seq, id as u32))
-                })
+                .flat_map(|(id, s)| s.live.iter().chain(&s.sticky_only).map(move |f| (f.seq, id as u32)))
                 .collect();
             held.sort_unstable_by_key(|(seq, _)| *seq);
             self.arrivals = held.into();
@@ -487,17 +431,8 @@ impl Index {
         let Some(s) = self.scope(scope) else {
             return Lookup::default();
         };
-        let found = |tier: Tier, f: &FactRef| {
-            Some(Match {
-                tier,
-                fact: f.clone(),
-            })
-        };
-        let by_uid = if q.uid.is_empty() {
-            None
-        } else {
-            s.uid(&q.uid)
-        };
+        let found = |tier: Tier, f: &FactRef| Some(Match { tier, fact: f.clone() });
+        let by_uid = if q.uid.is_empty() { None } else { s.uid(&q.uid) };
         let exact = if q.resource_version.is_empty() {
             None
         } else {
@@ -510,61 +445,37 @@ impl Index {
             let mut fallback: Option<Match> = None;
             if let Some(f) = by_uid.and_then(|e| e.sticky.as_ref()) {
                 // Not TTL-bound: a uid is unique across space and time.
-                return Lookup {
-                    best: found(Tier::DeleteSticky, f),
-                    settled: true,
-                };
+                return Lookup { best: found(Tier::DeleteSticky, f), settled: true };
             }
             if let Some(f) = exact {
                 if f.fact.is_removal() {
-                    return Lookup {
-                        best: found(Tier::Exact, f),
-                        settled: true,
-                    };
+                    return Lookup { best: found(Tier::Exact, f), settled: true };
                 }
                 fallback = found(Tier::Exact, f);
             }
             if !q.uid.is_empty()
                 && let Some(f) = self.collection_with_uid(s, q, now_ms)
             {
-                return Lookup {
-                    best: found(Tier::DeletecollectionBodyUid, f),
-                    settled: true,
-                };
+                return Lookup { best: found(Tier::DeletecollectionBodyUid, f), settled: true };
             }
             if let Some(f) = self.live(by_uid.and_then(|e| e.latest.as_ref()), now_ms) {
                 if f.fact.is_removal() {
-                    return Lookup {
-                        best: found(Tier::Latest, f),
-                        settled: true,
-                    };
+                    return Lookup { best: found(Tier::Latest, f), settled: true };
                 }
                 fallback = fallback.or_else(|| found(Tier::Latest, f));
             }
             let name = self.live(s.name(&q.namespace, &q.name), now_ms);
             if let Some(f) = name.filter(|f| f.fact.is_removal()) {
-                return Lookup {
-                    best: found(Tier::Name, f),
-                    settled: true,
-                };
+                return Lookup { best: found(Tier::Name, f), settled: true };
             }
             if fallback.is_some() {
-                return Lookup {
-                    best: fallback,
-                    settled: false,
-                };
+                return Lookup { best: fallback, settled: false };
             }
             if let Some(f) = self.collection_covering(s, q, now_ms) {
-                return Lookup {
-                    best: found(Tier::DeletecollectionScope, f),
-                    settled: true,
-                };
+                return Lookup { best: found(Tier::DeletecollectionScope, f), settled: true };
             }
         } else if let Some(f) = exact {
-            return Lookup {
-                best: found(Tier::Exact, f),
-                settled: true,
-            };
+            return Lookup { best: found(Tier::Exact, f), settled: true };
         }
 
         // The rv hatch and the name tier: all an exact-capable event may
@@ -573,58 +484,33 @@ impl Index {
             .then(|| self.live(s.rv.get(q.resource_version.as_str()), now_ms))
             .flatten()
             .map(|f| (Tier::ResourceVersion, f))
-            .or_else(|| {
-                self.live(s.name(&q.namespace, &q.name), now_ms)
-                    .map(|f| (Tier::Name, f))
-            });
+            .or_else(|| self.live(s.name(&q.namespace, &q.name), now_ms).map(|f| (Tier::Name, f)));
         match hatch {
-            Some((tier, f)) => Lookup {
-                best: found(tier, f),
-                settled: !q.removal || f.fact.is_removal(),
-            },
+            Some((tier, f)) => Lookup { best: found(tier, f), settled: !q.removal || f.fact.is_removal() },
             None => Lookup::default(),
         }
     }
 
-    fn collection_with_uid<'a>(
-        &self,
-        s: &'a ScopeIndex,
-        q: &Query,
-        now_ms: u64,
-    ) -> Option<&'a FactRef> {
+    fn collection_with_uid<'a>(&self, s: &'a ScopeIndex, q: &Query, now_ms: u64) -> Option<&'a FactRef> {
         s.collections
             .get(q.namespace.as_str())?
             .iter()
             .rev()
-            .find(|c| {
-                self.live(Some(c), now_ms).is_some()
-                    && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid))
-            })
+            .find(|c| self.live(Some(c), now_ms).is_some() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid)))
     }
 
     /// The scope tier: a collection request in the object's namespace whose
     /// selector selects it, within the collection window. A collection whose
     /// body named its uids is not a scope candidate: the API server said
     /// exactly which objects it deleted, and this one was not among them.
-    fn collection_covering<'a>(
-        &self,
-        s: &'a ScopeIndex,
-        q: &Query,
-        now_ms: u64,
-    ) -> Option<&'a FactRef> {
+    fn collection_covering<'a>(&self, s: &'a ScopeIndex, q: &Query, now_ms: u64) -> Option<&'a FactRef> {
         let window = self.config.collection_window_ms;
-        s.collections
-            .get(q.namespace.as_str())?
-            .iter()
-            .rev()
-            .find(|c| {
-                self.live(Some(c), now_ms).is_some()
-                    && c.fact.uids.is_none()
-                    && c.at_ms.abs_diff(q.observed_at_ms) <= window
-                    && c.selector
-                        .as_ref()
-                        .is_some_and(|sel| sel.matches(&q.labels))
-            })
+        s.collections.get(q.namespace.as_str())?.iter().rev().find(|c| {
+            self.live(Some(c), now_ms).is_some()
+                && c.fact.uids.is_none()
+                && c.at_ms.abs_diff(q.observed_at_ms) <= window
+                && c.selector.as_ref().is_some_and(|sel| sel.matches(&q.labels))
+        })
     }
 
     /// Every fact the index holds for the object of `q`, tier by tier, with
@@ -636,45 +522,21 @@ impl Index {
         let mut out = Vec::new();
         let expired = |f: &FactRef| f.at_ms.saturating_add(self.config.ttl_ms) <= now_ms;
         let mut push = |tier: Tier, f: &FactRef, rule: Option<&'static str>| {
-            let excluded = if expired(f) && tier != Tier::DeleteSticky {
-                Some("expired: older than the TTL")
-            } else {
-                rule
-            };
-            out.push(Candidate {
-                tier,
-                fact: f.clone(),
-                excluded,
-            });
+            let excluded =
+                if expired(f) && tier != Tier::DeleteSticky { Some("expired: older than the TTL") } else { rule };
+            out.push(Candidate { tier, fact: f.clone(), excluded });
         };
         const WRITE_GATE: &str = "a write may not reach the removal tiers";
-        let by_uid = if q.uid.is_empty() {
-            None
-        } else {
-            s.uid(&q.uid)
-        };
+        let by_uid = if q.uid.is_empty() { None } else { s.uid(&q.uid) };
         if let Some(f) = by_uid.and_then(|e| e.sticky.as_ref()) {
-            push(
-                Tier::DeleteSticky,
-                f,
-                (!q.removal).then_some("only a removal consults the sticky pointer"),
-            );
+            push(Tier::DeleteSticky, f, (!q.removal).then_some("only a removal consults the sticky pointer"));
         }
         if let Some(f) = by_uid.and_then(|e| e.exact(&q.resource_version)) {
             push(Tier::Exact, f, None);
         }
-        for c in s
-            .collections
-            .get(q.namespace.as_str())
-            .into_iter()
-            .flatten()
-        {
+        for c in s.collections.get(q.namespace.as_str()).into_iter().flatten() {
             if !q.uid.is_empty() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid)) {
-                push(
-                    Tier::DeletecollectionBodyUid,
-                    c,
-                    (!q.removal).then_some(WRITE_GATE),
-                );
+                push(Tier::DeletecollectionBodyUid, c, (!q.removal).then_some(WRITE_GATE));
                 continue;
             }
             let rule = if !q.removal {
@@ -683,11 +545,7 @@ impl Index {
                 Some("the collection's uid set does not name this object")
             } else if c.at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
                 Some("outside the collection window")
-            } else if !c
-                .selector
-                .as_ref()
-                .is_some_and(|sel| sel.matches(&q.labels))
-            {
+            } else if !c.selector.as_ref().is_some_and(|sel| sel.matches(&q.labels)) {
                 Some("the collection's selector does not select this object")
             } else {
                 None

@@ -10,11 +10,7 @@ fn scope() -> Scope {
 }
 
 fn engine() -> Arc<Engine> {
-    Arc::new(Engine::new(
-        EngineConfig::default(),
-        Arc::new(TokioClock::starting_now()),
-        Arc::new(Metrics::new()),
-    ))
+    Arc::new(Engine::new(EngineConfig::default(), Arc::new(TokioClock::starting_now()), Arc::new(Metrics::new())))
 }
 
 fn fact(author: &str, verb: &str, uid: &str, rv: &str) -> Fact {
@@ -31,11 +27,7 @@ fn fact(author: &str, verb: &str, uid: &str, rv: &str) -> Fact {
 
 fn apply(e: &Engine, f: Fact) {
     let at_ms = e.clock().now_ms();
-    e.apply_batch(FactBatch {
-        scope: scope(),
-        facts: vec![f],
-        at_ms,
-    });
+    e.apply_batch(FactBatch { scope: scope(), facts: vec![f], at_ms });
 }
 
 fn q(uid: &str, rv: &str, removal: bool) -> Query {
@@ -49,10 +41,7 @@ fn q(uid: &str, rv: &str, removal: bool) -> Query {
     }
 }
 
-async fn resolve_in_background(
-    e: &Arc<Engine>,
-    query: Query,
-) -> tokio::task::JoinHandle<Resolution> {
+async fn resolve_in_background(e: &Arc<Engine>, query: Query) -> tokio::task::JoinHandle<Resolution> {
     let e = e.clone();
     let h = tokio::spawn(async move { e.resolve(&scope(), "v1", &query).await });
     tokio::task::yield_now().await; // let it register and read once
@@ -64,10 +53,7 @@ async fn a_present_fact_resolves_without_waiting() {
     let e = engine();
     apply(&e, fact("alice", "create", "u1", "1"));
     let r = e.resolve(&scope(), "v1", &q("u1", "1", false)).await;
-    assert_eq!(
-        (r.tier, r.author(), r.waited),
-        (Tier::Exact, Some("alice"), Duration::ZERO)
-    );
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::Exact, Some("alice"), Duration::ZERO));
     assert_eq!(e.waiters().len(), 0);
 }
 
@@ -79,10 +65,7 @@ async fn a_late_fact_wakes_the_waiting_resolver() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     apply(&e, fact("alice", "create", "u1", "1"));
     let r = h.await.unwrap();
-    assert_eq!(
-        (r.tier, r.author(), r.waited),
-        (Tier::Exact, Some("alice"), Duration::from_millis(700))
-    );
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::Exact, Some("alice"), Duration::from_millis(700)));
     assert_eq!(e.waiters().len(), 0, "a resolver leaves nothing registered");
 }
 
@@ -91,10 +74,7 @@ async fn an_unmatched_write_waits_out_the_grace_and_is_absent() {
     let e = engine();
     apply(&e, fact("other", "update", "u1", "1"));
     let r = e.resolve(&scope(), "v1", &q("u1", "2", false)).await;
-    assert_eq!(
-        (r.tier, r.fact.is_none(), r.waited),
-        (Tier::Absent, true, Duration::from_secs(3))
-    );
+    assert_eq!((r.tier, r.fact.is_none(), r.waited), (Tier::Absent, true, Duration::from_secs(3)));
     assert_eq!(r.actor_kind(), ActorKind::None);
 }
 
@@ -104,10 +84,7 @@ async fn a_removal_holds_a_write_fallback_until_the_grace_ends() {
     let e = engine();
     apply(&e, fact("writer", "update", "u1", "1"));
     let r = e.resolve(&scope(), "v1", &q("u1", "2", true)).await;
-    assert_eq!(
-        (r.tier, r.author(), r.waited),
-        (Tier::Latest, Some("writer"), Duration::from_secs(3))
-    );
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::Latest, Some("writer"), Duration::from_secs(3)));
 }
 
 // "A fact about the deletion, filed under any key, ends the wait immediately."
@@ -119,14 +96,7 @@ async fn delete_evidence_ends_a_removal_wait_immediately() {
     tokio::time::sleep(Duration::from_millis(1200)).await;
     apply(&e, fact("deleter", "delete", "u1", "2"));
     let r = h.await.unwrap();
-    assert_eq!(
-        (r.tier, r.author(), r.waited),
-        (
-            Tier::DeleteSticky,
-            Some("deleter"),
-            Duration::from_millis(1200)
-        )
-    );
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::DeleteSticky, Some("deleter"), Duration::from_millis(1200)));
 }
 
 // "a removal waiting out its grace must not delay any other resolution"
@@ -140,20 +110,14 @@ async fn a_waiting_removal_blocks_no_write() {
     let writes: Vec<_> = (0..100)
         .map(|i| {
             let e = e.clone();
-            tokio::spawn(async move {
-                e.resolve(&scope(), "v1", &q(&format!("w{i}"), "1", false))
-                    .await
-            })
+            tokio::spawn(async move { e.resolve(&scope(), "v1", &q(&format!("w{i}"), "1", false)).await })
         })
         .collect();
     for w in writes {
         let r = w.await.unwrap();
         assert_eq!((r.tier, r.waited), (Tier::Exact, Duration::ZERO));
     }
-    assert!(
-        !removal.is_finished(),
-        "the removal is still waiting out its grace"
-    );
+    assert!(!removal.is_finished(), "the removal is still waiting out its grace");
     let r = removal.await.unwrap();
     assert_eq!((r.tier, r.waited), (Tier::Absent, Duration::from_secs(3)));
     assert_eq!(e.waiters().len(), 0);
@@ -177,44 +141,29 @@ async fn shutdown_returns_the_best_answer_now() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     e.shutdown();
     let r = h.await.unwrap();
-    assert_eq!(
-        (r.tier, r.author(), r.waited),
-        (Tier::Latest, Some("writer"), Duration::from_millis(100))
-    );
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::Latest, Some("writer"), Duration::from_millis(100)));
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_route_that_never_resolved_is_flagged_after_five_misses_once() {
     let e = Arc::new(Engine::new(
-        EngineConfig {
-            grace: Duration::from_millis(10),
-            ..EngineConfig::default()
-        },
+        EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() },
         Arc::new(TokioClock::starting_now()),
         Arc::new(Metrics::new()),
     ));
     for i in 0..4 {
-        e.resolve(&scope(), "v1", &q(&format!("u{i}"), "1", false))
-            .await;
+        e.resolve(&scope(), "v1", &q(&format!("u{i}"), "1", false)).await;
     }
-    assert!(
-        !e.route_health("lab").unwrap().warned,
-        "four misses are not yet a pattern"
-    );
+    assert!(!e.route_health("lab").unwrap().warned, "four misses are not yet a pattern");
     e.resolve(&scope(), "v1", &q("u5", "1", false)).await;
     let h = e.route_health("lab").unwrap();
     assert!(h.warned && !h.ever_resolved && h.unresolved_in_a_row == 5);
     // A route that has resolved once is never flagged.
     let other = Scope::new("ok", GroupResource::new("", "configmaps"));
-    e.apply_batch(FactBatch {
-        scope: other.clone(),
-        facts: vec![fact("a", "create", "x", "1")],
-        at_ms: 0,
-    });
+    e.apply_batch(FactBatch { scope: other.clone(), facts: vec![fact("a", "create", "x", "1")], at_ms: 0 });
     e.resolve(&other, "v1", &q("x", "1", false)).await;
     for i in 0..6 {
-        e.resolve(&other, "v1", &q(&format!("m{i}"), "1", false))
-            .await;
+        e.resolve(&other, "v1", &q(&format!("m{i}"), "1", false)).await;
     }
     assert!(!e.route_health("ok").unwrap().warned);
 }
@@ -222,10 +171,7 @@ async fn a_route_that_never_resolved_is_flagged_after_five_misses_once() {
 #[tokio::test(start_paused = true)]
 async fn metrics_count_resolutions_by_tier_and_actor_kind() {
     let e = engine();
-    apply(
-        &e,
-        fact("system:serviceaccount:ns:bot", "create", "u1", "1"),
-    );
+    apply(&e, fact("system:serviceaccount:ns:bot", "create", "u1", "1"));
     e.resolve(&scope(), "v1", &q("u1", "1", false)).await;
     let text = e.metrics().render();
     assert!(text.contains(r#"gitopsreverser_attribution_resolutions_total{tier="exact",actor_kind="serviceaccount",group="",version="v1",resource="configmaps"} 1"#), "{text}");

@@ -64,10 +64,7 @@ impl Recorder {
 
     /// Names of every delivered fact, in delivery order.
     pub(crate) fn names(&self) -> Vec<String> {
-        self.batches()
-            .iter()
-            .flat_map(|b| b.facts.iter().map(|f| f.name.clone()))
-            .collect()
+        self.batches().iter().flat_map(|b| b.facts.iter().map(|f| f.name.clone())).collect()
     }
 
     pub(crate) async fn wait_for(&self, what: &str, pred: impl Fn(&[FactBatch]) -> bool) {
@@ -82,18 +79,12 @@ impl Recorder {
             }
         };
         if tokio::time::timeout(PATIENCE, wait).await.is_err() {
-            panic!(
-                "timed out waiting for {what}; delivered: {:?}",
-                self.names()
-            );
+            panic!("timed out waiting for {what}; delivered: {:?}", self.names());
         }
     }
 
     pub(crate) async fn wait_for_name(&self, name: &str) {
-        self.wait_for(&format!("fact {name}"), |b| {
-            b.iter().any(|b| b.facts.iter().any(|f| f.name == name))
-        })
-        .await;
+        self.wait_for(&format!("fact {name}"), |b| b.iter().any(|b| b.facts.iter().any(|f| f.name == name))).await;
     }
 }
 
@@ -106,10 +97,7 @@ impl Drop for Following {
     }
 }
 
-pub(crate) fn start<F: FactFollower + Clone + 'static>(
-    follower: &F,
-    sink: Arc<dyn FactSink>,
-) -> Following {
+pub(crate) fn start<F: FactFollower + Clone + 'static>(follower: &F, sink: Arc<dyn FactSink>) -> Following {
     let f = follower.clone();
     Following(tokio::spawn(async move { f.follow(sink).await }))
 }
@@ -117,9 +105,7 @@ pub(crate) fn start<F: FactFollower + Clone + 'static>(
 pub(crate) async fn wait_caught_up<F: FactFollower>(follower: &F) {
     let mut rx = follower.caught_up();
     // `settled` first: caught_up is only meaningful for the current set.
-    tokio::time::timeout(PATIENCE, follower.settled())
-        .await
-        .expect("follower never applied its subscription set");
+    tokio::time::timeout(PATIENCE, follower.settled()).await.expect("follower never applied its subscription set");
     tokio::time::timeout(PATIENCE, rx.wait_for(|v| *v))
         .await
         .expect("follower never caught up")
@@ -127,9 +113,7 @@ pub(crate) async fn wait_caught_up<F: FactFollower>(follower: &F) {
 }
 
 pub(crate) fn counter(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
-        .map_or(0, |v| v as u64)
+    text.lines().find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok()).map_or(0, |v| v as u64)
 }
 
 /// What the suite needs from a transport under test.
@@ -155,10 +139,7 @@ pub(crate) struct MemoryHarness {
 impl MemoryHarness {
     pub(crate) fn new(config: TransportConfig) -> Self {
         let metrics = Arc::new(Metrics::new());
-        Self {
-            transport: MemoryTransport::new(1, config, metrics.clone()).unwrap(),
-            metrics,
-        }
+        Self { transport: MemoryTransport::new(1, config, metrics.clone()).unwrap(), metrics }
     }
 }
 
@@ -197,24 +178,12 @@ impl RedisHarness {
     pub(crate) fn new(config: TransportConfig) -> Self {
         // One entry per stream node, so `MAXLEN ~ n` trims to n exactly and
         // a small max_len bites in a test.
-        let server = RedisServer::start_with(&["--stream-node-max-entries", "1"], None)
-            .expect("start redis-server");
+        let server = RedisServer::start_with(&["--stream-node-max-entries", "1"], None).expect("start redis-server");
         let metrics = Arc::new(Metrics::new());
-        let transport = RedisTransport::new(
-            RedisOptions {
-                url: server.url(),
-                ca_cert_pem: None,
-            },
-            config.clone(),
-            metrics.clone(),
-        )
-        .unwrap();
-        Self {
-            server,
-            transport,
-            metrics,
-            config,
-        }
+        let transport =
+            RedisTransport::new(RedisOptions { url: server.url(), ca_cert_pem: None }, config.clone(), metrics.clone())
+                .unwrap();
+        Self { server, transport, metrics, config }
     }
 
     pub(crate) fn key(&self, scope: &Scope) -> String {
@@ -241,23 +210,10 @@ impl Harness for RedisHarness {
         let time = self.server.cli(&["TIME"]).unwrap();
         let secs: u64 = time.lines().next().unwrap().trim().parse().unwrap();
         let ms = secs * 1000 - age.as_millis() as u64;
-        self.server
-            .cli(&[
-                "XADD",
-                &self.key(scope),
-                &format!("{ms}-*"),
-                "facts",
-                &Fact::encode_entry(&facts),
-            ])
-            .unwrap();
+        self.server.cli(&["XADD", &self.key(scope), &format!("{ms}-*"), "facts", &Fact::encode_entry(&facts)]).unwrap();
     }
     fn retained(&self, scope: &Scope) -> u64 {
-        self.server
-            .cli(&["XLEN", &self.key(scope)])
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
+        self.server.cli(&["XLEN", &self.key(scope)]).unwrap().trim().parse().unwrap()
     }
 }
 
@@ -266,10 +222,7 @@ impl Harness for RedisHarness {
 /// Facts of several scopes in one publish become one batch per scope, in
 /// order, delivered with the append time; `written` counts them.
 async fn one_batch_per_scope<H: Harness>(h: H) {
-    let (a, b) = (
-        scope("r1", "", "configmaps"),
-        scope("r1", "apps", "deployments"),
-    );
+    let (a, b) = (scope("r1", "", "configmaps"), scope("r1", "apps", "deployments"));
     let follower = h.follower();
     follower.acquire(&a);
     follower.acquire(&b);
@@ -295,27 +248,14 @@ async fn one_batch_per_scope<H: Harness>(h: H) {
     let names = |b: FactBatch| b.facts.into_iter().map(|f| f.name).collect::<Vec<_>>();
     assert_eq!(names(of(&a)), ["a1", "a2"]);
     assert_eq!(names(of(&b)), ["b1"]);
-    assert_eq!(
-        of(&a).facts[0],
-        fact("alice", "a1"),
-        "fact round-trips whole"
-    );
+    assert_eq!(of(&a).facts[0], fact("alice", "a1"), "fact round-trips whole");
     for batch in &batches {
         // Within a minute of now (Redis stamps with the server's clock).
         assert!(batch.at_ms + 60_000 >= before && batch.at_ms <= now_ms() + 60_000);
     }
     let text = h.metrics().render();
-    assert_eq!(
-        counter(
-            &text,
-            "gitopsreverser_attribution_facts_total{op=\"written\"}"
-        ),
-        3
-    );
-    assert!(text.contains(&format!(
-        "gitopsreverser_attribution_transport_info{{transport=\"{}\"}} 1",
-        h.name()
-    )));
+    assert_eq!(counter(&text, "gitopsreverser_attribution_facts_total{op=\"written\"}"), 3);
+    assert!(text.contains(&format!("gitopsreverser_attribution_transport_info{{transport=\"{}\"}} 1", h.name())));
 }
 
 /// A follower never receives facts of a scope it does not follow, and every
@@ -332,12 +272,8 @@ async fn subscription_partitions_and_fans_out<H: Harness>(h: H) {
     wait_caught_up(&f1).await;
     wait_caught_up(&f2).await;
     let p = h.publisher();
-    p.publish(vec![(b.clone(), fact("eve", "other-route"))])
-        .await
-        .unwrap();
-    p.publish(vec![(a.clone(), fact("alice", "mine"))])
-        .await
-        .unwrap();
+    p.publish(vec![(b.clone(), fact("eve", "other-route"))]).await.unwrap();
+    p.publish(vec![(a.clone(), fact("alice", "mine"))]).await.unwrap();
     r1.wait_for_name("mine").await;
     r2.wait_for_name("mine").await;
     assert_eq!(r1.names(), ["mine"], "{}", h.name());
@@ -356,35 +292,23 @@ async fn acquire_release_reference_counted<H: Harness>(h: H) {
 
     // Acquired while the loop is running (blocked in its read).
     follower.acquire(&b);
-    tokio::time::timeout(PATIENCE, follower.settled())
-        .await
-        .unwrap();
-    p.publish(vec![(b.clone(), fact("bob", "b1"))])
-        .await
-        .unwrap();
+    tokio::time::timeout(PATIENCE, follower.settled()).await.unwrap();
+    p.publish(vec![(b.clone(), fact("bob", "b1"))]).await.unwrap();
     rec.wait_for_name("b1").await;
 
     // Two references, one released: still followed.
     follower.acquire(&b);
     follower.release(&b);
     assert_eq!(follower.subscriptions(), vec![a.clone(), b.clone()]);
-    p.publish(vec![(b.clone(), fact("bob", "b2"))])
-        .await
-        .unwrap();
+    p.publish(vec![(b.clone(), fact("bob", "b2"))]).await.unwrap();
     rec.wait_for_name("b2").await;
 
     // The last reference released: no longer followed.
     follower.release(&b);
     assert_eq!(follower.subscriptions(), vec![a.clone()]);
-    tokio::time::timeout(PATIENCE, follower.settled())
-        .await
-        .unwrap();
-    p.publish(vec![(b.clone(), fact("bob", "b3"))])
-        .await
-        .unwrap();
-    p.publish(vec![(a.clone(), fact("alice", "sentinel"))])
-        .await
-        .unwrap();
+    tokio::time::timeout(PATIENCE, follower.settled()).await.unwrap();
+    p.publish(vec![(b.clone(), fact("bob", "b3"))]).await.unwrap();
+    p.publish(vec![(a.clone(), fact("alice", "sentinel"))]).await.unwrap();
     rec.wait_for_name("sentinel").await;
     assert!(
         !rec.names().contains(&"b3".to_string()),
@@ -403,17 +327,11 @@ async fn acquire_release_reference_counted<H: Harness>(h: H) {
 /// caught-up only once the backlog is in the sink.
 async fn rewarms_from_one_ttl<H: Harness>(h: H, ttl: Duration) {
     let a = scope("r", "", "configmaps");
-    h.publish_aged(
-        &a,
-        vec![fact("old", "aged-out")],
-        ttl + Duration::from_secs(30),
-    );
+    h.publish_aged(&a, vec![fact("old", "aged-out")], ttl + Duration::from_secs(30));
     h.publish_aged(&a, vec![fact("young", "kept-1")], ttl / 2);
     let p = h.publisher();
     for i in 2..=4 {
-        p.publish(vec![(a.clone(), fact("young", &format!("kept-{i}")))])
-            .await
-            .unwrap();
+        p.publish(vec![(a.clone(), fact("young", &format!("kept-{i}")))]).await.unwrap();
     }
     let follower = h.follower();
     follower.acquire(&a);
@@ -421,12 +339,7 @@ async fn rewarms_from_one_ttl<H: Harness>(h: H, ttl: Duration) {
     let _run = start(&follower, rec.clone());
     wait_caught_up(&follower).await;
     // Caught up means the whole retained backlog is already applied.
-    assert_eq!(
-        rec.names(),
-        ["kept-1", "kept-2", "kept-3", "kept-4"],
-        "{}",
-        h.name()
-    );
+    assert_eq!(rec.names(), ["kept-1", "kept-2", "kept-3", "kept-4"], "{}", h.name());
 }
 
 /// An entry with an authorless fact is skipped whole and counted; the entries
@@ -439,22 +352,12 @@ async fn authorless_entry_skipped_and_counted<H: Harness>(h: H) {
     let _run = start(&follower, rec.clone());
     wait_caught_up(&follower).await;
     let p = h.publisher();
-    p.publish(vec![
-        (a.clone(), fact("alice", "in-bad-entry")),
-        (a.clone(), fact("", "nobody")),
-    ])
-    .await
-    .unwrap();
-    p.publish(vec![(a.clone(), fact("bob", "after"))])
-        .await
-        .unwrap();
+    p.publish(vec![(a.clone(), fact("alice", "in-bad-entry")), (a.clone(), fact("", "nobody"))]).await.unwrap();
+    p.publish(vec![(a.clone(), fact("bob", "after"))]).await.unwrap();
     rec.wait_for_name("after").await;
     assert_eq!(rec.names(), ["after"], "{}", h.name());
     let text = h.metrics().render();
-    let series = format!(
-        "gitopsreverser_attribution_fact_stream_decode_errors_total{{transport=\"{}\"}}",
-        h.name()
-    );
+    let series = format!("gitopsreverser_attribution_fact_stream_decode_errors_total{{transport=\"{}\"}}", h.name());
     assert_eq!(counter(&text, &series), 1, "{text}");
 }
 
@@ -501,12 +404,7 @@ pub(crate) fn gate_on(name: &str) -> Gate {
         entered: Mutex::new(Some(etx)),
         gate: Mutex::new(grx),
     });
-    Gate {
-        sink,
-        recorder,
-        entered: erx,
-        open: gtx,
-    }
+    Gate { sink, recorder, entered: erx, open: gtx }
 }
 
 /// A follower that was behind when MAXLEN trimmed past it reports the gap:
@@ -520,15 +418,10 @@ async fn slow_follower_gap_reported<H: Harness>(h: H) {
     wait_caught_up(&follower).await;
     let p = h.publisher();
     p.publish(vec![(a.clone(), fact("a", "e1"))]).await.unwrap();
-    tokio::time::timeout(PATIENCE, gate.entered)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(PATIENCE, gate.entered).await.unwrap().unwrap();
     // Stalled inside apply(e1): 19 more appends, MAXLEN 5 trims past it.
     for i in 2..=20 {
-        p.publish(vec![(a.clone(), fact("a", &format!("e{i}")))])
-            .await
-            .unwrap();
+        p.publish(vec![(a.clone(), fact("a", &format!("e{i}")))]).await.unwrap();
     }
     assert!(h.retained(&a) <= 6, "{}: MAXLEN did not trim", h.name());
     gate.open.send(()).unwrap();
@@ -557,16 +450,12 @@ async fn caught_up_follower_no_gap<H: Harness>(h: H) {
     let p = h.publisher();
     for i in 1..=12 {
         let name = format!("k{i}");
-        p.publish(vec![(a.clone(), fact("a", &name))])
-            .await
-            .unwrap();
+        p.publish(vec![(a.clone(), fact("a", &name))]).await.unwrap();
         rec.wait_for_name(&name).await;
     }
     assert!(h.retained(&a) <= 6, "{}: MAXLEN did not trim", h.name());
     // One more turn of the loop after the trims, so a gap would be seen.
-    p.publish(vec![(a.clone(), fact("a", "last"))])
-        .await
-        .unwrap();
+    p.publish(vec![(a.clone(), fact("a", "last"))]).await.unwrap();
     rec.wait_for_name("last").await;
     let text = h.metrics().render();
     assert!(
@@ -582,15 +471,10 @@ async fn caught_up_only_after_backlog<H: Harness>(h: H) {
     let a = scope("r", "", "configmaps");
     let p = h.publisher();
     for i in 1..=5 {
-        p.publish(vec![(a.clone(), fact("a", &format!("p{i}")))])
-            .await
-            .unwrap();
+        p.publish(vec![(a.clone(), fact("a", &format!("p{i}")))]).await.unwrap();
     }
     let follower = h.follower();
-    assert!(
-        *follower.caught_up().borrow(),
-        "nothing subscribed is caught up"
-    );
+    assert!(*follower.caught_up().borrow(), "nothing subscribed is caught up");
     follower.acquire(&a);
     let rec = Arc::new(Recorder::default());
     let _run = start(&follower, rec.clone());
@@ -599,10 +483,7 @@ async fn caught_up_only_after_backlog<H: Harness>(h: H) {
 }
 
 fn small(config: TransportConfig) -> TransportConfig {
-    TransportConfig {
-        max_len: 5,
-        ..config
-    }
+    TransportConfig { max_len: 5, ..config }
 }
 
 macro_rules! conformance {

@@ -34,38 +34,24 @@ impl MemoryTransport {
     /// never reach a watcher on another.
     pub fn new(replica_count: u32, config: TransportConfig, metrics: Arc<Metrics>) -> Result<Self> {
         if replica_count > 1 {
-            return Err(Error::MemoryTransportReplicas {
-                replicas: replica_count,
-            });
+            return Err(Error::MemoryTransportReplicas { replicas: replica_count });
         }
         metrics
             .transport_info
-            .get_or_create(&crate::metrics::TransportLabel {
-                transport: TransportKind::Memory.label().to_owned(),
-            })
+            .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Memory.label().to_owned() })
             .set(1);
         Ok(Self {
-            hub: Arc::new(Hub {
-                logs: Mutex::new(HashMap::new()),
-                version: watch::Sender::new(0),
-                config,
-                metrics,
-            }),
+            hub: Arc::new(Hub { logs: Mutex::new(HashMap::new()), version: watch::Sender::new(0), config, metrics }),
         })
     }
 
     pub fn publisher(&self) -> MemoryPublisher {
-        MemoryPublisher {
-            hub: self.hub.clone(),
-        }
+        MemoryPublisher { hub: self.hub.clone() }
     }
 
     /// A new follower with its own subscription set and cursors.
     pub fn follower(&self) -> MemoryFollower {
-        MemoryFollower {
-            hub: self.hub.clone(),
-            core: Arc::new(FollowerCore::new()),
-        }
+        MemoryFollower { hub: self.hub.clone(), core: Arc::new(FollowerCore::new()) }
     }
 
     /// Appends a batch stamped `at_ms` rather than now (tests of the TTL
@@ -79,10 +65,7 @@ impl MemoryTransport {
     /// Entries the scope's log still holds.
     #[cfg(test)]
     pub(crate) fn retained(&self, scope: &Scope) -> u64 {
-        self.hub
-            .logs()
-            .get(scope)
-            .map_or(0, |l| l.entries.len() as u64)
+        self.hub.logs().get(scope).map_or(0, |l| l.entries.len() as u64)
     }
 }
 
@@ -127,11 +110,7 @@ impl Hub {
         let mut logs = self.logs();
         let log = logs.entry(scope.clone()).or_default();
         log.last_seq += 1;
-        log.entries.push_back(Entry {
-            seq: log.last_seq,
-            at_ms,
-            facts: Arc::new(facts),
-        });
+        log.entries.push_back(Entry { seq: log.last_seq, at_ms, facts: Arc::new(facts) });
         // MAXLEN bound (exact here; Redis's `~` is a cost optimisation) and
         // retention by age, both on the publish path.
         let max_len = usize::try_from(self.config.max_len).unwrap_or(usize::MAX);
@@ -153,12 +132,7 @@ impl Hub {
             return 0;
         };
         let first = log.entries.front().map_or(log.last_seq + 1, |e| e.seq);
-        let aged = log
-            .entries
-            .iter()
-            .take_while(|e| e.at_ms <= horizon)
-            .last()
-            .map(|e| e.seq);
+        let aged = log.entries.iter().take_while(|e| e.at_ms <= horizon).last().map(|e| e.seq);
         aged.unwrap_or(first.saturating_sub(1))
     }
 
@@ -169,13 +143,7 @@ impl Hub {
         };
         let first = log.entries.front().map_or(log.last_seq + 1, |e| e.seq);
         let gap = first.saturating_sub(cursor + 1);
-        let entries = log
-            .entries
-            .iter()
-            .skip_while(|e| e.seq <= cursor)
-            .take(count)
-            .cloned()
-            .collect();
+        let entries = log.entries.iter().skip_while(|e| e.seq <= cursor).take(count).cloned().collect();
         Read { gap, entries }
     }
 }
@@ -249,13 +217,7 @@ impl FactFollower for MemoryFollower {
             for scope in &scopes {
                 if !cursors.contains_key(scope) {
                     let seq = hub.warm_cursor(scope);
-                    cursors.insert(
-                        scope.clone(),
-                        Cursor {
-                            seq,
-                            caught_up: false,
-                        },
-                    );
+                    cursors.insert(scope.clone(), Cursor { seq, caught_up: false });
                 }
             }
             self.core.mark_applied(generation);
@@ -288,8 +250,7 @@ impl FactFollower for MemoryFollower {
                 }
             }
             hub.metrics.follower_success();
-            self.core
-                .set_caught_up(cursors.values().all(|c| c.caught_up));
+            self.core.set_caught_up(cursors.values().all(|c| c.caught_up));
             if more {
                 tokio::task::yield_now().await;
                 continue;

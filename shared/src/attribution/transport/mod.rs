@@ -198,18 +198,12 @@ impl Transport {
     /// process can start while Redis is still coming up.
     pub fn build(options: TransportOptions, metrics: Arc<Metrics>) -> Result<Self> {
         match options.kind {
-            TransportKind::Memory => Ok(Transport::Memory(MemoryTransport::new(
-                options.replica_count,
-                options.config,
-                metrics,
-            )?)),
+            TransportKind::Memory => {
+                Ok(Transport::Memory(MemoryTransport::new(options.replica_count, options.config, metrics)?))
+            }
             TransportKind::Redis => {
                 let redis = options.redis.ok_or(Error::RedisUrlMissing)?;
-                Ok(Transport::Redis(RedisTransport::new(
-                    redis,
-                    options.config,
-                    metrics,
-                )?))
+                Ok(Transport::Redis(RedisTransport::new(redis, options.config, metrics)?))
             }
         }
     }
@@ -414,11 +408,7 @@ pub(crate) struct Backoff {
 
 impl Backoff {
     pub(crate) fn new(min: Duration, max: Duration) -> Self {
-        Self {
-            min,
-            max,
-            next: min,
-        }
+        Self { min, max, next: min }
     }
     pub(crate) fn next_delay(&mut self) -> Duration {
         let d = self.next;
@@ -431,8 +421,5 @@ impl Backoff {
 }
 
 pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or_default()
 }

@@ -17,8 +17,8 @@ use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
 use tokio::sync::watch;
 
 use super::{
-    Backoff, FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig,
-    TransportKind, entry_is_acceptable, group_by_scope,
+    Backoff, FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig, TransportKind,
+    entry_is_acceptable, group_by_scope,
 };
 use crate::attribution::{Fact, Scope};
 use crate::metrics::Metrics;
@@ -72,10 +72,7 @@ pub struct EntryId {
 impl EntryId {
     pub fn parse(s: &str) -> Option<Self> {
         let (ms, seq) = s.split_once('-')?;
-        Some(Self {
-            ms: ms.parse().ok()?,
-            seq: seq.parse().ok()?,
-        })
+        Some(Self { ms: ms.parse().ok()?, seq: seq.parse().ok()? })
     }
 }
 
@@ -118,10 +115,7 @@ pub(crate) struct ProbeOutcome {
 pub(crate) fn probe_rule(ordinal: Option<u64>, cursor: EntryId, probe: Probe) -> ProbeOutcome {
     if probe.added == 0 && probe.length == 0 {
         // No stream (expired, or never written): whatever comes next is new.
-        return ProbeOutcome {
-            gap: 0,
-            ordinal: Some(0),
-        };
+        return ProbeOutcome { gap: 0, ordinal: Some(0) };
     }
     let trimmed = probe.added.saturating_sub(probe.length);
     let mut gap = 0;
@@ -179,49 +173,27 @@ struct Shared {
 
 impl fmt::Debug for RedisTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisTransport")
-            .field("url", &self.shared.url)
-            .field("config", &self.shared.config)
-            .finish()
+        f.debug_struct("RedisTransport").field("url", &self.shared.url).field("config", &self.shared.config).finish()
     }
 }
 
 impl RedisTransport {
     /// Parses the URL (and TLS material); does not connect.
-    pub fn new(
-        options: RedisOptions,
-        config: TransportConfig,
-        metrics: Arc<Metrics>,
-    ) -> Result<Self> {
+    pub fn new(options: RedisOptions, config: TransportConfig, metrics: Arc<Metrics>) -> Result<Self> {
         let url = redact_url(&options.url);
         let client = match options.ca_cert_pem {
             Some(ca) => Client::build_with_tls(
                 options.url.as_str(),
-                ::redis::TlsCertificates {
-                    client_tls: None,
-                    root_cert: Some(ca),
-                },
+                ::redis::TlsCertificates { client_tls: None, root_cert: Some(ca) },
             ),
             None => Client::open(options.url.as_str()),
         }
-        .map_err(|source| Error::RedisConfig {
-            url: url.clone(),
-            source,
-        })?;
+        .map_err(|source| Error::RedisConfig { url: url.clone(), source })?;
         metrics
             .transport_info
-            .get_or_create(&crate::metrics::TransportLabel {
-                transport: TransportKind::Redis.label().to_owned(),
-            })
+            .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Redis.label().to_owned() })
             .set(1);
-        Ok(Self {
-            shared: Arc::new(Shared {
-                client,
-                url,
-                config,
-                metrics,
-            }),
-        })
+        Ok(Self { shared: Arc::new(Shared { client, url, config, metrics }) })
     }
 
     pub fn publisher(&self) -> RedisPublisher {
@@ -236,33 +208,20 @@ impl RedisTransport {
 
     /// A new follower with its own connection, subscription set and cursors.
     pub fn follower(&self) -> RedisFollower {
-        RedisFollower {
-            shared: self.shared.clone(),
-            core: Arc::new(FollowerCore::new()),
-        }
+        RedisFollower { shared: self.shared.clone(), core: Arc::new(FollowerCore::new()) }
     }
 }
 
 impl Shared {
-    async fn connect(
-        &self,
-        response_timeout: Duration,
-    ) -> Result<MultiplexedConnection, RedisError> {
+    async fn connect(&self, response_timeout: Duration) -> Result<MultiplexedConnection, RedisError> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
             .set_response_timeout(Some(response_timeout));
-        self.client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await
+        self.client.get_multiplexed_async_connection_with_config(&config).await
     }
 
     fn error(&self, op: &'static str, target: String, source: RedisError) -> Error {
-        Error::Redis {
-            op,
-            target,
-            url: self.url.clone(),
-            source,
-        }
+        Error::Redis { op, target, url: self.url.clone(), source }
     }
 }
 
@@ -279,9 +238,7 @@ pub struct RedisPublisher {
 
 impl fmt::Debug for RedisPublisher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisPublisher")
-            .field("url", &self.inner.shared.url)
-            .finish()
+        f.debug_struct("RedisPublisher").field("url", &self.inner.shared.url).finish()
     }
 }
 
@@ -353,12 +310,7 @@ impl FactPublisher for RedisPublisher {
                     && t.last_trim.elapsed() >= config.trim_interval
                 {
                     let min_id = t.last_id_ms.saturating_sub(ttl_ms);
-                    pipe.cmd("XTRIM")
-                        .arg(&key)
-                        .arg("MINID")
-                        .arg("~")
-                        .arg(min_id)
-                        .ignore();
+                    pipe.cmd("XTRIM").arg(&key).arg("MINID").arg("~").arg(min_id).ignore();
                 }
                 keys.push(key);
             }
@@ -383,10 +335,7 @@ impl FactPublisher for RedisPublisher {
             let now = Instant::now();
             for (key, id) in keys.into_iter().zip(ids) {
                 let last_id_ms = EntryId::parse(&id).map_or(0, |i| i.ms);
-                let state = trims.entry(key).or_insert(TrimState {
-                    last_trim: now,
-                    last_id_ms,
-                });
+                let state = trims.entry(key).or_insert(TrimState { last_trim: now, last_id_ms });
                 if now.duration_since(state.last_trim) >= config.trim_interval {
                     state.last_trim = now;
                 }
@@ -447,10 +396,7 @@ impl FactFollower for RedisFollower {
         let mut backoff = Backoff::new(config.retry_min, config.retry_max);
         let mut requested = self.core.requested_rx();
         loop {
-            match self
-                .read_once(&mut conn, &mut streams, &mut requested, sink.as_ref())
-                .await
-            {
+            match self.read_once(&mut conn, &mut streams, &mut requested, sink.as_ref()).await {
                 Ok(()) => backoff.reset(),
                 Err(e) => {
                     self.shared.metrics.follower_error(TRANSPORT);
@@ -480,10 +426,7 @@ impl RedisFollower {
         let metrics = &self.shared.metrics;
         requested.borrow_and_update();
         let (generation, scopes) = self.core.snapshot();
-        let wanted: BTreeMap<String, Scope> = scopes
-            .into_iter()
-            .map(|s| (s.stream_key(&config.prefix), s))
-            .collect();
+        let wanted: BTreeMap<String, Scope> = scopes.into_iter().map(|s| (s.stream_key(&config.prefix), s)).collect();
         streams.retain(|k, _| wanted.contains_key(k));
         if wanted.is_empty() {
             self.core.mark_applied(generation);
@@ -494,21 +437,14 @@ impl RedisFollower {
         }
         let c = match conn {
             Some(c) => c,
-            None => conn.insert(
-                self.shared
-                    .connect(config.block + Duration::from_secs(10))
-                    .await?,
-            ),
+            None => conn.insert(self.shared.connect(config.block + Duration::from_secs(10)).await?),
         };
         if wanted.keys().any(|k| !streams.contains_key(k)) {
             // Re-warm from one TTL of retention, by the server's clock since
             // entry ids are the server's.
             let (secs, micros): (u64, u64) = ::redis::cmd("TIME").query_async(c).await?;
             let now_ms = secs * 1000 + micros / 1000;
-            let start = EntryId {
-                ms: now_ms.saturating_sub(config.ttl.as_millis() as u64),
-                seq: 0,
-            };
+            let start = EntryId { ms: now_ms.saturating_sub(config.ttl.as_millis() as u64), seq: 0 };
             for (key, scope) in &wanted {
                 streams.entry(key.clone()).or_insert_with(|| StreamState {
                     scope: scope.clone(),
@@ -523,10 +459,7 @@ impl RedisFollower {
         let keys: Vec<&String> = streams.keys().collect();
         let count = config.read_count.max(1);
         let mut pipe = ::redis::pipe();
-        pipe.cmd("EVAL")
-            .arg(PROBE_SCRIPT)
-            .arg(keys.len())
-            .arg(&keys);
+        pipe.cmd("EVAL").arg(PROBE_SCRIPT).arg(keys.len()).arg(&keys);
         let xread = pipe
             .cmd("XREAD")
             .arg("COUNT")
@@ -538,16 +471,11 @@ impl RedisFollower {
         for state in streams.values() {
             xread.arg(state.cursor.to_string());
         }
-        let (probes, reply): (Vec<(u64, u64, String)>, Option<StreamReadReply>) =
-            pipe.query_async(c).await?;
+        let (probes, reply): (Vec<(u64, u64, String)>, Option<StreamReadReply>) = pipe.query_async(c).await?;
         metrics.follower_success();
 
         for ((key, state), (added, length, last)) in streams.iter_mut().zip(probes) {
-            let probe = Probe {
-                added,
-                length,
-                last: EntryId::parse(&last).unwrap_or_default(),
-            };
+            let probe = Probe { added, length, last: EntryId::parse(&last).unwrap_or_default() };
             let outcome = probe_rule(state.ordinal, state.cursor, probe);
             if outcome.gap > 0 {
                 tracing::warn!(stream = %key, lost_entries = outcome.gap, cursor = %state.cursor, "fact follower fell behind and entries were trimmed before it read them; their facts are lost for good");
@@ -571,11 +499,9 @@ impl RedisFollower {
                 state.cursor = id;
                 state.ordinal = state.ordinal.map(|k| k + 1);
                 match decode_entry(&entry.map) {
-                    Ok(facts) if entry_is_acceptable(&facts) => sink.apply(FactBatch {
-                        scope: state.scope.clone(),
-                        facts,
-                        at_ms: id.ms,
-                    }),
+                    Ok(facts) if entry_is_acceptable(&facts) => {
+                        sink.apply(FactBatch { scope: state.scope.clone(), facts, at_ms: id.ms })
+                    }
                     Ok(_) => {
                         tracing::warn!(stream = %stream.key, %id, "fact entry skipped: a fact in it names no author");
                         metrics.decode_error(TRANSPORT);
@@ -587,8 +513,7 @@ impl RedisFollower {
                 }
             }
         }
-        self.core
-            .set_caught_up(streams.values().all(|s| s.caught_up));
+        self.core.set_caught_up(streams.values().all(|s| s.caught_up));
         Ok(())
     }
 }
@@ -599,9 +524,7 @@ fn decode_entry(fields: &HashMap<String, Value>) -> Result<Vec<Fact>> {
         Some(Value::BulkString(b)) => b,
         Some(Value::SimpleString(s)) => s.as_bytes(),
         _ => {
-            return Err(Error::FactDecode(serde::de::Error::custom(
-                "the entry has no `facts` field",
-            )));
+            return Err(Error::FactDecode(serde::de::Error::custom("the entry has no `facts` field")));
         }
     };
     Fact::decode_entry(bytes)

@@ -8,31 +8,17 @@ fn refused_with_more_than_one_replica() {
         assert!(MemoryTransport::new(ok, TransportConfig::default(), metrics.clone()).is_ok());
     }
     let err = MemoryTransport::new(2, TransportConfig::default(), metrics).unwrap_err();
-    assert!(matches!(
-        err,
-        Error::MemoryTransportReplicas { replicas: 2 }
-    ));
+    assert!(matches!(err, Error::MemoryTransportReplicas { replicas: 2 }));
 }
 
 #[test]
 fn reads_report_entries_trimmed_past_the_cursor() {
     let metrics = Arc::new(Metrics::new());
-    let config = TransportConfig {
-        max_len: 3,
-        ..TransportConfig::default()
-    };
+    let config = TransportConfig { max_len: 3, ..TransportConfig::default() };
     let t = MemoryTransport::new(1, config, metrics).unwrap();
     let s = Scope::new("r", GroupResource::new("", "configmaps"));
     for i in 0..5 {
-        t.publish_at(
-            &s,
-            vec![Fact {
-                author: "a".into(),
-                name: i.to_string(),
-                ..Fact::default()
-            }],
-            now_ms(),
-        );
+        t.publish_at(&s, vec![Fact { author: "a".into(), name: i.to_string(), ..Fact::default() }], now_ms());
     }
     // Entries 1..5 appended, 3..5 kept.
     let behind = t.hub.read(&s, 1, 10);

@@ -18,10 +18,7 @@ fn id(ms: u64, seq: u64) -> EntryId {
 
 #[test]
 fn entry_ids_parse_order_and_print() {
-    assert_eq!(
-        EntryId::parse("1700000000000-3"),
-        Some(id(1_700_000_000_000, 3))
-    );
+    assert_eq!(EntryId::parse("1700000000000-3"), Some(id(1_700_000_000_000, 3)));
     assert_eq!(EntryId::parse("nope"), None);
     assert_eq!(EntryId::parse("1-x"), None);
     assert!(id(5, 9) < id(6, 0) && id(6, 0) < id(6, 1));
@@ -36,77 +33,35 @@ fn redact_url_hides_only_the_password() {
 }
 
 fn probe(added: u64, length: u64, last: EntryId) -> Probe {
-    Probe {
-        added,
-        length,
-        last,
-    }
+    Probe { added, length, last }
 }
 
 #[test]
 fn probe_rule_reports_a_gap_only_for_unread_trimmed_entries() {
     // Read 4 of 10; 8 trimmed: entries 5..8 were lost unread.
     let out = probe_rule(Some(4), id(4, 0), probe(10, 2, id(10, 0)));
-    assert_eq!(
-        out,
-        ProbeOutcome {
-            gap: 4,
-            ordinal: Some(8)
-        }
-    );
+    assert_eq!(out, ProbeOutcome { gap: 4, ordinal: Some(8) });
     // Caught up (read all 10), 8 trimmed: ageing, not loss.
     let out = probe_rule(Some(10), id(10, 0), probe(10, 2, id(10, 0)));
-    assert_eq!(
-        out,
-        ProbeOutcome {
-            gap: 0,
-            ordinal: Some(10)
-        }
-    );
+    assert_eq!(out, ProbeOutcome { gap: 0, ordinal: Some(10) });
     // Unknown ordinal (re-warmed mid-stream): no claim, until the tail.
     let out = probe_rule(None, id(4, 0), probe(10, 2, id(10, 0)));
-    assert_eq!(
-        out,
-        ProbeOutcome {
-            gap: 0,
-            ordinal: None
-        }
-    );
+    assert_eq!(out, ProbeOutcome { gap: 0, ordinal: None });
     let out = probe_rule(None, id(10, 0), probe(10, 2, id(10, 0)));
     assert_eq!(out.ordinal, Some(10));
 }
 
 #[test]
 fn probe_rule_resets_on_a_missing_or_recreated_stream() {
-    assert_eq!(
-        probe_rule(Some(7), id(7, 0), probe(0, 0, id(0, 0))),
-        ProbeOutcome {
-            gap: 0,
-            ordinal: Some(0)
-        }
-    );
+    assert_eq!(probe_rule(Some(7), id(7, 0), probe(0, 0, id(0, 0))), ProbeOutcome { gap: 0, ordinal: Some(0) });
     // Fewer entries ever added than we counted: a new stream; no claim.
-    assert_eq!(
-        probe_rule(Some(7), id(7, 0), probe(3, 3, id(9, 0))),
-        ProbeOutcome {
-            gap: 0,
-            ordinal: None
-        }
-    );
+    assert_eq!(probe_rule(Some(7), id(7, 0), probe(3, 3, id(9, 0))), ProbeOutcome { gap: 0, ordinal: None });
 }
 
 // ------------------------------------------------------- real redis-server
 
 fn transport(url: String, ca: Option<Vec<u8>>, metrics: &Arc<Metrics>) -> RedisTransport {
-    RedisTransport::new(
-        RedisOptions {
-            url,
-            ca_cert_pem: ca,
-        },
-        test_config(),
-        metrics.clone(),
-    )
-    .unwrap()
+    RedisTransport::new(RedisOptions { url, ca_cert_pem: ca }, test_config(), metrics.clone()).unwrap()
 }
 
 /// Publishes, retrying as the API server retries a failed audit POST.
@@ -136,20 +91,12 @@ async fn follower_resumes_after_redis_is_killed_and_restarted() {
     let _run = start(&follower, rec.clone());
     wait_caught_up(&follower).await;
     let p = h.transport.publisher();
-    p.publish(vec![(a.clone(), fact("alice", "before"))])
-        .await
-        .unwrap();
+    p.publish(vec![(a.clone(), fact("alice", "before"))]).await.unwrap();
     rec.wait_for_name("before").await;
 
     h.server.kill();
-    let err = p
-        .publish(vec![(a.clone(), fact("bob", "during"))])
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, Error::Redis { .. }) && err.to_string().contains("reachable"),
-        "{err}"
-    );
+    let err = p.publish(vec![(a.clone(), fact("bob", "during"))]).await.unwrap_err();
+    assert!(matches!(err, Error::Redis { .. }) && err.to_string().contains("reachable"), "{err}");
     // The follower's reads now fail and are counted.
     let errors = "gitopsreverser_attribution_fact_follower_errors_total{transport=\"redis\"}";
     for _ in 0..200 {
@@ -167,12 +114,7 @@ async fn follower_resumes_after_redis_is_killed_and_restarted() {
     rec.wait_for_name("after").await;
     assert_eq!(rec.names(), ["before", "during", "after"]);
     let text = h.metrics.render();
-    assert!(
-        counter(
-            &text,
-            "gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds"
-        ) > 0
-    );
+    assert!(counter(&text, "gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds") > 0);
 }
 
 /// A follower stalled while `XTRIM MAXLEN` (exact, by hand) trims past its
@@ -189,26 +131,16 @@ async fn slow_follower_trimmed_past_reports_exact_gap() {
     wait_caught_up(&follower).await;
     let p = h.transport.publisher();
     p.publish(vec![(a.clone(), fact("a", "s1"))]).await.unwrap();
-    tokio::time::timeout(Duration::from_secs(20), gate.entered)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(Duration::from_secs(20), gate.entered).await.unwrap().unwrap();
     for i in 2..=20 {
-        p.publish(vec![(a.clone(), fact("a", &format!("s{i}")))])
-            .await
-            .unwrap();
+        p.publish(vec![(a.clone(), fact("a", &format!("s{i}")))]).await.unwrap();
     }
     h.server.cli(&["XTRIM", &key, "MAXLEN", "5"]).unwrap();
     gate.open.send(()).unwrap();
     gate.recorder.wait_for_name("s20").await;
-    assert_eq!(
-        gate.recorder.names(),
-        ["s1", "s16", "s17", "s18", "s19", "s20"]
-    );
-    let gaps = counter(
-        &h.metrics.render(),
-        &format!("gitopsreverser_attribution_fact_stream_gaps_total{{stream=\"{key}\"}}"),
-    );
+    assert_eq!(gate.recorder.names(), ["s1", "s16", "s17", "s18", "s19", "s20"]);
+    let gaps =
+        counter(&h.metrics.render(), &format!("gitopsreverser_attribution_fact_stream_gaps_total{{stream=\"{key}\"}}"));
     assert_eq!(gaps, 14, "s2..s15 were lost unread");
 }
 
@@ -226,28 +158,10 @@ async fn undecodable_and_authorless_entries_are_counted_and_skipped() {
     let _run = start(&follower, rec.clone());
     wait_caught_up(&follower).await;
     let cli = |args: &[&str]| h.server.cli(args).unwrap();
-    cli(&[
-        "XADD",
-        &key,
-        "*",
-        "facts",
-        r#"[{"name":"cm","uid":"u1","verb":"update"}]"#,
-    ]);
+    cli(&["XADD", &key, "*", "facts", r#"[{"name":"cm","uid":"u1","verb":"update"}]"#]);
     cli(&["XADD", &key, "*", "facts", "not json"]);
-    cli(&[
-        "XADD",
-        &key,
-        "*",
-        "other",
-        r#"[{"author":"x","name":"wrong-field"}]"#,
-    ]);
-    cli(&[
-        "XADD",
-        &key,
-        "*",
-        "facts",
-        r#"[{"author":"alice","name":"good","uid":"u2"}]"#,
-    ]);
+    cli(&["XADD", &key, "*", "other", r#"[{"author":"x","name":"wrong-field"}]"#]);
+    cli(&["XADD", &key, "*", "facts", r#"[{"author":"alice","name":"good","uid":"u2"}]"#]);
     rec.wait_for_name("good").await;
     assert_eq!(rec.names(), ["good"]);
     let series = "gitopsreverser_attribution_fact_stream_decode_errors_total{transport=\"redis\"}";
@@ -260,10 +174,7 @@ async fn undecodable_and_authorless_entries_are_counted_and_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn follows_entries_written_in_the_reference_format() {
     let h = RedisHarness::new(test_config());
-    let a = Scope::new(
-        "prod:eu%1",
-        crate::attribution::GroupResource::new("apps", "deployments"),
-    );
+    let a = Scope::new("prod:eu%1", crate::attribution::GroupResource::new("apps", "deployments"));
     let key = "gitops-reverser:author:v2:audit:route:prod%3Aeu%251:apps/deployments";
     assert_eq!(h.key(&a), key);
     let follower = h.transport.follower();
@@ -279,20 +190,11 @@ async fn follows_entries_written_in_the_reference_format() {
     assert_eq!(batch.facts.len(), 2);
     let f = &batch.facts[0];
     assert_eq!(
-        (
-            f.author.as_str(),
-            f.namespace.as_str(),
-            f.name.as_str(),
-            f.uid.as_str()
-        ),
+        (f.author.as_str(), f.namespace.as_str(), f.name.as_str(), f.uid.as_str()),
         ("oidc:alice@example.com", "shop", "web", "7d1c")
     );
     assert_eq!(
-        (
-            f.resource_version.as_str(),
-            f.display_name.as_str(),
-            f.email.as_str()
-        ),
+        (f.resource_version.as_str(), f.display_name.as_str(), f.email.as_str()),
         ("4242", "Alice", "alice@example.com")
     );
     assert_eq!((f.verb.as_str(), f.audit_id.as_str()), ("patch", "a1b2"));
@@ -300,21 +202,10 @@ async fn follows_entries_written_in_the_reference_format() {
     let c = &batch.facts[1];
     assert!(c.is_collection());
     assert_eq!(c.label_selector, "app=web");
-    assert_eq!(
-        c.uids.as_deref(),
-        Some(&["u1".to_string(), "u2".to_string()][..])
-    );
+    assert_eq!(c.uids.as_deref(), Some(&["u1".to_string(), "u2".to_string()][..]));
     // And the entry id's milliseconds are the batch's time.
     let first = h.server.cli(&["XRANGE", key, "-", "+"]).unwrap();
-    let entry_ms: u64 = first
-        .lines()
-        .next()
-        .unwrap()
-        .split('-')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let entry_ms: u64 = first.lines().next().unwrap().split('-').next().unwrap().parse().unwrap();
     assert_eq!(batch.at_ms, entry_ms);
 }
 
@@ -328,11 +219,7 @@ async fn publishes_the_reference_format() {
     let mut f = fact("alice", "cm");
     f.audit_id = "a-9".into();
     f.stage_timestamp = "2026-01-02T03:04:05.123456Z".into();
-    h.transport
-        .publisher()
-        .publish(vec![(a.clone(), f), (a.clone(), fact("bob", "cm2"))])
-        .await
-        .unwrap();
+    h.transport.publisher().publish(vec![(a.clone(), f), (a.clone(), fact("bob", "cm2"))]).await.unwrap();
     let out = h.server.cli(&["XRANGE", key, "-", "+"]).unwrap();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "one entry, one field: {out}");
@@ -354,23 +241,17 @@ async fn publishes_the_reference_format() {
 /// server's clock, on a publish once the trim interval has passed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn publish_trims_past_the_retention_horizon() {
-    let config = crate::attribution::transport::TransportConfig {
-        trim_interval: Duration::from_millis(0),
-        ..test_config()
-    };
+    let config =
+        crate::attribution::transport::TransportConfig { trim_interval: Duration::from_millis(0), ..test_config() };
     let h = RedisHarness::new(config);
     let a = scope("r", "", "configmaps");
     let key = h.key(&a);
     use crate::attribution::transport::conformance::Harness;
     h.publish_aged(&a, vec![fact("old", "old")], Duration::from_secs(600));
     let p = h.transport.publisher();
-    p.publish(vec![(a.clone(), fact("new", "n1"))])
-        .await
-        .unwrap();
+    p.publish(vec![(a.clone(), fact("new", "n1"))]).await.unwrap();
     // The first publish learns the server time; the next one trims.
-    p.publish(vec![(a.clone(), fact("new", "n2"))])
-        .await
-        .unwrap();
+    p.publish(vec![(a.clone(), fact("new", "n2"))]).await.unwrap();
     let out = h.server.cli(&["XRANGE", &key, "-", "+"]).unwrap();
     assert!(!out.contains("\"old\""), "aged entry kept: {out}");
     assert!(out.contains("n1") && out.contains("n2"), "{out}");
@@ -382,36 +263,18 @@ async fn password_comes_from_the_url() {
     let server = RedisServer::start_with(&["--requirepass", "s3cret"], None).unwrap();
     let metrics = Arc::new(Metrics::new());
     let a = scope("r", "", "configmaps");
-    let good = transport(
-        format!("redis://:s3cret@127.0.0.1:{}", server.port()),
-        None,
-        &metrics,
-    );
+    let good = transport(format!("redis://:s3cret@127.0.0.1:{}", server.port()), None, &metrics);
     let follower = good.follower();
     follower.acquire(&a);
     let rec = Arc::new(Recorder::default());
     let _run = start(&follower, rec.clone());
     wait_caught_up(&follower).await;
-    good.publisher()
-        .publish(vec![(a.clone(), fact("alice", "authed"))])
-        .await
-        .unwrap();
+    good.publisher().publish(vec![(a.clone(), fact("alice", "authed"))]).await.unwrap();
     rec.wait_for_name("authed").await;
 
-    let bad = transport(
-        format!("redis://:wrong@127.0.0.1:{}", server.port()),
-        None,
-        &metrics,
-    );
-    let err = bad
-        .publisher()
-        .publish(vec![(a, fact("eve", "x"))])
-        .await
-        .unwrap_err();
-    assert!(
-        !err.to_string().contains("wrong@"),
-        "password leaked: {err}"
-    );
+    let bad = transport(format!("redis://:wrong@127.0.0.1:{}", server.port()), None, &metrics);
+    let err = bad.publisher().publish(vec![(a, fact("eve", "x"))]).await.unwrap_err();
+    assert!(!err.to_string().contains("wrong@"), "password leaked: {err}");
 }
 
 fn tls_files(dir: &std::path::Path) -> (TlsFiles, Vec<u8>) {
@@ -424,11 +287,7 @@ fn tls_files(dir: &std::path::Path) -> (TlsFiles, Vec<u8>) {
     let key = KeyPair::generate().unwrap();
     let params = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
     let cert = params.signed_by(&key, &issuer).unwrap();
-    let files = TlsFiles {
-        cert: dir.join("server.pem"),
-        key: dir.join("server.key"),
-        ca: dir.join("ca.pem"),
-    };
+    let files = TlsFiles { cert: dir.join("server.pem"), key: dir.join("server.key"), ca: dir.join("ca.pem") };
     std::fs::write(&files.cert, cert.pem()).unwrap();
     std::fs::write(&files.key, key.serialize_pem()).unwrap();
     std::fs::write(&files.ca, ca_cert.pem()).unwrap();
@@ -446,29 +305,127 @@ async fn tls_comes_from_the_url() {
     let tls_port = server.tls_port().unwrap();
     let metrics = Arc::new(Metrics::new());
     let a = scope("r", "", "configmaps");
-    let t = transport(
-        format!("rediss://localhost:{tls_port}"),
-        Some(ca_pem),
-        &metrics,
-    );
+    let t = transport(format!("rediss://localhost:{tls_port}"), Some(ca_pem), &metrics);
     let follower = t.follower();
     follower.acquire(&a);
     let rec = Arc::new(Recorder::default());
     let _run = start(&follower, rec.clone());
     wait_caught_up(&follower).await;
-    t.publisher()
-        .publish(vec![(a.clone(), fact("alice", "over-tls"))])
-        .await
-        .unwrap();
+    t.publisher().publish(vec![(a.clone(), fact("alice", "over-tls"))]).await.unwrap();
     rec.wait_for_name("over-tls").await;
 
     // Without our CA the server certificate is not trusted.
     let untrusted = transport(format!("rediss://localhost:{tls_port}"), None, &metrics);
-    assert!(
-        untrusted
-            .publisher()
-            .publish(vec![(a, fact("eve", "x"))])
-            .await
-            .is_err()
-    );
+    assert!(untrusted.publisher().publish(vec![(a, fact("eve", "x"))]).await.is_err());
+}
+
+// ------------------------------------------------ model check of the gap rule
+
+mod gap_model {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Append(u64),
+        TrimTo(u64),
+        Read(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![(1u64..6).prop_map(Op::Append), (0u64..8).prop_map(Op::TrimTo), (1u64..6).prop_map(Op::Read),]
+    }
+
+    proptest! {
+        /// Against a model stream (entry i has id i-0, trimming only from the
+        /// front), the gaps the rule reports add up to exactly the entries
+        /// that were trimmed before the follower read them: never more (a
+        /// caught-up follower is not charged), never fewer. A follower that
+        /// started on a missing stream knows its ordinal (0) from the start;
+        /// one re-warmed mid-stream does not, and may only under-report.
+        #[test]
+        fn reported_gaps_equal_entries_lost_unread(
+            ops in proptest::collection::vec(op(), 1..60),
+            known_from_start in any::<bool>(),
+        ) {
+            let (mut added, mut first) = (0u64, 1u64); // entries first..=added held
+            let (mut cursor, mut ordinal) = (0u64, known_from_start.then_some(0u64));
+            let (mut reported, mut lost) = (0u64, 0u64);
+            for op in ops {
+                match op {
+                    Op::Append(n) => added += n,
+                    Op::TrimTo(len) => {
+                        let new_first = first.max((added + 1).saturating_sub(len));
+                        // Truth: trimmed entries after the cursor were never read.
+                        lost += (first..new_first).filter(|i| *i > cursor).count() as u64;
+                        first = new_first;
+                    }
+                    Op::Read(count) => {
+                        let length = added + 1 - first;
+                        let last = if added == 0 { id(0, 0) } else { id(added, 0) };
+                        let out = probe_rule(ordinal, id(cursor, 0), Probe { added, length, last });
+                        reported += out.gap;
+                        ordinal = out.ordinal;
+                        let from = cursor.max(first - 1);
+                        let to = (from + count).min(added);
+                        for i in (from + 1)..=to {
+                            cursor = i;
+                            ordinal = ordinal.map(|k| k + 1);
+                        }
+                    }
+                }
+            }
+            // Flush: one last read sees any trim since the previous one.
+            let length = added + 1 - first;
+            let last = if added == 0 { id(0, 0) } else { id(added, 0) };
+            reported += probe_rule(ordinal, id(cursor, 0), Probe { added, length, last }).gap;
+            if known_from_start {
+                prop_assert_eq!(reported, lost);
+            } else {
+                prop_assert!(reported <= lost, "over-reported {} > {}", reported, lost);
+            }
+        }
+    }
+}
+
+/// Ids of the connections currently blocked in (or last running) XREAD.
+fn xread_client_ids(server: &RedisServer) -> Vec<String> {
+    let list = server.cli(&["CLIENT", "LIST"]).unwrap();
+    list.lines()
+        .filter(|l| l.contains(" cmd=xread"))
+        .filter_map(|l| l.split(' ').find_map(|kv| kv.strip_prefix("id=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn one_xread_client(server: &RedisServer) -> String {
+    for _ in 0..200 {
+        let ids = xread_client_ids(server);
+        if ids.len() == 1 {
+            return ids[0].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no single XREAD connection: {:?}", xread_client_ids(server));
+}
+
+/// The subscription set changes on the same connection: the reader
+/// re-issues its XREAD "rather than tearing the connection down".
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn subscription_changes_reuse_the_connection() {
+    let h = RedisHarness::new(test_config());
+    let (a, b) = (scope("r", "", "configmaps"), scope("r", "", "secrets"));
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&follower, rec.clone());
+    wait_caught_up(&follower).await;
+    let before = one_xread_client(&h.server).await;
+    follower.acquire(&b);
+    tokio::time::timeout(Duration::from_secs(20), follower.settled()).await.unwrap();
+    h.transport.publisher().publish(vec![(b.clone(), fact("bob", "b"))]).await.unwrap();
+    rec.wait_for_name("b").await;
+    follower.release(&a);
+    tokio::time::timeout(Duration::from_secs(20), follower.settled()).await.unwrap();
+    assert_eq!(one_xread_client(&h.server).await, before);
 }

@@ -1,0 +1,407 @@
+//! Pushing: to the configured remote, retrying a rejected push after
+//! fetching and replaying our commits on top of what the remote has.
+//!
+//! Two ways to the remote, chosen by its URL:
+//! - `file://` or a bare path: objects are written into the remote's object
+//!   database as one pack, and the branch is moved with a compare-and-swap
+//!   under the ref lock (`git_reference_create_matching`). libgit2's own
+//!   local transport moves the ref without that check, so two writers racing
+//!   could lose a commit; this does not.
+//! - anything else (`https://`, `ssh://`, `user@host:path`): git2's push; the
+//!   server's receive-pack checks the old value the same way, and a non-fast-
+//!   forward is reported as a rejection.
+//!
+//! Replay re-applies what our commits changed (their tree diffs). A change
+//! that was a no-op when committed (deleting a file our clone did not have)
+//! left no commit, so it is not replayed if another writer adds that file
+//! between our fetch and our push. The design keeps one writer per branch
+//! (spec: "keeping commits to one (GitProvider, branch) serialized through a
+//! single writer"), where this cannot happen.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use git2::build::TreeUpdateBuilder;
+use git2::{
+    Buf, Cred, CredentialType, ErrorCode, FetchOptions, FileMode, Oid, PushOptions, RemoteCallbacks, Repository, Sort,
+};
+
+use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, signature};
+use crate::{Error, Result};
+
+/// Pushes of fewer commits than this copy loose objects into a local
+/// remote; larger ones send one pack.
+const LOOSE_PUSH_LIMIT: usize = 16;
+
+/// Copies a commit and whatever of its tree the remote lacks. Children are
+/// written before their parents, so an interrupted copy never leaves a tree
+/// whose contents are missing, and a tree the remote has is complete there
+/// and is not descended into.
+fn copy_missing(
+    repo: &Repository,
+    from: &git2::Odb<'_>,
+    to: &git2::Odb<'_>,
+    commit: Oid,
+) -> std::result::Result<(), git2::Error> {
+    fn copy(from: &git2::Odb<'_>, to: &git2::Odb<'_>, id: Oid) -> std::result::Result<(), git2::Error> {
+        if !to.exists(id) {
+            let object = from.read(id)?;
+            to.write(object.kind(), object.data())?;
+        }
+        Ok(())
+    }
+    fn copy_tree(
+        repo: &Repository,
+        from: &git2::Odb<'_>,
+        to: &git2::Odb<'_>,
+        id: Oid,
+    ) -> std::result::Result<(), git2::Error> {
+        if to.exists(id) {
+            return Ok(());
+        }
+        for entry in repo.find_tree(id)?.iter() {
+            match entry.kind() {
+                Some(git2::ObjectType::Tree) => copy_tree(repo, from, to, entry.id())?,
+                _ => copy(from, to, entry.id())?,
+            }
+        }
+        copy(from, to, id)
+    }
+    if to.exists(commit) {
+        return Ok(());
+    }
+    copy_tree(repo, from, to, repo.find_commit(commit)?.tree_id())?;
+    copy(from, to, commit)
+}
+
+/// One push attempt's answer.
+#[derive(Debug)]
+pub(super) enum Attempt {
+    Pushed,
+    Rejected(String),
+}
+
+/// Where the remote is.
+pub(super) enum Endpoint {
+    Local(PathBuf),
+    Transport(String),
+}
+
+pub(super) fn endpoint(url: &str) -> Endpoint {
+    if let Some(path) = url.strip_prefix("file://") {
+        Endpoint::Local(PathBuf::from(path))
+    } else if url.starts_with('/') || url.starts_with("./") || url.starts_with("../") {
+        Endpoint::Local(PathBuf::from(url))
+    } else {
+        Endpoint::Transport(url.to_owned())
+    }
+}
+
+/// Credentials for git2, giving up after a few refusals (libgit2 asks again
+/// on every failure and would otherwise loop).
+fn callbacks<'a>(auth: &'a RemoteAuth, tries: &'a Cell<u32>) -> RemoteCallbacks<'a> {
+    let mut cb = RemoteCallbacks::new();
+    cb.credentials(move |url, username_from_url, allowed| {
+        tries.set(tries.get() + 1);
+        if tries.get() > 3 {
+            return Err(git2::Error::from_str(&format!(
+                "the remote {url} refused our credentials; check the configured token or key"
+            )));
+        }
+        match auth {
+            RemoteAuth::Token { username, token } if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) => {
+                Cred::userpass_plaintext(username, token)
+            }
+            RemoteAuth::SshKey { username, private_key, passphrase } if allowed.contains(CredentialType::SSH_KEY) => {
+                Cred::ssh_key(username_from_url.unwrap_or(username), None, private_key, passphrase.as_deref())
+            }
+            RemoteAuth::SshAgent { username } if allowed.contains(CredentialType::SSH_KEY) => {
+                Cred::ssh_key_from_agent(username_from_url.unwrap_or(username))
+            }
+            _ if allowed.contains(CredentialType::USERNAME) => Cred::username(username_from_url.unwrap_or("git")),
+            _ => Err(git2::Error::from_str(&format!(
+                "the remote {url} wants credentials ({allowed:?}) the configuration does not provide"
+            ))),
+        }
+    });
+    cb
+}
+
+impl GitWriter {
+    fn remote_url(&self) -> Option<&str> {
+        self.config.remote.as_ref().map(|r| r.url.as_str())
+    }
+
+    /// Fetches the branch into `refs/remotes/origin/<branch>` and returns
+    /// the remote's tip (`None` when the remote has no such branch yet).
+    pub fn fetch(&self) -> Result<Option<Oid>> {
+        let Some(remote) = &self.config.remote else {
+            return Ok(None);
+        };
+        let b = &self.config.branch;
+        let url = match endpoint(&remote.url) {
+            Endpoint::Local(path) => {
+                // A local remote's tip can be read directly: when it is what
+                // we last saw, or a commit we already hold (ours, just
+                // pushed), there is nothing to transfer.
+                if let Some(tip) = self.local_remote_tip_if_known(&path)? {
+                    return Ok(tip);
+                }
+                path.to_string_lossy().into_owned()
+            }
+            Endpoint::Transport(url) => url,
+        };
+        let tries = Cell::new(0);
+        let mut opts = FetchOptions::new();
+        opts.remote_callbacks(callbacks(&remote.auth, &tries));
+        opts.update_fetchhead(false);
+        self.repo
+            .remote_anonymous(&url)
+            .and_then(|mut r| r.fetch(&[format!("+refs/heads/{b}:refs/remotes/origin/{b}")], Some(&mut opts), None))
+            .map_err(git(format!("fetching {b} from {}", remote.url)))?;
+        self.ref_target(&self.tracking_ref())
+    }
+
+    /// The local remote's tip when no transfer is needed to know it:
+    /// `Some(tip)` (recorded as the tracking ref) or `None` when a fetch is.
+    fn local_remote_tip_if_known(&self, path: &std::path::Path) -> Result<Option<Option<Oid>>> {
+        let Ok(remote) = Repository::open_bare(path) else {
+            return Ok(None); // let the fetch report it
+        };
+        let tip = match remote.refname_to_id(&format!("refs/heads/{}", self.config.branch)) {
+            Ok(id) => Some(id),
+            Err(e) if e.code() == ErrorCode::NotFound => None,
+            Err(_) => return Ok(None),
+        };
+        let tracking = self.ref_target(&self.tracking_ref())?;
+        if tip == tracking {
+            return Ok(Some(tip));
+        }
+        match tip {
+            Some(id) if self.repo.odb().is_ok_and(|odb| odb.exists(id)) => {
+                self.repo
+                    .reference(&self.tracking_ref(), id, true, "reverser: remote tip")
+                    .map_err(git("recording the remote tip"))?;
+                Ok(Some(Some(id)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Pushes the branch, fetching and replaying on every rejection, up to
+    /// the configured number of attempts.
+    pub fn push(&mut self) -> Result<PushOutcome> {
+        let Some(remote) = self.config.remote.clone() else {
+            return Ok(PushOutcome::default());
+        };
+        let mut outcome = PushOutcome::default();
+        let mut last_reason = String::new();
+        for attempt in 1..=remote.max_push_attempts.max(1) {
+            let tracking = self.ref_target(&self.tracking_ref())?;
+            // Our commits must sit on top of what the remote has.
+            if let (Some(head), Some(tip)) = (self.local_head()?, tracking)
+                && head != tip
+                && !self.repo.graph_descendant_of(head, tip).map_err(git("comparing the clone with the remote"))?
+            {
+                let (replayed, dropped) = self.replay_onto(tip)?;
+                outcome.replayed += replayed;
+                outcome.dropped += dropped;
+            }
+            let Some(head) = self.local_head()? else {
+                return Ok(outcome);
+            };
+            if Some(head) == tracking {
+                return Ok(outcome);
+            }
+            outcome.attempts = attempt;
+            let answer = match endpoint(&remote.url) {
+                Endpoint::Local(path) => self.push_local(&path, tracking, head)?,
+                Endpoint::Transport(url) => self.push_transport(&url)?,
+            };
+            match answer {
+                Attempt::Pushed => {
+                    self.repo
+                        .reference(&self.tracking_ref(), head, true, "reverser: pushed")
+                        .map_err(git("recording the pushed tip"))?;
+                    tracing::debug!(%head, attempt, "pushed");
+                    return Ok(outcome);
+                }
+                Attempt::Rejected(why) => {
+                    tracing::info!(attempt, %why, remote = %remote.url, "push rejected; fetching and replaying");
+                    // A little jitter so two writers do not collide in step.
+                    let nanos = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.subsec_nanos())
+                        .unwrap_or(0);
+                    std::thread::sleep(Duration::from_millis(u64::from(attempt) * 5 + u64::from(nanos % 20)));
+                    self.fetch()?;
+                    last_reason = why;
+                }
+            }
+        }
+        Err(Error::PushExhausted {
+            remote: remote.url.clone(),
+            branch: self.config.branch.clone(),
+            attempts: remote.max_push_attempts.max(1),
+            last_reason,
+        })
+    }
+
+    /// A local bare remote: write our objects as one pack into its object
+    /// database, then move its branch only if it still points where we last
+    /// saw it.
+    fn push_local(&self, path: &std::path::Path, expected: Option<Oid>, head: Oid) -> Result<Attempt> {
+        let context = || format!("pushing to the local remote {}", path.display());
+        let remote =
+            Repository::open_bare(path).map_err(git(format!("{}: it must be a bare repository", context())))?;
+        let ours: Vec<Oid> = {
+            let mut walk = self.repo.revwalk().map_err(git(context()))?;
+            walk.push(head).map_err(git(context()))?;
+            if let Some(old) = expected {
+                walk.hide(old).map_err(git(context()))?;
+            }
+            walk.collect::<std::result::Result<_, _>>().map_err(git(context()))?
+        };
+        let remote_odb = remote.odb().map_err(git(context()))?;
+        if ours.len() < LOOSE_PUSH_LIMIT {
+            // A few commits: copy the objects the remote lacks, loose, as
+            // receive-pack does below unpackLimit (a pack per push would
+            // leave the remote searching thousands of packs).
+            let local_odb = self.repo.odb().map_err(git(context()))?;
+            for id in ours {
+                copy_missing(&self.repo, &local_odb, &remote_odb, id).map_err(git(context()))?;
+            }
+        } else {
+            let mut buf = Buf::new();
+            let mut walk = self.repo.revwalk().map_err(git(context()))?;
+            walk.push(head).map_err(git(context()))?;
+            if let Some(old) = expected {
+                walk.hide(old).map_err(git(context()))?;
+            }
+            let mut pack = self.repo.packbuilder().map_err(git(context()))?;
+            pack.insert_walk(&mut walk).map_err(git(context()))?;
+            pack.write_buf(&mut buf).map_err(git(context()))?;
+            let mut writer = remote_odb.packwriter().map_err(git(context()))?;
+            writer.write_all(&buf).map_err(|source| Error::Io { context: context(), source })?;
+            writer.commit().map_err(git(context()))?;
+        }
+        let name = format!("refs/heads/{}", self.config.branch);
+        let moved = match expected {
+            Some(old) => remote.reference_matching(&name, head, true, old, "reverser: push"),
+            None => remote.reference(&name, head, false, "reverser: push"),
+        };
+        match moved {
+            Ok(_) => Ok(Attempt::Pushed),
+            Err(e)
+                if matches!(
+                    e.code(),
+                    ErrorCode::Modified | ErrorCode::Exists | ErrorCode::Locked | ErrorCode::NotFound
+                ) =>
+            {
+                Ok(Attempt::Rejected(e.message().to_owned()))
+            }
+            Err(e) => Err(git(context())(e)),
+        }
+    }
+
+    /// Any other remote: git2's push of the branch (never forced).
+    pub(super) fn push_transport(&self, url: &str) -> Result<Attempt> {
+        let Some(config) = &self.config.remote else {
+            return Ok(Attempt::Pushed);
+        };
+        let rejected: RefCell<Option<String>> = RefCell::new(None);
+        let tries = Cell::new(0);
+        let b = &self.config.branch;
+        let result = {
+            let mut cb = callbacks(&config.auth, &tries);
+            cb.push_update_reference(|_refname, status| {
+                if let Some(why) = status {
+                    *rejected.borrow_mut() = Some(why.to_owned());
+                }
+                Ok(())
+            });
+            let mut opts = PushOptions::new();
+            opts.remote_callbacks(cb);
+            self.repo
+                .remote_anonymous(url)
+                .and_then(|mut r| r.push(&[format!("refs/heads/{b}:refs/heads/{b}")], Some(&mut opts)))
+        };
+        match result {
+            Ok(()) => Ok(match rejected.into_inner() {
+                Some(why) => Attempt::Rejected(why),
+                None => Attempt::Pushed,
+            }),
+            Err(e) if e.code() == ErrorCode::NotFastForward => Ok(Attempt::Rejected(e.message().to_owned())),
+            Err(e) => Err(git(format!("pushing {b} to {}", self.remote_url().unwrap_or(url)))(e)),
+        }
+    }
+
+    /// Re-creates our commits not yet on the remote on top of `onto`, each
+    /// as the same file changes (upserts and removals) with its original
+    /// author and message. Our version of a file wins: it is the later
+    /// observation. A commit that changes nothing on top of `onto` (the other
+    /// writer made the same change) is dropped. Returns (replayed, dropped).
+    pub(super) fn replay_onto(&mut self, onto: Oid) -> Result<(usize, usize)> {
+        let Some(head) = self.local_head()? else {
+            return Ok((0, 0));
+        };
+        let ours: Vec<Oid> = {
+            let mut walk = self.repo.revwalk().map_err(git("listing our commits"))?;
+            walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE).map_err(git("listing our commits"))?;
+            walk.push(head).map_err(git("listing our commits"))?;
+            walk.hide(onto).map_err(git("listing our commits"))?;
+            walk.collect::<std::result::Result<_, _>>().map_err(git("listing our commits"))?
+        };
+        let (mut replayed, mut dropped) = (0, 0);
+        let mut base = onto;
+        for id in ours {
+            let commit = self.repo.find_commit(id).map_err(git(format!("reading {id}")))?;
+            let parent_tree = self.tree_of(commit.parent_id(0).ok())?;
+            let tree = commit.tree().map_err(git(format!("reading {id}")))?;
+            let base_tree = self.tree_of(Some(base))?;
+            let diff = self
+                .repo
+                .diff_tree_to_tree(Some(&parent_tree), Some(&tree), None)
+                .map_err(git(format!("diffing {id}")))?;
+            let mut update = TreeUpdateBuilder::new();
+            for delta in diff.deltas() {
+                let new = delta.new_file();
+                let old = delta.old_file();
+                if !new.id().is_zero() {
+                    if let Some(path) = new.path().and_then(|p| p.to_str()) {
+                        update.upsert(path, new.id(), FileMode::Blob);
+                    }
+                } else if let Some(path) = old.path().and_then(|p| p.to_str())
+                    && entry_id(&base_tree, path).is_some()
+                {
+                    update.remove(path);
+                }
+            }
+            let new_tree = update.create_updated(&self.repo, &base_tree).map_err(git(format!("replaying {id}")))?;
+            if new_tree == base_tree.id() {
+                dropped += 1;
+                continue;
+            }
+            let new_tree = self.repo.find_tree(new_tree).map_err(git(format!("replaying {id}")))?;
+            let parent = self.repo.find_commit(base).map_err(git(format!("reading {base}")))?;
+            let committer = signature(&self.config.committer, None)?;
+            base = self
+                .repo
+                .commit(
+                    None,
+                    &commit.author(),
+                    &committer,
+                    commit.message_raw().unwrap_or_default(),
+                    &new_tree,
+                    &[&parent],
+                )
+                .map_err(git(format!("replaying {id}")))?;
+            replayed += 1;
+        }
+        self.set_local_head(base, "reverser: replay onto remote")?;
+        tracing::info!(replayed, dropped, onto = %onto, "replayed our commits on top of the remote");
+        Ok((replayed, dropped))
+    }
+}

@@ -1,0 +1,703 @@
+//! The writer against real repositories, read back with the `git` CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::attribution::render::{ObjectKey, is_logically_absent, render_manifest};
+
+const COMMITTER: (&str, &str) = ("Reverser Mirror", "mirror@reverser.invalid");
+
+/// Runs the `git` CLI in `dir` and returns its stdout; panics with stderr on failure.
+fn git_cli(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("the git CLI is installed");
+    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn lines(s: &str) -> Vec<String> {
+    s.lines().filter(|l| !l.is_empty()).map(str::to_owned).collect()
+}
+
+/// A bare remote made by the git CLI, with `main` as its default branch.
+fn bare_remote(root: &Path, name: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    git_cli(&dir, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    dir
+}
+
+fn writer(root: &Path, clone: &str, remote: Option<&Path>) -> GitWriter {
+    GitWriter::open(WriterConfig {
+        repo_dir: root.join(clone),
+        branch: "main".into(),
+        committer: Identity::new(COMMITTER.0, COMMITTER.1),
+        remote: remote.map(|r| RemoteConfig::new(format!("file://{}", r.display()))),
+    })
+    .unwrap()
+}
+
+fn user(name: &str) -> Option<ResolvedAuthor> {
+    Some(ResolvedAuthor {
+        username: name.into(),
+        display_name: String::new(),
+        email: String::new(),
+        actor_kind: ActorKind::of(name),
+    })
+}
+
+fn cm_key(ns: &str, name: &str) -> ObjectKey {
+    ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        namespace: ns.into(),
+        name: name.into(),
+    }
+}
+
+fn cm(ns: &str, name: &str, value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "uid": "u-1", "resourceVersion": "1"},
+        "data": {"key": value}})
+}
+
+fn at(secs: u64) -> std::time::SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_782_388_800 + secs)
+}
+
+fn write(author: Option<ResolvedAuthor>, object: Value, audit: &str, secs: u64) -> Change {
+    let ns = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    Change {
+        object: cm_key(ns, name),
+        action: Action::Write(object.clone()),
+        tier: if author.is_some() { Tier::Exact } else { Tier::Absent },
+        author,
+        audit_id: Some(audit.into()),
+        observed_at: at(secs),
+    }
+}
+
+fn delete(author: Option<ResolvedAuthor>, key: ObjectKey, audit: &str, secs: u64) -> Change {
+    Change {
+        action: Action::Delete,
+        object: key,
+        tier: if author.is_some() { Tier::DeleteSticky } else { Tier::Absent },
+        author,
+        audit_id: Some(audit.into()),
+        observed_at: at(secs),
+    }
+}
+
+const LOG: &str = "--format=%an|%ae|%cn|%ce|%s";
+
+#[test]
+fn create_update_delete_produce_the_expected_files_and_authors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let path = "core/v1/configmaps/shop/web.yaml";
+
+    let created = w.commit(&[write(user("alice"), cm("shop", "web", "1"), "a-1", 0)]).unwrap();
+    assert_eq!(created.commits.len(), 1);
+    assert_eq!(created.push.as_ref().unwrap().attempts, 1);
+    assert_eq!(
+        git_cli(&remote, &["show", &format!("main:{path}")]),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: shop\ndata:\n  key: '1'\n"
+    );
+
+    let mut alice_full = user("oidc:alice").unwrap();
+    alice_full.display_name = "Alice Example".into();
+    alice_full.email = "alice@example.com".into();
+    w.commit(&[write(Some(alice_full), cm("shop", "web", "2"), "a-2", 10)]).unwrap();
+    assert!(git_cli(&remote, &["show", &format!("main:{path}")]).contains("key: '2'"));
+
+    // The same bytes again (only server-owned metadata differs): no commit.
+    let mut same = cm("shop", "web", "2");
+    same["metadata"]["resourceVersion"] = json!("99");
+    let again = w.commit(&[write(user("carol"), same, "a-3", 20)]).unwrap();
+    assert!(again.commits.is_empty());
+    assert_eq!(again.unchanged, 1);
+
+    w.commit(&[delete(user("dave"), cm_key("shop", "web"), "a-4", 30)]).unwrap();
+    // Deleting what is already gone: no commit.
+    let gone = w.commit(&[delete(user("erin"), cm_key("shop", "web"), "a-5", 40)]).unwrap();
+    assert!(gone.commits.is_empty());
+
+    let alice_email = noreply_email("alice");
+    let dave_email = noreply_email("dave");
+    assert_eq!(
+        lines(&git_cli(&remote, &["log", "--reverse", LOG, "main"])),
+        vec![
+            format!("alice|{alice_email}|{}|{}|create {path}", COMMITTER.0, COMMITTER.1),
+            format!("Alice Example|alice@example.com|{}|{}|update {path}", COMMITTER.0, COMMITTER.1),
+            format!("dave|{dave_email}|{}|{}|delete {path}", COMMITTER.0, COMMITTER.1),
+        ]
+    );
+    // The author date is the observation time.
+    assert_eq!(git_cli(&remote, &["log", "-1", "--format=%at", "main"]).trim(), (1_782_388_800u64 + 30).to_string());
+    assert_eq!(git_cli(&remote, &["show", "--format=", "--name-status", "main"]).trim(), format!("D\t{path}"));
+    // The tree is empty again: no empty directories left behind.
+    assert_eq!(git_cli(&remote, &["ls-tree", "-r", "-t", "main"]), "");
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
+#[test]
+fn trailers_record_the_tier_and_audit_id_of_every_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    let mut second = write(user("alice"), cm("a", "two", "x"), "audit-2", 1);
+    second.tier = Tier::Name;
+    w.commit(&[write(user("alice"), cm("a", "one", "x"), "audit-1", 0), second]).unwrap();
+    let clone = tmp.path().join("clone");
+    let trailer =
+        |key: &str| git_cli(&clone, &["log", "-1", &format!("--format=%(trailers:key={key},valueonly)"), "main"]);
+    assert_eq!(lines(&trailer("Reverser-Tier")), ["exact", "name"]);
+    assert_eq!(lines(&trailer("Reverser-Audit-ID")), ["audit-1", "audit-2"]);
+    assert_eq!(lines(&trailer("Reverser-Actor")), ["alice"]);
+}
+
+#[test]
+fn an_unresolved_change_carries_the_unresolved_author_and_the_configured_committer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let mut change = write(None, cm("shop", "orphan", "v"), "", 0);
+    change.audit_id = None;
+    w.commit(&[change]).unwrap();
+    assert_eq!(
+        git_cli(
+            &remote,
+            &["log", "-1", "--format=%an|%ae|%cn|%ce|%(trailers:key=Reverser-Tier,valueonly,separator=%x2C)", "main"]
+        )
+        .trim(),
+        format!("unknown (attribution unresolved)|{UNRESOLVED_AUTHOR_EMAIL}|{}|{}|absent", COMMITTER.0, COMMITTER.1)
+    );
+}
+
+#[test]
+fn a_window_is_one_commit_per_author_in_event_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    let out = w
+        .commit(&[
+            write(user("alice"), cm("a", "x", "1"), "1", 0),
+            write(user("bob"), cm("a", "y", "1"), "2", 1),
+            write(None, cm("a", "z", "1"), "3", 2),
+            write(user("alice"), cm("b", "x", "1"), "4", 3),
+            write(user("bob"), cm("a", "x", "2"), "5", 4),
+            write(user("alice"), cm("a", "x", "3"), "6", 5),
+        ])
+        .unwrap();
+    assert_eq!(out.commits.len(), 4);
+    let clone = tmp.path().join("clone");
+    assert_eq!(
+        lines(&git_cli(&clone, &["log", "--reverse", "--format=%an", "--name-only", "main"]))
+            .into_iter()
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>(),
+        [
+            "alice",
+            "core/v1/configmaps/a/x.yaml",
+            "core/v1/configmaps/b/x.yaml",
+            "bob",
+            "core/v1/configmaps/a/x.yaml",
+            "core/v1/configmaps/a/y.yaml",
+            "unknown (attribution unresolved)",
+            "core/v1/configmaps/a/z.yaml",
+            "alice",
+            "core/v1/configmaps/a/x.yaml",
+        ]
+    );
+    // a/x ends as alice last left it, and bob's commit shows bob's value.
+    assert!(git_cli(&clone, &["show", "main:core/v1/configmaps/a/x.yaml"]).contains("key: '3'"));
+    assert!(git_cli(&clone, &["show", "main~1:core/v1/configmaps/a/x.yaml"]).contains("key: '2'"));
+}
+
+#[test]
+fn setting_only_deletion_timestamp_never_makes_a_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    w.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap();
+    // Even routed as a write (a router that forgot §1), the bytes are the same.
+    let mut terminating = cm("a", "x", "1");
+    terminating["metadata"]["deletionTimestamp"] = json!("2026-06-25T12:00:00Z");
+    terminating["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    let clone = tmp.path().join("clone");
+    let objects = || git_cli(&clone, &["count-objects"]);
+    let before = objects();
+    let out = w.commit(&[write(user("bob"), terminating, "2", 1)]).unwrap();
+    assert!(out.commits.is_empty());
+    assert_eq!(objects(), before, "a no-op stores nothing");
+    assert_eq!(git_cli(&clone, &["rev-list", "--count", "main"]).trim(), "1");
+}
+
+#[test]
+fn a_bad_change_is_refused_alone_and_the_rest_of_the_window_lands() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    let mut bad = write(user("alice"), cm("a", "x", "1"), "1", 0);
+    bad.object.name = "../../escape".into();
+    let not_an_object =
+        Change { action: Action::Write(json!("just a string")), ..write(user("alice"), cm("a", "y", "1"), "2", 0) };
+    let good = write(user("alice"), cm("a", "z", "1"), "3", 0);
+    let out = w.commit(&[bad, not_an_object, good]).unwrap();
+    assert_eq!(out.rejected.iter().map(|r| r.index).collect::<Vec<_>>(), [0, 1]);
+    assert!(matches!(out.rejected[0].error, crate::Error::LayoutPath { .. }));
+    assert!(matches!(out.rejected[1].error, crate::Error::Render { .. }));
+    let clone = tmp.path().join("clone");
+    assert_eq!(git_cli(&clone, &["ls-tree", "-r", "--name-only", "main"]).trim(), "core/v1/configmaps/a/z.yaml");
+}
+
+/// The corpus scenario `configmap/finalizer-delete`: a delete is accepted
+/// while a finalizer holds the object, another identity clears the finalizer,
+/// and the object goes. Exactly one removal commit, authored by the deleter,
+/// and nothing for the finalizer's clearing.
+#[test]
+fn finalizer_scenario_yields_exactly_one_removal_commit_by_the_deleter() {
+    let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared"));
+    let dir = shared.join("corpus/configmap/finalizer-delete");
+    if !dir.is_dir() {
+        println!("SKIP finalizer_scenario: {} is absent (the corpus lives in ../shared)", dir.display());
+        return;
+    }
+    let yaml = |f: &str| -> Value { serde_norway::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap() };
+    let modified = yaml("watch.modified.yaml");
+    let deleted = yaml("watch.deleted.yaml");
+    let audit_delete = yaml("audit.delete.yaml");
+    let audit_patch = yaml("audit.patch.yaml");
+    let expected: Value =
+        serde_json::from_str(std::fs::read_to_string(dir.join("expected.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    assert_eq!(expected["action"], "delete");
+
+    let object = &modified["object"];
+    let key = ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        namespace: object["metadata"]["namespace"].as_str().unwrap().into(),
+        name: object["metadata"]["name"].as_str().unwrap().into(),
+    };
+    let author_of = |audit: &Value| {
+        ResolvedAuthor::from_fact(&crate::attribution::Fact {
+            author: audit["user"]["username"].as_str().unwrap().into(),
+            ..Default::default()
+        })
+    };
+    let deleter = author_of(&audit_delete);
+    let clearer = author_of(&audit_patch);
+    assert_eq!(deleter.username, expected["author"].as_str().unwrap());
+
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+
+    // Before the scenario the object exists in Git, as it was before the
+    // delete (the same object, minus what the delete stamped).
+    let mut before = object.clone();
+    before["metadata"].as_object_mut().unwrap().retain(|k, _| !k.starts_with("deletion"));
+    w.commit(&[Change {
+        action: Action::Write(before.clone()),
+        object: key.clone(),
+        author: user("e2e.test"),
+        tier: Tier::Exact,
+        audit_id: None,
+        observed_at: at(0),
+    }])
+    .unwrap();
+    let path = crate::attribution::render::layout_path(&key).unwrap();
+    assert_eq!(
+        git_cli(&remote, &["show", &format!("main:{path}")]).into_bytes(),
+        render_manifest(&key, &before).unwrap()
+    );
+
+    // Route each watch event as §1 does: deletionTimestamp set, or DELETED,
+    // is a Delete.
+    let route = |event: &Value| {
+        if event["type"] == "DELETED" || is_logically_absent(&event["object"]) {
+            Action::Delete
+        } else {
+            Action::Write(event["object"].clone())
+        }
+    };
+    let tier: Tier = serde_json::from_value(expected["tier"].clone()).unwrap();
+    // The MODIFIED carrying deletionTimestamp: the deletion intent.
+    let intent = w
+        .commit(&[Change {
+            action: route(&modified),
+            object: key.clone(),
+            author: Some(deleter.clone()),
+            tier,
+            audit_id: audit_delete["auditID"].as_str().map(str::to_owned),
+            observed_at: at(1),
+        }])
+        .unwrap();
+    assert_eq!(intent.commits.len(), 1);
+    // The DELETED after the finalizer was cleared, however it is attributed.
+    let removal = w
+        .commit(&[Change {
+            action: route(&deleted),
+            object: key.clone(),
+            author: Some(clearer),
+            tier: Tier::Exact,
+            audit_id: audit_patch["auditID"].as_str().map(str::to_owned),
+            observed_at: at(3),
+        }])
+        .unwrap();
+    assert!(removal.commits.is_empty(), "{removal:?}");
+    assert_eq!(removal.unchanged, 1);
+
+    let log = lines(&git_cli(&remote, &["log", "--format=%an|%ae|%cn|%s", "--diff-filter=D", "main"]));
+    assert_eq!(
+        log,
+        [format!("{}|{}|{}|delete {path}", deleter.username, noreply_email(&deleter.username), COMMITTER.0)]
+    );
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "2");
+    assert_eq!(
+        lines(&git_cli(
+            &remote,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=Reverser-Tier,valueonly)%(trailers:key=Reverser-Audit-ID,valueonly)",
+                "main"
+            ]
+        )),
+        ["delete_sticky".to_string(), audit_delete["auditID"].as_str().unwrap().to_string()]
+    );
+}
+
+#[test]
+fn a_stale_writer_fetches_replays_and_lands_nothing_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut a = writer(tmp.path(), "clone-a", Some(&remote));
+    let mut b = writer(tmp.path(), "clone-b", Some(&remote));
+
+    a.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap();
+    a.commit(&[write(user("alice"), cm("a", "shared", "from-a"), "2", 1)]).unwrap();
+    // b never saw a's commits (it commits without fetching): its push is
+    // rejected, it fetches and replays.
+    let out = b
+        .commit_local(&[
+            write(user("bob"), cm("b", "y", "1"), "3", 2),
+            write(user("bob"), cm("a", "shared", "from-b"), "4", 3),
+        ])
+        .unwrap();
+    assert_eq!(out.commits.len(), 1);
+    let push = b.push().unwrap();
+    assert_eq!(push, PushOutcome { attempts: 2, replayed: 1, dropped: 0 });
+
+    assert_eq!(
+        lines(&git_cli(&remote, &["log", "--reverse", "--format=%an|%cn", "main"])),
+        [format!("alice|{}", COMMITTER.0), format!("alice|{}", COMMITTER.0), format!("bob|{}", COMMITTER.0),]
+    );
+    assert_eq!(
+        lines(&git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"])),
+        ["core/v1/configmaps/a/shared.yaml", "core/v1/configmaps/a/x.yaml", "core/v1/configmaps/b/y.yaml",]
+    );
+    // b's later observation wins the shared file.
+    assert!(git_cli(&remote, &["show", "main:core/v1/configmaps/a/shared.yaml"]).contains("from-b"));
+    // a is now behind; `commit` fetches first, so deleting the file only b
+    // had written still removes it.
+    let out = a.commit(&[delete(user("alice"), cm_key("b", "y"), "5", 4)]).unwrap();
+    assert_eq!(out.commits.len(), 1);
+    assert_eq!(out.push.unwrap().attempts, 1);
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "4");
+    assert_eq!(
+        git_cli(&remote, &["show", "--format=%an", "--name-status", "main"]).trim(),
+        "alice\n\nD\tcore/v1/configmaps/b/y.yaml"
+    );
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
+#[test]
+fn a_replayed_commit_that_changes_nothing_is_dropped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut a = writer(tmp.path(), "clone-a", Some(&remote));
+    let mut b = writer(tmp.path(), "clone-b", Some(&remote));
+    a.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap();
+    // b, stale, makes the very same change (another observer of one event).
+    b.commit_local(&[write(user("bob"), cm("a", "x", "1"), "1", 5)]).unwrap();
+    let push = b.push().unwrap();
+    assert_eq!(push.dropped, 1, "{push:?}");
+    assert_eq!(push.replayed, 0);
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "1");
+    assert_eq!(git_cli(&remote, &["log", "--format=%an", "main"]).trim(), "alice");
+}
+
+#[test]
+fn two_writers_racing_on_one_bare_remote_both_land_nothing_lost() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let per_writer = 15;
+    let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let writers: Vec<_> =
+        ["a", "b"].into_iter().map(|who| (who, writer(tmp.path(), &format!("clone-{who}"), Some(&remote)))).collect();
+    let handles: Vec<_> = writers
+        .into_iter()
+        .map(|(who, mut w)| {
+            let start = start.clone();
+            std::thread::spawn(move || {
+                start.wait();
+                let mut replayed = 0;
+                for i in 0..per_writer {
+                    // Commit without fetching, then push: every push made
+                    // after the other writer's lands is rejected and replayed.
+                    w.commit_local(&[write(user(who), cm(who, &format!("obj-{i}"), "v"), &format!("{who}-{i}"), i)])
+                        .unwrap();
+                    replayed += w.push().unwrap().replayed;
+                }
+                replayed
+            })
+        })
+        .collect();
+    let replayed: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    println!("racing writers: {replayed} commits replayed after a rejected push");
+    // Both first commits sit on the empty remote: whichever pushes second
+    // is rejected, so at least one replay is certain.
+    assert!(replayed > 0, "the writers never raced");
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), (2 * per_writer).to_string());
+    let files = lines(&git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]));
+    assert_eq!(files.len(), 2 * per_writer as usize);
+    for who in ["a", "b"] {
+        let authored = git_cli(&remote, &["log", "--format=%an", "main"]).lines().filter(|l| *l == who).count();
+        assert_eq!(authored, per_writer as usize, "{who}");
+    }
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
+/// The git2 transport path (https/ssh remotes use it): a non-fast-forward is
+/// reported as a rejection, not an error, and a fast-forward lands.
+#[test]
+fn transport_push_reports_a_non_fast_forward_as_a_rejection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let url = remote.display().to_string();
+    let mut a = writer(tmp.path(), "clone-a", Some(&remote));
+    let mut b = writer(tmp.path(), "clone-b", Some(&remote));
+    a.commit_local(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap();
+    assert!(matches!(a.push_transport(&url).unwrap(), push::Attempt::Pushed));
+    b.commit_local(&[write(user("bob"), cm("a", "y", "1"), "2", 0)]).unwrap();
+    assert!(matches!(b.push_transport(&url).unwrap(), push::Attempt::Rejected(_)));
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "1");
+}
+
+#[test]
+fn reopening_a_clone_keeps_unpushed_commits_and_pushes_them_next_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    {
+        let mut w = writer(tmp.path(), "clone", Some(&remote));
+        w.commit_local(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap();
+    }
+    // Meanwhile another writer pushes.
+    writer(tmp.path(), "other", Some(&remote)).commit(&[write(user("bob"), cm("a", "y", "1"), "2", 0)]).unwrap();
+    // Reopening fetches and replays the unpushed commit on top of bob's.
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let out = w.commit(&[write(user("alice"), cm("a", "z", "1"), "3", 1)]).unwrap();
+    assert_eq!(out.push.unwrap().attempts, 1);
+    assert_eq!(lines(&git_cli(&remote, &["log", "--reverse", "--format=%an", "main"])), ["bob", "alice", "alice"]);
+}
+
+#[test]
+fn commits_are_counted_by_author_kind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let metrics = std::sync::Arc::new(crate::metrics::Metrics::new());
+    let mut w = writer(tmp.path(), "clone", None).with_metrics(metrics.clone());
+    w.commit(&[
+        write(user("alice"), cm("a", "x", "1"), "1", 0),
+        write(user("system:serviceaccount:ns:sa"), cm("a", "y", "1"), "2", 0),
+        write(None, cm("a", "z", "1"), "3", 0),
+    ])
+    .unwrap();
+    let text = metrics.render();
+    for kind in ["user", "serviceaccount", "none"] {
+        assert!(text.contains(&format!("gitopsreverser_commits_total{{author_kind=\"{kind}\"}} 1")), "{text}");
+    }
+}
+
+#[test]
+fn an_invalid_branch_name_is_refused_with_a_typed_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = GitWriter::open(WriterConfig {
+        repo_dir: tmp.path().join("clone"),
+        branch: "bad..name".into(),
+        committer: Identity::new("c", "c@x"),
+        remote: None,
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("bad..name"), "{err}");
+}
+
+/// A large window is written as one pack; a long run of unpushed commits is
+/// pushed as one pack. Both leave complete, valid repositories.
+#[test]
+fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let packs = |dir: &Path| {
+        std::fs::read_dir(dir.join("objects/pack"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "pack"))
+            .count()
+    };
+    let clone = tmp.path().join("clone");
+    let window: Vec<Change> = (0..super::writer::PACK_THRESHOLD + 50)
+        .map(|i| write(user(["alice", "bob"][i % 2]), cm("big", &format!("o{i}"), "v"), "x", 0))
+        .collect();
+    let out = w.commit_local(&window).unwrap();
+    assert_eq!(out.commits.len(), 2);
+    assert_eq!(packs(&clone), 1);
+    for i in 0..20 {
+        w.commit_local(&[write(user("carol"), cm("small", &format!("s{i}"), "v"), "y", 1)]).unwrap();
+    }
+    assert_eq!(packs(&clone), 1, "small windows are written loose");
+    assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    let push = w.push().unwrap();
+    assert_eq!(push.attempts, 1);
+    assert_eq!(packs(&remote), 1);
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "22");
+    assert_eq!(
+        git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]).lines().count(),
+        super::writer::PACK_THRESHOLD + 50 + 20
+    );
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    // A short push afterwards is copied loose: still one pack on the remote.
+    w.commit(&[delete(user("dave"), cm_key("small", "s0"), "z", 2)]).unwrap();
+    assert_eq!(packs(&remote), 1);
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
+mod git_http;
+
+fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, crate::Error> {
+    GitWriter::open(WriterConfig {
+        repo_dir: root.join(clone),
+        branch: "main".into(),
+        committer: Identity::new(COMMITTER.0, COMMITTER.1),
+        remote: Some(RemoteConfig {
+            url: url.into(),
+            auth: RemoteAuth::Token { username: "x-access-token".into(), token: token.into() },
+            max_push_attempts: 5,
+        }),
+    })
+}
+
+/// An HTTP remote with a token, served by real `git http-backend`: the push
+/// goes through git2's transport and the server's receive-pack, which
+/// refuses a stale push; the writer fetches, replays and lands it.
+#[test]
+fn http_remote_with_a_token_pushes_and_replays_after_a_rejection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    git_cli(&remote, &["config", "http.receivepack", "true"]);
+    let server = git_http::GitHttpServer::start(tmp.path(), "x-access-token", "s3cret");
+    let url = format!("{}/remote.git", server.url);
+
+    let mut a = token_writer(tmp.path(), "clone-a", &url, "s3cret").unwrap();
+    let mut b = token_writer(tmp.path(), "clone-b", &url, "s3cret").unwrap();
+    let out = a.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap();
+    assert_eq!(out.push.unwrap().attempts, 1);
+    b.commit_local(&[write(user("bob"), cm("a", "y", "1"), "2", 1)]).unwrap();
+    let push = b.push().unwrap();
+    assert_eq!((push.attempts, push.replayed), (2, 1), "{push:?}");
+    assert_eq!(
+        lines(&git_cli(&remote, &["log", "--reverse", "--format=%an|%cn", "main"])),
+        [format!("alice|{}", COMMITTER.0), format!("bob|{}", COMMITTER.0)]
+    );
+    assert!(server.served.load(std::sync::atomic::Ordering::SeqCst) > 0);
+
+    // A wrong token is refused, and said so, rather than looping.
+    let err = token_writer(tmp.path(), "clone-c", &url, "wrong").unwrap_err();
+    assert!(err.to_string().contains("credentials"), "{err}");
+    assert!(server.refused.load(std::sync::atomic::Ordering::SeqCst) > 0);
+}
+
+#[test]
+fn remote_urls_pick_the_local_compare_and_swap_path_only_for_local_remotes() {
+    use push::{Endpoint, endpoint};
+    for local in ["file:///srv/git/mirror.git", "/srv/git/mirror.git", "./m.git"] {
+        assert!(matches!(endpoint(local), Endpoint::Local(_)), "{local}");
+    }
+    for remote in
+        ["https://github.com/acme/mirror.git", "ssh://git@github.com/acme/mirror.git", "git@github.com:acme/mirror.git"]
+    {
+        assert!(matches!(endpoint(remote), Endpoint::Transport(_)), "{remote}");
+    }
+}
+
+#[test]
+fn credentials_never_reach_a_log() {
+    let auth = RemoteAuth::Token { username: "x-access-token".into(), token: "ghp_secret".into() };
+    let shown = format!("{:?}", RemoteConfig { auth, ..RemoteConfig::new("https://x") });
+    assert!(!shown.contains("ghp_secret"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    let key = RemoteAuth::SshKey {
+        username: "git".into(),
+        private_key: "/keys/id".into(),
+        passphrase: Some("hunter2".into()),
+    };
+    assert!(!format!("{key:?}").contains("hunter2"));
+}
+
+#[test]
+fn an_unreachable_remote_never_loses_a_window() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    // The remote goes away.
+    let away = tmp.path().join("away.git");
+    std::fs::rename(&remote, &away).unwrap();
+    let window = [write(user("alice"), cm("a", "x", "1"), "1", 0)];
+    let err = w.commit(&window).unwrap_err();
+    assert!(matches!(err, crate::Error::Git { .. }), "{err}");
+    let clone = tmp.path().join("clone");
+    assert_eq!(git_cli(&clone, &["log", "--format=%an", "main"]).trim(), "alice");
+    // It comes back; retrying the same window adds nothing and pushes it.
+    std::fs::rename(&away, &remote).unwrap();
+    let out = w.commit(&window).unwrap();
+    assert!(out.commits.is_empty());
+    assert_eq!(out.push.unwrap().attempts, 1);
+    assert_eq!(git_cli(&remote, &["log", "--format=%an", "main"]).trim(), "alice");
+}
+
+/// A remote that declines every push (a protected branch's hook) ends in a
+/// typed error naming the reason, after the configured attempts, and the
+/// commit stays in the clone.
+#[test]
+fn a_push_the_remote_always_declines_ends_in_a_typed_error_with_the_reason() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'branch is protected' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = git_http::GitHttpServer::start(tmp.path(), "x-access-token", "s3cret");
+    let url = format!("{}/remote.git", server.url);
+    let mut w = token_writer(tmp.path(), "clone", &url, "s3cret").unwrap();
+    let err = w.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap_err();
+    match &err {
+        crate::Error::PushExhausted { attempts, last_reason, .. } => {
+            assert_eq!(*attempts, 5);
+            assert!(last_reason.contains("hook declined"), "{last_reason}");
+        }
+        other => panic!("expected PushExhausted, got {other}"),
+    }
+    let clone = tmp.path().join("clone");
+    assert_eq!(git_cli(&clone, &["log", "--format=%an", "main"]).trim(), "alice");
+    assert_eq!(git_cli(&remote, &["for-each-ref"]), "");
+}

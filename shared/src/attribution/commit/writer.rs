@@ -1,0 +1,457 @@
+//! The executor: applies planned commits to a local bare clone with git2,
+//! building trees directly in the object database (no checkout, no index).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
+
+use super::plan::{Applied, Effect, author_identity, commit_message, plan_commits};
+use super::{Action, Change, Identity};
+use crate::attribution::render::{layout_path, render_manifest};
+use crate::metrics::{CommitLabels, Metrics};
+use crate::{Error, Result};
+
+/// Windows of at least this many changes are written as one pack (git's
+/// default `unpackLimit` is the same figure).
+pub(super) const PACK_THRESHOLD: usize = 100;
+
+/// Where and how the writer keeps its history.
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    /// The local bare clone; created when absent. One writer per directory.
+    pub repo_dir: PathBuf,
+    /// The branch commits land on (`main`).
+    pub branch: String,
+    /// The configured committer: it never moves and is never the author.
+    pub committer: Identity,
+    /// Where to push; `None` keeps history local.
+    pub remote: Option<RemoteConfig>,
+}
+
+/// The remote to push to: `file://` (or a bare path), `https://` with a
+/// token, or ssh (`ssh://` or `user@host:path`).
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    pub url: String,
+    pub auth: RemoteAuth,
+    /// Push attempts before giving up; each rejection fetches and replays.
+    pub max_push_attempts: u32,
+}
+
+impl RemoteConfig {
+    /// A remote with no credentials and the default 10 push attempts.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), auth: RemoteAuth::None, max_push_attempts: 10 }
+    }
+}
+
+/// Credentials for the remote.
+#[derive(Clone)]
+pub enum RemoteAuth {
+    None,
+    /// HTTPS basic auth with a token as the password (GitHub: username
+    /// `x-access-token`; GitLab: `oauth2`).
+    Token {
+        username: String,
+        token: String,
+    },
+    /// An SSH private key file. The username in the URL wins over this one.
+    SshKey {
+        username: String,
+        private_key: PathBuf,
+        passphrase: Option<String>,
+    },
+    /// The running ssh-agent.
+    SshAgent {
+        username: String,
+    },
+}
+
+impl std::fmt::Debug for RemoteAuth {
+    // Never print a secret into a log.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteAuth::None => f.write_str("None"),
+            RemoteAuth::Token { username, .. } => {
+                f.debug_struct("Token").field("username", username).field("token", &"<redacted>").finish()
+            }
+            RemoteAuth::SshKey { username, private_key, .. } => f
+                .debug_struct("SshKey")
+                .field("username", username)
+                .field("private_key", private_key)
+                .finish_non_exhaustive(),
+            RemoteAuth::SshAgent { username } => f.debug_struct("SshAgent").field("username", username).finish(),
+        }
+    }
+}
+
+/// What one [`GitWriter::commit`] did.
+#[derive(Debug, Default)]
+pub struct CommitOutcome {
+    /// The commits made, oldest first.
+    pub commits: Vec<CommitSummary>,
+    /// Changes that left the tree identical: no commit for them.
+    pub unchanged: usize,
+    /// Changes refused (bad object or coordinates), with why. The rest of the
+    /// window is still committed.
+    pub rejected: Vec<RejectedChange>,
+    /// The push, when a remote is configured.
+    pub push: Option<PushOutcome>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitSummary {
+    pub id: String,
+    pub author: Identity,
+    /// Changes this commit records.
+    pub changes: usize,
+}
+
+#[derive(Debug)]
+pub struct RejectedChange {
+    /// Index into the window's changes.
+    pub index: usize,
+    pub error: Error,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PushOutcome {
+    /// Push attempts made (0 when there was nothing to push).
+    pub attempts: u32,
+    /// Commits re-created on top of what another writer pushed.
+    pub replayed: usize,
+    /// Our commits that turned out to change nothing on top of the remote.
+    pub dropped: usize,
+}
+
+/// The Git writer. Blocking (git2); run it on a blocking thread from async
+/// code. One per clone directory.
+pub struct GitWriter {
+    pub(super) repo: Repository,
+    pub(super) config: WriterConfig,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl std::fmt::Debug for GitWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitWriter").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+pub(super) fn git(context: impl Into<String>) -> impl FnOnce(git2::Error) -> Error {
+    let context = context.into();
+    move |source| Error::Git { context, source }
+}
+
+impl GitWriter {
+    /// Opens (or initializes) the local bare clone, and when a remote is
+    /// configured fetches the branch and starts from its tip (or
+    /// fast-forwards to it). Local commits a previous run did not push are
+    /// kept and pushed, replayed if need be, with the next commit.
+    pub fn open(config: WriterConfig) -> Result<Self> {
+        if !git2::Reference::is_valid_name(&format!("refs/heads/{}", config.branch)) {
+            return Err(Error::Git {
+                context: format!("branch {:?} is not a valid branch name; configure another", config.branch),
+                source: git2::Error::from_str("invalid reference name"),
+            });
+        }
+        let dir = &config.repo_dir;
+        let repo = if dir.join("HEAD").exists() {
+            Repository::open_bare(dir)
+                .map_err(git(format!("opening the clone at {}; remove the directory to start afresh", dir.display())))?
+        } else {
+            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+                context: format!("creating the clone directory {}", dir.display()),
+                source,
+            })?;
+            Repository::init_bare(dir).map_err(git(format!("initializing a bare clone at {}", dir.display())))?
+        };
+        let mut writer = Self { repo, config, metrics: None };
+        writer.sync()?;
+        Ok(writer)
+    }
+
+    /// Brings the clone up to the remote: fetch, then start from its tip,
+    /// fast-forward to it, or (when a previous run left unpushed commits)
+    /// replay ours on top of it. No-op without a remote.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.config.remote.is_none() {
+            return Ok(());
+        }
+        let Some(tip) = self.fetch()? else {
+            return Ok(());
+        };
+        match self.local_head()? {
+            None => self.set_local_head(tip, "reverser: start from remote"),
+            Some(local) if local == tip => Ok(()),
+            Some(local) => {
+                let compare = git("comparing the clone with the remote");
+                if self.repo.graph_descendant_of(tip, local).map_err(compare)? {
+                    self.set_local_head(tip, "reverser: fast-forward to remote")
+                } else if self
+                    .repo
+                    .graph_descendant_of(local, tip)
+                    .map_err(git("comparing the clone with the remote"))?
+                {
+                    Ok(())
+                } else {
+                    self.replay_onto(tip).map(|_| ())
+                }
+            }
+        }
+    }
+
+    /// Counts commits on `gitopsreverser_commits_total{author_kind}`.
+    pub fn with_metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    pub fn config(&self) -> &WriterConfig {
+        &self.config
+    }
+
+    /// The clone's directory, for reading history back.
+    pub fn repo_dir(&self) -> &Path {
+        &self.config.repo_dir
+    }
+
+    /// Commits one commit window's changes (in event order) and pushes them
+    /// when a remote is configured. With a remote it first fetches
+    /// ([`GitWriter::sync`]), so a change is diffed against what the remote
+    /// holds: a delete of a file only another writer had added still removes
+    /// it. When the remote cannot be reached the window is still committed
+    /// to the clone, and the push error is returned; the next call pushes
+    /// the commits (replaying them if need be). Retrying a window is safe:
+    /// a change already recorded leaves the tree identical and makes no
+    /// commit.
+    pub fn commit(&mut self, changes: &[Change]) -> Result<CommitOutcome> {
+        if let Err(error) = self.sync() {
+            // Never drop a window because the remote is away: commit on what
+            // we have, the push replays it later.
+            tracing::warn!(%error, "fetch before commit failed; committing on the clone as it is");
+        }
+        let mut outcome = self.commit_local(changes)?;
+        if self.config.remote.is_some() {
+            outcome.push = Some(self.push()?);
+        }
+        Ok(outcome)
+    }
+
+    /// Commits one window on the clone as it is, without fetching or pushing.
+    pub fn commit_local(&mut self, changes: &[Change]) -> Result<CommitOutcome> {
+        let mut outcome = CommitOutcome::default();
+        // Render first: a change that cannot be rendered is refused alone.
+        let mut rendered: Vec<Option<(String, Option<Vec<u8>>)>> = Vec::with_capacity(changes.len());
+        for (index, change) in changes.iter().enumerate() {
+            match render(change) {
+                Ok(r) => rendered.push(Some(r)),
+                Err(error) => {
+                    tracing::warn!(object = %change.object.display(), %error, "change refused, not committed");
+                    outcome.rejected.push(RejectedChange { index, error });
+                    rendered.push(None);
+                }
+            }
+        }
+
+        // A large window's objects are written in memory and land as one
+        // pack: one file instead of one per blob and tree. A small one's are
+        // written loose, as git itself does below `unpackLimit`, because
+        // every pack is one more file each object lookup may search.
+        // (The in-memory store is attached to a handle of its own: a
+        // backend, once added, stays on its object database for good.)
+        let packed = changes.len() >= PACK_THRESHOLD;
+        let own_handle = if packed {
+            Some(
+                Repository::open_bare(&self.config.repo_dir)
+                    .map_err(git(format!("opening the clone at {}", self.config.repo_dir.display())))?,
+            )
+        } else {
+            None
+        };
+        let work: &Repository = own_handle.as_ref().unwrap_or(&self.repo);
+        let work_odb = work.odb().map_err(git("opening the object database"))?;
+        let mempack = if packed {
+            Some(work_odb.add_new_mempack_backend(1000).map_err(git("adding the in-memory object store"))?)
+        } else {
+            None
+        };
+        let start = self.local_head()?;
+        let mut head = start;
+        for group in plan_commits(changes) {
+            let base_tree = tree_of(work, head)?;
+            // The running state of each touched path within this commit.
+            let mut overlay: HashMap<&str, Option<Oid>> = HashMap::new();
+            let mut applied: Vec<Applied<'_>> = Vec::new();
+            for &i in &group.changes {
+                let Some((path, content)) = &rendered[i] else {
+                    continue;
+                };
+                let current = match overlay.get(path.as_str()) {
+                    Some(state) => *state,
+                    None => entry_id(&base_tree, path),
+                };
+                // Hashed, not yet written: a no-op stores nothing.
+                let next = match content {
+                    Some(bytes) => {
+                        Some(Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(git("hashing a manifest"))?)
+                    }
+                    None => None,
+                };
+                // A delete of an absent file, a write of the same bytes: the
+                // tree stays identical, so nothing is recorded.
+                let effect = match (current, next) {
+                    (a, b) if a == b => {
+                        outcome.unchanged += 1;
+                        continue;
+                    }
+                    (None, Some(_)) => Effect::Create,
+                    (Some(_), Some(_)) => Effect::Update,
+                    (_, None) => Effect::Delete,
+                };
+                if let Some(bytes) = content {
+                    work.blob(bytes)
+                        .map_err(git(format!("writing the manifest of {}", changes[i].object.display())))?;
+                }
+                overlay.insert(path.as_str(), next);
+                applied.push(Applied { effect, path: path.as_str(), change: &changes[i] });
+            }
+            if applied.is_empty() {
+                continue;
+            }
+            let mut update = TreeUpdateBuilder::new();
+            for (path, state) in &overlay {
+                match state {
+                    Some(id) => {
+                        update.upsert(*path, *id, FileMode::Blob);
+                    }
+                    None if entry_id(&base_tree, path).is_some() => {
+                        update.remove(*path);
+                    }
+                    None => {}
+                }
+            }
+            let tree_id = update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?;
+            if tree_id == base_tree.id() {
+                // e.g. a create and a delete of one object in one window.
+                outcome.unchanged += applied.len();
+                continue;
+            }
+            let tree = work.find_tree(tree_id).map_err(git("reading the tree just built"))?;
+            let author = author_identity(group.author.as_ref());
+            let observed = applied.iter().map(|a| a.change.observed_at).max().unwrap_or_else(SystemTime::now);
+            let author_sig = signature(&author, Some(observed))?;
+            let committer_sig = signature(&self.config.committer, None)?;
+            let message = commit_message(group.author.as_ref(), &applied);
+            let parent = match head {
+                Some(id) => Some(work.find_commit(id).map_err(git("reading the parent commit"))?),
+                None => None,
+            };
+            let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+            let id = work
+                .commit(None, &author_sig, &committer_sig, &message, &tree, &parents)
+                .map_err(git(format!("committing as {} <{}>", author.name, author.email)))?;
+            tracing::debug!(commit = %id, author = %author.name, changes = applied.len(), "committed");
+            if let Some(metrics) = &self.metrics {
+                let kind = group.author.as_ref().map_or("none", |a| a.actor_kind.label());
+                metrics.commits.get_or_create(&CommitLabels { author_kind: kind.to_owned() }).inc();
+            }
+            outcome.commits.push(CommitSummary { id: id.to_string(), author, changes: applied.len() });
+            head = Some(id);
+        }
+        if let Some(id) = head
+            && head != start
+        {
+            // Objects first, as one pack, then the ref: the branch never
+            // points at something not on disk.
+            if let Some(mempack) = &mempack {
+                let mut pack = git2::Buf::new();
+                mempack.dump(work, &mut pack).map_err(git("packing the window's objects"))?;
+                let odb = self.repo.odb().map_err(git("opening the object database"))?;
+                let mut writer = odb.packwriter().map_err(git("writing the window's pack"))?;
+                std::io::Write::write_all(&mut writer, &pack).map_err(|source| Error::Io {
+                    context: format!("writing the window's pack into {}", self.config.repo_dir.display()),
+                    source,
+                })?;
+                writer.commit().map_err(git("writing the window's pack"))?;
+            }
+            self.set_local_head(id, "reverser: commit")?;
+        }
+        Ok(outcome)
+    }
+
+    pub(super) fn local_ref(&self) -> String {
+        format!("refs/heads/{}", self.config.branch)
+    }
+
+    pub(super) fn tracking_ref(&self) -> String {
+        format!("refs/remotes/origin/{}", self.config.branch)
+    }
+
+    /// The local branch tip; `None` before the first commit.
+    pub fn local_head(&self) -> Result<Option<Oid>> {
+        self.ref_target(&self.local_ref())
+    }
+
+    pub(super) fn ref_target(&self, name: &str) -> Result<Option<Oid>> {
+        match self.repo.refname_to_id(name) {
+            Ok(id) => Ok(Some(id)),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(git(format!("reading {name}"))(e)),
+        }
+    }
+
+    pub(super) fn set_local_head(&self, id: Oid, why: &str) -> Result<()> {
+        self.repo
+            .reference(&self.local_ref(), id, true, why)
+            .map_err(git(format!("moving {} to {id}", self.local_ref())))?;
+        Ok(())
+    }
+
+    /// The tree of a commit, or the empty tree for no commit.
+    pub(super) fn tree_of(&self, commit: Option<Oid>) -> Result<Tree<'_>> {
+        tree_of(&self.repo, commit)
+    }
+}
+
+fn tree_of(repo: &Repository, commit: Option<Oid>) -> Result<Tree<'_>> {
+    match commit {
+        Some(id) => repo.find_commit(id).and_then(|c| c.tree()).map_err(git(format!("reading the tree of {id}"))),
+        None => {
+            let id = repo.treebuilder(None).and_then(|b| b.write()).map_err(git("writing the empty tree"))?;
+            repo.find_tree(id).map_err(git("reading the empty tree"))
+        }
+    }
+}
+
+/// The file a change addresses and, for a write, its bytes.
+fn render(change: &Change) -> Result<(String, Option<Vec<u8>>)> {
+    let path = layout_path(&change.object)?;
+    let content = match &change.action {
+        Action::Write(object) => Some(render_manifest(&change.object, object)?),
+        Action::Delete => None,
+    };
+    Ok((path, content))
+}
+
+pub(super) fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
+    tree.get_path(Path::new(path)).ok().map(|e| e.id())
+}
+
+/// A signature at `at` (the observation time), or now.
+pub(super) fn signature(who: &Identity, at: Option<SystemTime>) -> Result<Signature<'static>> {
+    let result = match at {
+        Some(at) => {
+            let secs =
+                at.duration_since(UNIX_EPOCH).map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)).unwrap_or(0);
+            Signature::new(&who.name, &who.email, &Time::new(secs, 0))
+        }
+        None => Signature::now(&who.name, &who.email),
+    };
+    result.map_err(git(format!("making the signature {} <{}>; check the configured identity", who.name, who.email)))
+}

@@ -1,0 +1,249 @@
+//! The render layer (`spec/attribution.md` §1): what a watched object looks
+//! like in the Git mirror. [`sanitize`] keeps the object's intent and drops
+//! what the server owns; [`to_stable_yaml`] gives the same object the same
+//! bytes; [`layout_path`] gives it one file,
+//! `<group or core>/<version>/<resource>/<namespace or _cluster>/<name>.yaml`.
+//!
+//! Every function here is pure: plain data in, bytes or a path out.
+
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::Value;
+
+use crate::{Error, Result};
+
+/// Which object a change is about: the layout's five coordinates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ObjectKey {
+    /// API group; empty for the core group.
+    pub group: String,
+    pub version: String,
+    /// Plural resource name, as in the API path (`configmaps`).
+    pub resource: String,
+    /// Empty for a cluster-scoped object.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// `group/version/resource namespace/name`, for messages and logs.
+    pub fn display(&self) -> String {
+        let group = if self.group.is_empty() { "core" } else { &self.group };
+        let ns = if self.namespace.is_empty() { "_cluster" } else { &self.namespace };
+        format!("{group}/{}/{} {ns}/{}", self.version, self.resource, self.name)
+    }
+}
+
+/// `metadata` fields the API server owns: runtime state, never desired state.
+/// deletionTimestamp and deletionGracePeriodSeconds are among them, which is
+/// what makes "an object that only differs by having them" render to the
+/// same bytes (§1 "Deletion is attributed at intent time").
+pub const SERVER_OWNED_METADATA: [&str; 9] = [
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "managedFields",
+    "ownerReferences",
+];
+
+/// Strips server-owned metadata, `status`, and the server-defaulted fields a
+/// re-apply would fight over, keeping the object's intent:
+///
+/// - core `services`: `spec.clusterIP` and `spec.clusterIPs` (allocated from
+///   the cluster's range, immutable, wrong on any other cluster), except the
+///   headless value `None`, which is intent; and `spec.ipFamilies` unless the
+///   object asked for dual stack (`ipFamilyPolicy` other than `SingleStack`),
+///   since it is otherwise the echo of the allocated address. Node ports are
+///   kept: a pinned nodePort is commonly intent and cannot be told apart.
+/// - core `pods`: `spec.nodeName` (the scheduler's binding).
+/// - core `persistentvolumeclaims`: `spec.volumeName` (the binder's choice).
+///
+/// Errs when the object is not a JSON object.
+pub fn sanitize(key: &ObjectKey, object: &Value) -> Result<Value> {
+    let Value::Object(map) = object else {
+        return Err(Error::Render {
+            object: key.display(),
+            message: format!(
+                "the object is a JSON {}, not an object; pass the watch event's `object`",
+                json_kind(object)
+            ),
+        });
+    };
+    let mut map = map.clone();
+    map.remove("status");
+    if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+        for field in SERVER_OWNED_METADATA {
+            meta.remove(field);
+        }
+    }
+    if key.group.is_empty()
+        && let Some(Value::Object(spec)) = map.get_mut("spec")
+    {
+        match key.resource.as_str() {
+            "services" => {
+                let headless = |v: Option<&Value>| match v {
+                    Some(Value::String(s)) => s == "None",
+                    Some(Value::Array(a)) => a.iter().all(|x| x.as_str() == Some("None")),
+                    _ => false,
+                };
+                if !headless(spec.get("clusterIP")) {
+                    spec.remove("clusterIP");
+                }
+                if !headless(spec.get("clusterIPs")) {
+                    spec.remove("clusterIPs");
+                }
+                let single = matches!(spec.get("ipFamilyPolicy").and_then(Value::as_str), None | Some("SingleStack"));
+                if single {
+                    spec.remove("ipFamilies");
+                }
+            }
+            "pods" => {
+                spec.remove("nodeName");
+            }
+            "persistentvolumeclaims" => {
+                spec.remove("volumeName");
+            }
+            _ => {}
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+/// Whether the object carries `metadata.deletionTimestamp`: by §1 it is then
+/// logically absent from the intent tree. Offered for the caller routing
+/// events (the routing decision itself arrives here already made).
+pub fn is_logically_absent(object: &Value) -> bool {
+    object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+}
+
+/// Stable YAML: the same object gives the same bytes, whatever order its keys
+/// arrived in. `apiVersion`, `kind`, `metadata` lead at the top and `name`,
+/// `namespace` lead in `metadata` (the order people read manifests in); every
+/// other map is sorted by key.
+pub fn to_stable_yaml(key: &ObjectKey, object: &Value) -> Result<String> {
+    serde_norway::to_string(&Canonical { value: object, level: Level::Top })
+        .map_err(|e| Error::Render { object: key.display(), message: format!("YAML serialization failed: {e}") })
+}
+
+/// [`sanitize`] then [`to_stable_yaml`]: the manifest bytes committed for a
+/// write.
+pub fn render_manifest(key: &ObjectKey, object: &Value) -> Result<Vec<u8>> {
+    let clean = sanitize(key, object)?;
+    Ok(to_stable_yaml(key, &clean)?.into_bytes())
+}
+
+/// The layout: `<group or core>/<version>/<resource>/<namespace or _cluster>/<name>.yaml`.
+///
+/// Every component must be one safe path segment: non-empty, no `/`, `\`,
+/// NUL or control character, not `.`, `..` or `.git`. Kubernetes names never
+/// are, so a refusal means corrupt input, and it is refused rather than
+/// allowed to write outside its directory. `core` and `_cluster` cannot
+/// collide with real values: the core group is the empty string and a
+/// namespace is a DNS label (no `_`).
+pub fn layout_path(key: &ObjectKey) -> Result<String> {
+    let group = if key.group.is_empty() { "core" } else { key.group.as_str() };
+    let namespace = if key.namespace.is_empty() { "_cluster" } else { key.namespace.as_str() };
+    for (what, value) in [
+        ("group", group),
+        ("version", key.version.as_str()),
+        ("resource", key.resource.as_str()),
+        ("namespace", namespace),
+        ("name", key.name.as_str()),
+    ] {
+        check_segment(key, what, value)?;
+    }
+    Ok(format!("{group}/{}/{}/{namespace}/{}.yaml", key.version, key.resource, key.name))
+}
+
+fn check_segment(key: &ObjectKey, what: &'static str, value: &str) -> Result<()> {
+    let problem = if value.is_empty() {
+        Some("is empty")
+    } else if value == "." || value == ".." {
+        Some("is a relative path segment")
+    } else if value.eq_ignore_ascii_case(".git") {
+        Some("is `.git`, which Git refuses as a path segment")
+    } else if value.chars().any(|c| c == '/' || c == '\\' || c.is_control()) {
+        Some("contains a path separator or control character")
+    } else {
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(problem) => {
+            Err(Error::LayoutPath { object: key.display(), component: what, value: value.to_owned(), problem })
+        }
+    }
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Level {
+    Top,
+    Metadata,
+    Other,
+}
+
+impl Level {
+    fn leading(self) -> &'static [&'static str] {
+        match self {
+            Level::Top => &["apiVersion", "kind", "metadata"],
+            Level::Metadata => &["name", "namespace"],
+            Level::Other => &[],
+        }
+    }
+}
+
+/// Serializes a JSON value with a fixed key order, independent of whether
+/// serde_json preserves insertion order in this build.
+struct Canonical<'a> {
+    value: &'a Value,
+    level: Level,
+}
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.value {
+            Value::Object(map) => {
+                let leading = self.level.leading();
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort_by(|a, b| {
+                    let rank = |k: &str| leading.iter().position(|l| *l == k).unwrap_or(leading.len());
+                    rank(a).cmp(&rank(b)).then_with(|| a.cmp(b))
+                });
+                let mut out = serializer.serialize_map(Some(keys.len()))?;
+                for k in keys {
+                    let level = match (self.level, k.as_str()) {
+                        (Level::Top, "metadata") => Level::Metadata,
+                        _ => Level::Other,
+                    };
+                    out.serialize_entry(k, &Canonical { value: &map[k.as_str()], level })?;
+                }
+                out.end()
+            }
+            Value::Array(items) => {
+                let mut out = serializer.serialize_seq(Some(items.len()))?;
+                for item in items {
+                    out.serialize_element(&Canonical { value: item, level: Level::Other })?;
+                }
+                out.end()
+            }
+            other => other.serialize(serializer),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+//! Owners: the five owner-reference rules of `spec/ownership.md` ("Who owns
+//! what"), as a checker that names every violation on an object, and the
+//! repair decision ("promoting the oldest surviving owner", in one write).
+//! Also the single-write controller swap the fold and the reaper share.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use serde::{Deserialize, Serialize};
+
+use super::decision::{Action, Artifact, OwnerInfo, Snapshot, is_controller};
+use super::types::Task;
+
+/// One broken rule on one object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "violation")]
+pub enum Violation {
+    /// Rule 1: "Exactly one owner carries controller=true."
+    TwoControllers { owners: Vec<String> },
+    /// Rule 5: "An Issue or MergeRequest must never have zero controller owners."
+    OwnersButNoController { owners: Vec<String> },
+    /// Rules 2 and 3: "Every owner reference sets blockOwnerDeletion: true."
+    MissingBlockOwnerDeletion { owner: String, controller: bool },
+    /// Rule 4: "A Task never owns a Task."
+    TaskOwnsTask { owner: String },
+}
+
+/// A violation with its human-readable reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub object: String,
+    pub rule: u8,
+    pub violation: Violation,
+    pub why: String,
+}
+
+/// The object a checked owner list belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owned {
+    /// An Issue or MergeRequest CR: rules 1, 2, 3, 5 apply.
+    Artifact,
+    /// A Task: rule 4 (and 2, 3 for whatever it carries) apply.
+    Task,
+}
+
+/// Names every violation of the five rules on one object's owner references.
+pub fn check(object: &str, owned: Owned, refs: &[OwnerReference]) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let controllers: Vec<String> = refs.iter().filter(|r| is_controller(r)).map(|r| r.name.clone()).collect();
+    if controllers.len() > 1 {
+        out.push(Finding {
+            object: object.to_string(),
+            rule: 1,
+            why: format!(
+                "{object} has {} controller owners ({}); rule 1: exactly one owner carries controller=true",
+                controllers.len(),
+                controllers.join(", ")
+            ),
+            violation: Violation::TwoControllers { owners: controllers.clone() },
+        });
+    }
+    if owned == Owned::Artifact && !refs.is_empty() && controllers.is_empty() {
+        let owners: Vec<String> = refs.iter().map(|r| r.name.clone()).collect();
+        out.push(Finding {
+            object: object.to_string(),
+            rule: 5,
+            why: format!(
+                "{object} has owners ({}) but no controller owner; rule 5: it is worked by nobody and re-minted by nobody",
+                owners.join(", ")
+            ),
+            violation: Violation::OwnersButNoController { owners },
+        });
+    }
+    for r in refs {
+        if r.block_owner_deletion != Some(true) {
+            let controller = is_controller(r);
+            out.push(Finding {
+                object: object.to_string(),
+                rule: if controller { 2 } else { 3 },
+                why: format!(
+                    "{object}: owner reference to {} lacks blockOwnerDeletion: true; rule {}: every owner reference sets it, including the plain ones",
+                    r.name,
+                    if controller { 2 } else { 3 }
+                ),
+                violation: Violation::MissingBlockOwnerDeletion {
+                    owner: r.name.clone(),
+                    controller,
+                },
+            });
+        }
+        if owned == Owned::Task && r.kind == Task::KIND {
+            out.push(Finding {
+                object: object.to_string(),
+                rule: 4,
+                why: format!(
+                    "{object} is owned by Task {}; rule 4: a Task-owns-Task edge would cascade-delete the artifacts a fold preserves",
+                    r.name
+                ),
+                violation: Violation::TaskOwnsTask {
+                    owner: r.name.clone(),
+                },
+            });
+        }
+    }
+    out
+}
+
+/// The oldest surviving owner among `refs`: earliest creationTimestamp, then
+/// name (an unknown creation time sorts last).
+pub fn oldest_surviving<'a>(
+    refs: &'a [OwnerReference],
+    owners: &[OwnerInfo],
+    excluding: Option<&str>,
+) -> Option<&'a OwnerReference> {
+    refs.iter()
+        .filter(|r| Some(r.uid.as_str()) != excluding)
+        .filter_map(|r| {
+            let info = owners.iter().find(|o| o.uid == r.uid)?;
+            info.surviving.then_some((info, r))
+        })
+        .min_by(|(a, _), (b, _)| {
+            let ka = (a.created.is_none(), a.created, &a.name);
+            let kb = (b.created.is_none(), b.created, &b.name);
+            ka.cmp(&kb)
+        })
+        .map(|(_, r)| r)
+}
+
+/// The single-write swap of the fold ("ONE Update on A that atomically:
+/// APPENDS U's ownerRef, REWRITES Mi's ownerRef to controller=false,
+/// REWRITES U's ownerRef to controller=true"). Every other reference is
+/// demoted, and every reference sets blockOwnerDeletion (rule 2).
+pub fn swap_controller(refs: &[OwnerReference], new_controller: &OwnerReference) -> Vec<OwnerReference> {
+    let mut out: Vec<OwnerReference> = refs
+        .iter()
+        .map(|r| OwnerReference {
+            controller: Some(r.uid == new_controller.uid),
+            block_owner_deletion: Some(true),
+            ..r.clone()
+        })
+        .collect();
+    if !out.iter().any(|r| r.uid == new_controller.uid) {
+        out.push(OwnerReference { controller: Some(true), block_owner_deletion: Some(true), ..new_controller.clone() });
+    }
+    out
+}
+
+/// The repair of rule 5's reconcile guard (and of rules 1-3 on the way):
+/// one PUT that leaves exactly one controller, the oldest surviving owner,
+/// with blockOwnerDeletion on every reference. `None` when nothing is wrong
+/// or nothing can be done (no surviving owner: the GC collects it).
+pub fn repair(artifact: &Artifact, owners: &[OwnerInfo]) -> Option<Action> {
+    let refs = &artifact.owner_references;
+    let findings = check(&artifact.name, Owned::Artifact, refs);
+    let current = artifact.controller().filter(|c| owners.iter().any(|o| o.uid == c.uid && o.surviving));
+    let needs_promotion = current.is_none() && !refs.is_empty();
+    if findings.is_empty() && !needs_promotion {
+        return None;
+    }
+    let target = match current {
+        Some(c) => c,
+        None => oldest_surviving(refs, owners, None)?,
+    };
+    let new_refs = swap_controller(refs, target);
+    if &new_refs == refs {
+        return None;
+    }
+    Some(Action::SetOwners {
+        kind: artifact.kind,
+        name: artifact.name.clone(),
+        resource_version: artifact.resource_version.clone(),
+        why: format!(
+            "repair {}: {}; promote the oldest surviving owner {} to controller in one write",
+            artifact.name,
+            if findings.is_empty() {
+                "its controller owner is gone".to_string()
+            } else {
+                findings.iter().map(|f| f.why.clone()).collect::<Vec<_>>().join("; ")
+            },
+            target.name
+        ),
+        owner_references: new_refs,
+    })
+}
+
+/// Rule 5's reconcile guard over a snapshot: one repair per artifact that
+/// needs one. (Each found violation is logged at ERROR by the executor that
+/// applies it, the spec's operator_orphan_no_controller_total signal.)
+pub fn decide_repairs(snap: &Snapshot) -> Vec<Action> {
+    let owners = snap.owner_infos();
+    snap.artifacts().iter().filter_map(|a| repair(a, &owners)).collect()
+}
+
+/// Rule 4's repair on a Task: drop every Task owner reference.
+pub fn repair_task(task: &Task) -> Option<Vec<OwnerReference>> {
+    let refs = task.owner_refs();
+    if !refs.iter().any(|r| r.kind == Task::KIND) {
+        return None;
+    }
+    Some(refs.iter().filter(|r| r.kind != Task::KIND).cloned().collect())
+}
+
+#[cfg(test)]
+mod tests;

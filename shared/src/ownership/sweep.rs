@@ -1,0 +1,445 @@
+//! Sweep: the one function that keeps "no SCM artifact without a Task" true.
+//! The orphan predicate (answered through the `<repositoryRef>#<number>`
+//! issueKey index), the reporter intake gate, the mint stage, adopt-or-create,
+//! the two creation budgets, and the four pull-request dispositions.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use serde::{Deserialize, Serialize};
+
+use super::decision::{Action, Artifact, Snapshot};
+use super::naming::{intake_task_name, issue_cr_name, natural_key};
+use super::types::{BACKLOG_SWEEP, Issue, IssueSpec, Project, Repository, Task};
+
+/// An issue as the forge reports it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForgeIssue {
+    pub repository_ref: String,
+    pub number: i64,
+    pub state: String,
+    pub author: String,
+    pub url: String,
+    /// The thread's last comment is human-authored.
+    pub last_comment_human: bool,
+    /// Forge labels on the issue (the mint stage reads `tatara-parked`).
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+/// The `issueKey` field index: `<repositoryRef>#<number>` -> Issue CRs.
+/// "Clause b is answered by the issueKey field index, never by a hashed
+/// name and never by a label selector."
+#[derive(Debug, Clone, Default)]
+pub struct IssueKeyIndex {
+    by_key: BTreeMap<String, Vec<Artifact>>,
+}
+
+impl IssueKeyIndex {
+    /// Index every Issue CR by its natural key.
+    pub fn build(issues: &[Artifact]) -> Self {
+        let mut by_key: BTreeMap<String, Vec<Artifact>> = BTreeMap::new();
+        for i in issues {
+            by_key.entry(i.key()).or_default().push(i.clone());
+        }
+        IssueKeyIndex { by_key }
+    }
+    /// The Issue CRs under one key.
+    pub fn get(&self, repository_ref: &str, number: i64) -> &[Artifact] {
+        self.by_key.get(&natural_key(repository_ref, number)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Effective maintainer set: the repository's list when set (an explicit
+/// `[]` clears it), else the project's. "closed by default": none is empty.
+pub fn effective_maintainers(project: &Project, repo: Option<&Repository>) -> BTreeSet<String> {
+    repo.and_then(|r| r.spec.maintainer_logins.clone())
+        .or_else(|| project.spec.scm.maintainer_logins.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// `IsAllowedReporter(project, repo, issue.author)`: "closed-by-default when
+/// configured: an empty allowlist preserves the open default, and an empty
+/// login fails closed under an active gate". Under an active gate the bot, a
+/// maintainer, or a listed account is accepted (the CRD's reporterLogins).
+pub fn is_allowed_reporter(project: &Project, repo: Option<&Repository>, author: &str) -> bool {
+    let list = repo
+        .and_then(|r| r.spec.reporter_logins.clone())
+        .or_else(|| project.spec.scm.reporter_logins.clone())
+        .unwrap_or_default();
+    if list.is_empty() {
+        return true;
+    }
+    if author.is_empty() {
+        return false;
+    }
+    author == project.spec.scm.bot_login
+        || effective_maintainers(project, repo).contains(author)
+        || list.iter().any(|l| l == author)
+}
+
+/// The orphan predicate with the clause that decided it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanVerdict {
+    pub orphan: bool,
+    pub why: String,
+}
+
+/// "ISSUE ORPHAN (mint a Task) iff ALL of: a. issue.state == "open" b. no
+/// Issue CR for (repo, number) has a controller=true owner c.
+/// IsAllowedReporter(project, repo, issue.author)".
+pub fn orphan(
+    issue: &ForgeIssue,
+    index: &IssueKeyIndex,
+    project: &Project,
+    repo: Option<&Repository>,
+) -> OrphanVerdict {
+    let key = natural_key(&issue.repository_ref, issue.number);
+    if issue.state != "open" {
+        return OrphanVerdict { orphan: false, why: format!("{key} is {} on the forge (clause a)", issue.state) };
+    }
+    if let Some(owned) = index
+        .get(&issue.repository_ref, issue.number)
+        .iter()
+        .find(|a| a.owner_references.iter().any(|r| r.controller == Some(true)))
+    {
+        return OrphanVerdict {
+            orphan: false,
+            why: format!("{key} has a controller owner on {} (clause b)", owned.name),
+        };
+    }
+    if !is_allowed_reporter(project, repo, &issue.author) {
+        return OrphanVerdict {
+            orphan: false,
+            why: format!("{key}: reporter {:?} is not allowed by the intake gate (clause c)", issue.author),
+        };
+    }
+    OrphanVerdict { orphan: true, why: format!("{key} is open, controlled by no Task, and from an allowed reporter") }
+}
+
+/// The two mint stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MintStage {
+    /// Active: spawns a pod.
+    Triaging,
+    /// parked(backlog-sweep): spawns zero pods.
+    ParkedBacklogSweep,
+}
+
+/// "stage = triaging ... when the Task is webhook-originated, or the
+/// thread's last comment is human-authored ... stage = parked, stageReason =
+/// backlog-sweep ... otherwise."
+pub fn mint_stage(webhook_originated: bool, last_comment_human: bool) -> MintStage {
+    if webhook_originated || last_comment_human { MintStage::Triaging } else { MintStage::ParkedBacklogSweep }
+}
+
+/// The `kind` argument of `IntakeTaskName` for a sweep mint. Neither the
+/// spec nor `facts/` says which kind the sweep passes; we pass none (the
+/// name then has no kind letter). Change it here if the operator differs.
+pub const SWEEP_MINT_KIND: &str = "";
+
+/// The mint stage of one forge issue. The terminal path stamps
+/// `tatara-parked` because "the sweep's mint-stage predicate READS this
+/// label": an issue whose previous Task was parked or failed is a backlog
+/// re-mint, parked(backlog-sweep), whatever its thread's last comment - only a
+/// webhook (a human acting now) mints it active. Without the label the rule
+/// is [`mint_stage`]'s.
+pub fn mint_stage_for(issue: &ForgeIssue, webhook_originated: bool) -> MintStage {
+    if webhook_originated {
+        return MintStage::Triaging;
+    }
+    if issue.labels.iter().any(|l| l == super::reap::PARKED_LABEL) {
+        return MintStage::ParkedBacklogSweep;
+    }
+    mint_stage(false, issue.last_comment_human)
+}
+
+/// Every orphan of one sweep pass, in forge order, with its mint stage, cut
+/// to the two creation budgets. `active_now` is counted from the snapshot:
+/// "ACTIVE = stage NOT IN (parked, delivered, rejected, failed)".
+pub fn plan_pass(
+    snap: &Snapshot,
+    project: &Project,
+    repo: Option<&Repository>,
+    issues: &[ForgeIssue],
+) -> MintPlan {
+    let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
+    let orphans = issues
+        .iter()
+        .filter(|i| orphan(i, &index, project, repo).orphan)
+        .map(|i| (i.clone(), mint_stage_for(i, false)))
+        .collect();
+    let active = snap
+        .tasks
+        .iter()
+        .filter(|t| t.spec.project_ref == project.name() && t.is_active())
+        .count();
+    plan_mints(orphans, project, active)
+}
+
+/// The Task a sweep mint creates, deterministically named. The stage is
+/// carried in the immutable spec (`initialParkReason`), as the CRD does.
+pub fn mint_task(project: &Project, namespace: &str, issue: &ForgeIssue, stage: MintStage) -> Task {
+    let project_name = project.name().to_string();
+    let mut t = Task::new(&intake_task_name(&project_name, SWEEP_MINT_KIND, &issue.repository_ref, issue.number));
+    t.metadata.namespace = Some(namespace.to_string());
+    t.spec.project_ref = project_name;
+    t.spec.repository_ref = Some(issue.repository_ref.clone());
+    t.spec.goal = format!("Triage {}", natural_key(&issue.repository_ref, issue.number));
+    if stage == MintStage::ParkedBacklogSweep {
+        t.spec.initial_park_reason = Some(BACKLOG_SWEEP.to_string());
+    }
+    t
+}
+
+/// The Issue write of "The mint adopts, it never blindly creates".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "write")]
+pub enum IssueWrite {
+    /// "APPEND task as its controller=true owner (an UPDATE)".
+    Adopt { issue: Box<Issue>, why: String },
+    /// "CREATE it with task as controller owner".
+    Create { issue: Box<Issue>, why: String },
+    /// Someone took it between the predicate and the write: not an orphan
+    /// any more (recomputing after a conflict lands here).
+    Skip { why: String },
+}
+
+/// `mintTaskForIssue`: adopt the ownerless survivor of a failed Task, or
+/// create the mirror, with the new Task as controller owner.
+pub fn adopt_or_create(
+    task_ref: &OwnerReference,
+    existing: Option<&Issue>,
+    project: &str,
+    issue: &ForgeIssue,
+) -> IssueWrite {
+    let controller = OwnerReference { controller: Some(true), block_owner_deletion: Some(true), ..task_ref.clone() };
+    match existing {
+        Some(iss) => {
+            if let Some(c) = iss.owner_refs().iter().find(|r| r.controller == Some(true)) {
+                return IssueWrite::Skip { why: format!("{} is already controlled by {}", iss.name(), c.name) };
+            }
+            let mut updated = iss.clone();
+            let mut refs: Vec<OwnerReference> = iss
+                .owner_refs()
+                .iter()
+                .filter(|r| r.uid != controller.uid)
+                .map(|r| OwnerReference { block_owner_deletion: Some(true), ..r.clone() })
+                .collect();
+            refs.push(controller.clone());
+            updated.metadata.owner_references = Some(refs);
+            IssueWrite::Adopt {
+                why: format!(
+                    "{} exists without a controller: append {} as its controller owner",
+                    iss.name(),
+                    controller.name
+                ),
+                issue: Box::new(updated),
+            }
+        }
+        None => {
+            let mut iss = Issue::new(&issue_cr_name(&issue.repository_ref, issue.number));
+            iss.metadata.owner_references = Some(vec![controller.clone()]);
+            iss.spec = IssueSpec {
+                number: issue.number,
+                project_ref: project.to_string(),
+                repository_ref: issue.repository_ref.clone(),
+                url: issue.url.clone(),
+                ..Default::default()
+            };
+            IssueWrite::Create {
+                why: format!(
+                    "no mirror for {}: create it owned by {}",
+                    issue_cr_name(&issue.repository_ref, issue.number),
+                    controller.name
+                ),
+                issue: Box::new(iss),
+            }
+        }
+    }
+}
+
+/// A cap that bound this pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CapHit {
+    /// `maxNewTasksPerSweep` or `maxOpenTasks` (the metric's `cap` label).
+    pub cap: String,
+    pub why: String,
+}
+
+/// One pass's mint plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MintPlan {
+    /// Orphans to mint this pass, with their stage.
+    pub mint: Vec<(ForgeIssue, MintStage)>,
+    /// Orphans left for the next pass ("Remaining orphans are minted on the
+    /// next pass. The predicate is stateless, so nothing is lost.").
+    pub deferred: Vec<ForgeIssue>,
+    pub cap_hits: Vec<CapHit>,
+}
+
+/// "mint at most Project.spec.maxNewTasksPerSweep (default 5) Tasks AND never
+/// let ACTIVE Tasks exceed Project.spec.maxOpenTasks (default 6)";
+/// "parked(backlog-sweep) Tasks are NOT active and do not count".
+pub fn plan_mints(orphans: Vec<(ForgeIssue, MintStage)>, project: &Project, active_now: usize) -> MintPlan {
+    let max_new = project.spec.max_new_tasks_per_sweep() as usize;
+    let max_open = project.spec.max_open_tasks() as usize;
+    let mut plan = MintPlan { mint: vec![], deferred: vec![], cap_hits: vec![] };
+    let mut active = active_now;
+    let hit = |plan: &mut MintPlan, cap: &str, why: String| {
+        if !plan.cap_hits.iter().any(|h| h.cap == cap) {
+            plan.cap_hits.push(CapHit { cap: cap.to_string(), why });
+        }
+    };
+    for (issue, stage) in orphans {
+        if plan.mint.len() >= max_new {
+            hit(&mut plan, "maxNewTasksPerSweep", format!("minted {max_new} Tasks this pass (maxNewTasksPerSweep)"));
+            plan.deferred.push(issue);
+            continue;
+        }
+        if stage == MintStage::Triaging {
+            if active >= max_open {
+                hit(&mut plan, "maxOpenTasks", format!("{active} active Tasks reach maxOpenTasks {max_open}"));
+                plan.deferred.push(issue);
+                continue;
+            }
+            active += 1;
+        }
+        plan.mint.push((issue, stage));
+    }
+    plan
+}
+
+/// An open pull request the sweep found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForgePullRequest {
+    pub repository_ref: String,
+    pub number: i64,
+    pub author: String,
+    pub head_branch: String,
+    /// `None` when the forge did not say: fails closed.
+    pub head_repo: Option<String>,
+    pub base_repo: String,
+    pub labels: Vec<String>,
+    pub mentions_bot: bool,
+}
+
+/// "exactly one of four dispositions".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "disposition")]
+pub enum PrDisposition {
+    /// 1. ADOPT into an existing Task's mrRefs.
+    Adopt { task: String, why: String },
+    /// 2. BOT-AUTHORED and NOT ADOPTABLE -> IGNORE. FULL STOP.
+    IgnoreBot { why: String },
+    /// 3. HUMAN-AUTHORED in reaction scope -> mint a review-kind Task.
+    Review { why: String },
+    /// 4. Everything else is IGNORED.
+    Ignore { why: String },
+}
+
+/// The four pull-request dispositions. `task_names` are the existing Tasks.
+pub fn pr_disposition(
+    pr: &ForgePullRequest,
+    project: &Project,
+    repo: Option<&Repository>,
+    task_names: &BTreeSet<String>,
+) -> PrDisposition {
+    let bot = &project.spec.scm.bot_login;
+    let is_bot = !bot.is_empty() && &pr.author == bot;
+    if is_bot {
+        let owning = pr.head_branch.strip_prefix("task/").filter(|t| task_names.contains(*t));
+        // c. "head.repo == base.repo (NO forks, ever)"; unknown fails closed.
+        let same_repo = pr.head_repo.as_deref() == Some(pr.base_repo.as_str());
+        return match (owning, same_repo) {
+            (Some(task), true) => PrDisposition::Adopt {
+                task: task.to_string(),
+                why: format!("bot-authored, on task/{task}, from the base repository: adopt into {task}'s mrRefs"),
+            },
+            (None, _) => PrDisposition::IgnoreBot {
+                why: format!(
+                    "bot-authored and head branch {:?} names no existing Task: ignore, full stop",
+                    pr.head_branch
+                ),
+            },
+            (Some(_), false) => PrDisposition::IgnoreBot {
+                why: format!("bot-authored but head repo {:?} is not the base repo: no forks, ever", pr.head_repo),
+            },
+        };
+    }
+    let trusted = effective_maintainers(project, repo).contains(&pr.author);
+    let scope_all = project.spec.scm.pr_reaction_scope.as_deref() != Some("labeledOrMentioned");
+    let labeled = pr.labels.iter().any(|l| l == project.spec.trigger_label());
+    if !pr.author.is_empty() && (trusted || scope_all || labeled || pr.mentions_bot) {
+        let reason = if trusted {
+            "the author is a trusted insider"
+        } else if scope_all {
+            "the PR reaction scope is not labeledOrMentioned"
+        } else if labeled {
+            "it carries the trigger label"
+        } else {
+            "it @-mentions the bot"
+        };
+        return PrDisposition::Review {
+            why: format!("human-authored and in reaction scope ({reason}): mint a review Task"),
+        };
+    }
+    PrDisposition::Ignore { why: "human-authored but out of reaction scope".to_string() }
+}
+
+#[cfg(test)]
+mod tests;
+
+/// One orphan's mint as a decision over a fresh snapshot: create the Task,
+/// then adopt-or-create its Issue. Empty once the issue is no longer an
+/// orphan. A same-named Task that is terminal (a failed Task survives 7 days)
+/// blocks the re-mint until it is reaped.
+pub fn decide(
+    snap: &Snapshot,
+    project: &Project,
+    repo: Option<&Repository>,
+    namespace: &str,
+    issue: &ForgeIssue,
+    stage: MintStage,
+) -> Vec<Action> {
+    let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
+    if !orphan(issue, &index, project, repo).orphan {
+        return vec![];
+    }
+    let task = mint_task(project, namespace, issue, stage);
+    let Some(existing) = snap.task(task.name()) else {
+        return vec![Action::CreateTask {
+            why: format!(
+                "{} is an orphan: mint {} ({stage:?})",
+                natural_key(&issue.repository_ref, issue.number),
+                task.name()
+            ),
+            task: Box::new(task),
+        }];
+    };
+    if existing.is_terminal() || existing.metadata.deletion_timestamp.is_some() {
+        return vec![];
+    }
+    let task_ref = super::types::task_owner_ref(existing.name(), existing.metadata.uid.as_deref().unwrap_or(""), true);
+    let mirror = snap.issue(&issue_cr_name(&issue.repository_ref, issue.number));
+    match adopt_or_create(&task_ref, mirror, project.name(), issue) {
+        IssueWrite::Adopt { issue, why } => vec![Action::SetOwners {
+            kind: super::types::ArtifactKind::Issue,
+            name: issue.name().to_string(),
+            resource_version: issue.metadata.resource_version.clone(),
+            owner_references: issue.owner_refs().to_vec(),
+            why,
+        }],
+        IssueWrite::Create { issue, why } => vec![Action::CreateIssue { issue, why }],
+        IssueWrite::Skip { .. } => vec![],
+    }
+}
