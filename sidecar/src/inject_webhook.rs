@@ -76,11 +76,7 @@ pub fn webhook_config(args: &Args) -> WebhookConfig {
     WebhookConfig {
         inject: InjectOptions {
             image: args.sidecar_image.clone(),
-            mode: if args.plain_container {
-                SidecarMode::Plain
-            } else {
-                SidecarMode::Native
-            },
+            mode: if args.plain_container { SidecarMode::Plain } else { SidecarMode::Native },
             watcher: match &args.watcher_container {
                 Some(name) => WatcherSelector::Named(name.clone()),
                 None => WatcherSelector::All,
@@ -114,11 +110,7 @@ async fn inject(State(config): State<Arc<WebhookConfig>>, body: Bytes) -> impl I
         tracing::info!(uid = %response["uid"], "injected the reverser sidecar");
     }
     match serde_json::to_vec(&review) {
-        Ok(bytes) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            bytes,
-        ),
+        Ok(bytes) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], bytes),
         Err(e) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -130,10 +122,7 @@ async fn inject(State(config): State<Arc<WebhookConfig>>, body: Bytes) -> impl I
 /// Resolves on SIGTERM or SIGINT.
 async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) {
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {}
@@ -154,14 +143,9 @@ pub async fn run(args: Args) -> Result<(), String> {
         client_ca: None,
     })?;
     let listener = TcpListener::bind(args.listen).await.map_err(|e| {
-        format!(
-            "cannot listen for the injection webhook on {}: {e}; choose another --listen",
-            args.listen
-        )
+        format!("cannot listen for the injection webhook on {}: {e}; choose another --listen", args.listen)
     })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the injection webhook's address: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| format!("cannot read the injection webhook's address: {e}"))?;
     let webhook = webhook_config(&args);
     tracing::info!(
         %addr,

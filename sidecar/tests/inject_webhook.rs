@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
@@ -25,29 +24,22 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 const IMAGE: &str = "registry.example/reverser-sidecar:e2e";
-const SIDECAR_ARGS: [&str; 2] = [
-    "--author-attribution-transport=redis",
-    "--author-attribution-grace=5s",
-];
+const SIDECAR_ARGS: [&str; 2] = ["--author-attribution-transport=redis", "--author-attribution-grace=5s"];
 
 /// A CA and a localhost serving certificate it signed, as PEM files in `dir`.
 /// Returns the CA certificate (DER) a client trusts.
 fn certificates(dir: &Path) -> CertificateDer<'static> {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name
-        .push(DnType::CommonName, "inject-webhook e2e CA");
+    ca.distinguished_name.push(DnType::CommonName, "inject-webhook e2e CA");
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca, ca_key);
 
     let key = KeyPair::generate().unwrap();
-    let mut server =
-        CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
-    server
-        .distinguished_name
-        .push(DnType::CommonName, "rev-reverser-injector.reverser.svc");
+    let mut server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    server.distinguished_name.push(DnType::CommonName, "rev-reverser-injector.reverser.svc");
     server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let cert = server.signed_by(&key, &issuer).unwrap();
     std::fs::write(dir.join("tls.crt"), cert.pem()).unwrap();
@@ -79,12 +71,7 @@ fn start(dir: &Path) -> Webhook {
     for a in SIDECAR_ARGS {
         cmd.arg(format!("--sidecar-arg={a}"));
     }
-    let mut child = cmd
-        .env("REVERSER_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = cmd.env("REVERSER_LOG", "info").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     // Read the bound address off the log, then keep draining (and echoing)
@@ -93,17 +80,13 @@ fn start(dir: &Path) -> Webhook {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             eprintln!("[inject-webhook] {line}");
             if line.contains("inject-webhook listening")
-                && let Some(addr) = line
-                    .split_whitespace()
-                    .find_map(|w| w.strip_prefix("addr="))
+                && let Some(addr) = line.split_whitespace().find_map(|w| w.strip_prefix("addr="))
             {
                 let _ = tx.send(addr.to_string());
             }
         }
     });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("inject-webhook never logged its listening address");
+    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("inject-webhook never logged its listening address");
     Webhook { child, addr }
 }
 
@@ -130,9 +113,7 @@ async fn request(
     body: &[u8],
 ) -> std::io::Result<(u16, Vec<u8>)> {
     let tcp = TcpStream::connect(addr).await?;
-    let mut stream = tls
-        .connect(ServerName::try_from("localhost").unwrap(), tcp)
-        .await?;
+    let mut stream = tls.connect(ServerName::try_from("localhost").unwrap(), tcp).await?;
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
@@ -142,17 +123,12 @@ async fn request(
     stream.flush().await?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).await?;
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("no end of headers");
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("no end of headers");
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     let mut body = raw[split + 4..].to_vec();
     if let Some(len) = head.lines().find_map(|l| {
-        l.to_ascii_lowercase()
-            .strip_prefix("content-length:")
-            .map(|v| v.trim().parse::<usize>().unwrap())
+        l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap())
     }) {
         assert_eq!(body.len(), len, "short body: {head}");
     } else {
@@ -165,8 +141,7 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
         let eol = raw.windows(2).position(|w| w == b"\r\n").unwrap();
-        let size =
-            usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16).unwrap();
+        let size = usize::from_str_radix(std::str::from_utf8(&raw[..eol]).unwrap().trim(), 16).unwrap();
         if size == 0 {
             return out;
         }
@@ -249,30 +224,18 @@ async fn the_real_binary_serves_the_webhook_over_tls() {
 
     // Real TLS: a client that does not trust the CA is refused the handshake.
     let untrusted = request(&connector(None), addr, "GET", "/healthz", b"").await;
-    assert!(
-        untrusted.is_err(),
-        "an untrusted client got through: {untrusted:?}"
-    );
+    assert!(untrusted.is_err(), "an untrusted client got through: {untrusted:?}");
     let (status, body) = request(&tls, addr, "GET", "/healthz", b"").await.unwrap();
     assert_eq!((status, body.as_slice()), (200, b"ok\n".as_slice()));
 
     // An opted-in pod: the patch, applied, is exactly the plugin's output.
-    let opted_in = pod(
-        "web-1",
-        json!({"reverser.dev/inject": "enabled", "app": "web"}),
-        json!({}),
-        false,
-    );
+    let opted_in = pod("web-1", json!({"reverser.dev/inject": "enabled", "app": "web"}), json!({}), false);
     let response = admit(&tls, addr, &review("uid-opted-in", "shop", &opted_in)).await;
     assert_eq!(response["uid"], "uid-opted-in");
     assert_eq!(response["allowed"], true);
     assert_eq!(response["patchType"], "JSONPatch");
     let patch_bytes = base64::engine::general_purpose::STANDARD
-        .decode(
-            response["patch"]
-                .as_str()
-                .expect("no patch for an opted-in pod"),
-        )
+        .decode(response["patch"].as_str().expect("no patch for an opted-in pod"))
         .unwrap();
     let patch: json_patch::Patch = serde_json::from_slice(&patch_bytes).unwrap();
     let mut patched = opted_in.clone();
@@ -294,53 +257,18 @@ async fn the_real_binary_serves_the_webhook_over_tls() {
         (
             "uid-annotation",
             "shop",
-            pod(
-                "web-2",
-                json!({"reverser.dev/inject": "enabled"}),
-                json!({"reverser.dev/inject": "disabled"}),
-                false,
-            ),
+            pod("web-2", json!({"reverser.dev/inject": "enabled"}), json!({"reverser.dev/inject": "disabled"}), false),
         ),
-        (
-            "uid-host-network",
-            "shop",
-            pod(
-                "web-3",
-                json!({"reverser.dev/inject": "enabled"}),
-                json!({}),
-                true,
-            ),
-        ),
-        (
-            "uid-kube-system",
-            "kube-system",
-            pod(
-                "web-4",
-                json!({"reverser.dev/inject": "enabled"}),
-                json!({}),
-                false,
-            ),
-        ),
-        (
-            "uid-excluded",
-            "reverser",
-            pod(
-                "web-5",
-                json!({"reverser.dev/inject": "enabled"}),
-                json!({}),
-                false,
-            ),
-        ),
+        ("uid-host-network", "shop", pod("web-3", json!({"reverser.dev/inject": "enabled"}), json!({}), true)),
+        ("uid-kube-system", "kube-system", pod("web-4", json!({"reverser.dev/inject": "enabled"}), json!({}), false)),
+        ("uid-excluded", "reverser", pod("web-5", json!({"reverser.dev/inject": "enabled"}), json!({}), false)),
         ("uid-already", "shop", expected.clone()),
     ];
     for (uid, ns, object) in &opted_out {
         let response = admit(&tls, addr, &review(uid, ns, object)).await;
         assert_eq!(response["uid"], *uid);
         assert_eq!(response["allowed"], true, "{uid}");
-        assert!(
-            response.get("patch").is_none(),
-            "{uid} was patched: {response}"
-        );
+        assert!(response.get("patch").is_none(), "{uid} was patched: {response}");
         assert!(response.get("patchType").is_none(), "{uid}");
     }
 
@@ -352,7 +280,10 @@ async fn the_real_binary_serves_the_webhook_over_tls() {
     let wrong_kind = admit(
         &tls,
         addr,
-        &serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "x"}})).unwrap(),
+        &serde_json::to_vec(
+            &json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {"uid": "x"}}),
+        )
+        .unwrap(),
     )
     .await;
     let message = wrong_kind["status"]["message"].as_str().unwrap();
@@ -362,13 +293,7 @@ async fn the_real_binary_serves_the_webhook_over_tls() {
     let broken_pod = admit(&tls, addr, &review("uid-broken", "shop", &no_spec)).await;
     assert_eq!(broken_pod["uid"], "uid-broken");
     assert!(broken_pod.get("patch").is_none());
-    assert!(
-        !broken_pod["status"]["message"]
-            .as_str()
-            .unwrap_or("")
-            .is_empty(),
-        "{broken_pod}"
-    );
+    assert!(!broken_pod["status"]["message"].as_str().unwrap_or("").is_empty(), "{broken_pod}");
 
     let again = admit(&tls, addr, &review("uid-again", "shop", &opted_in)).await;
     assert_eq!(again["uid"], "uid-again");
@@ -381,14 +306,8 @@ fn a_missing_certificate_is_a_clear_startup_error() {
     let out = Command::new(env!("CARGO_BIN_EXE_reverser-sidecar"))
         .arg("inject-webhook")
         .arg("--listen=127.0.0.1:0")
-        .arg(format!(
-            "--tls-cert={}",
-            dir.path().join("absent.crt").display()
-        ))
-        .arg(format!(
-            "--tls-key={}",
-            dir.path().join("absent.key").display()
-        ))
+        .arg(format!("--tls-cert={}", dir.path().join("absent.crt").display()))
+        .arg(format!("--tls-key={}", dir.path().join("absent.key").display()))
         .output()
         .unwrap();
     assert!(!out.status.success());

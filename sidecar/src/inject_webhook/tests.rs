@@ -9,13 +9,7 @@ struct Cli {
 }
 
 fn parse(argv: &[&str]) -> Args {
-    let mut all = vec![
-        "inject-webhook",
-        "--tls-cert",
-        "c.pem",
-        "--tls-key",
-        "k.pem",
-    ];
+    let mut all = vec!["inject-webhook", "--tls-cert", "c.pem", "--tls-key", "k.pem"];
     all.extend_from_slice(argv);
     Cli::try_parse_from(all).unwrap().args
 }
@@ -56,16 +50,10 @@ fn flags_map_onto_the_injection_options() {
     ]));
     assert_eq!(config.inject.image, "registry.example/rs:1");
     assert_eq!(config.inject.mode, SidecarMode::Plain);
-    assert_eq!(
-        config.inject.watcher,
-        WatcherSelector::Named("watcher".into())
-    );
+    assert_eq!(config.inject.watcher, WatcherSelector::Named("watcher".into()));
     assert_eq!(
         config.inject.extra_args,
-        vec![
-            "--author-attribution-grace=5s".to_string(),
-            "--author-attribution-transport=redis".to_string()
-        ]
+        vec!["--author-attribution-grace=5s".to_string(), "--author-attribution-transport=redis".to_string()]
     );
     assert!(config.require_opt_in_label);
 }
