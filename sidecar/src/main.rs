@@ -56,9 +56,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::serve(args))),
         Command::Receive(args) => runtime().and_then(|rt| rt.block_on(serve::receive(args))),
-        Command::InjectWebhook(args) => {
-            runtime().and_then(|rt| rt.block_on(inject_webhook::run(args)))
-        }
+        Command::InjectWebhook(args) => runtime().and_then(|rt| rt.block_on(inject_webhook::run(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

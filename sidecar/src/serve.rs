@@ -155,6 +155,38 @@ fn curl_hint(dev: &devcerts::DevCerts, addr: std::net::SocketAddr) -> String {
     )
 }
 
+/// Starts the mTLS audit receiver on `addr`; returns its banner lines.
+async fn start_receiver(
+    addr: std::net::SocketAddr,
+    r: &config::Receiver,
+    a: &config::Attribution,
+    transport: &Transport,
+    metrics: &Arc<Metrics>,
+    tasks: &mut tokio::task::JoinSet<()>,
+    stop: &watch::Receiver<bool>,
+) -> Result<String, String> {
+    let tls = receiver_tls(r)?;
+    let config = tls::server_config(&tls.server)?;
+    let listener = bind(addr, "the audit webhook").await?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let state = Arc::new(ReceiverState {
+        publisher: transport.publisher(),
+        metrics: metrics.clone(),
+        route_annotation_key: a.route_annotation_key.clone(),
+        body_limit: r.audit_body_limit,
+    });
+    tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop.clone())));
+    let mut line = format!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
+    if let Some(dev) = &tls.dev {
+        line += &format!(
+            "\ndev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)\ntry it         {}",
+            abs(&dev.dir),
+            curl_hint(dev, local)
+        );
+    }
+    Ok(line)
+}
+
 pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let metrics = Arc::new(Metrics::new());
     let opts = args.attribution.transport_options()?;
@@ -184,10 +216,12 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let git = match args.git.writer_config() {
         Some(c) => {
             let dir = c.repo_dir.display().to_string();
-            let w = tokio::task::spawn_blocking(move || shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string()))
-                .await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
+            let w = tokio::task::spawn_blocking(move || {
+                shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
             Some(w.with_metrics(metrics.clone()))
         }
         None => None,
@@ -203,29 +237,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
 
     // Receiver (optional in this process).
     let receiver_line = match args.receiver.listen()? {
-        Some(addr) => {
-            let tls = receiver_tls(&args.receiver)?;
-            let config = tls::server_config(&tls.server)?;
-            let listener = bind(addr, "the audit webhook").await?;
-            let local = listener.local_addr().map_err(|e| e.to_string())?;
-            let state = Arc::new(ReceiverState {
-                publisher: transport.publisher(),
-                metrics: metrics.clone(),
-                route_annotation_key: args.attribution.route_annotation_key.clone(),
-                body_limit: args.receiver.audit_body_limit,
-            });
-            tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop_rx.clone())));
-            let mut line =
-                format!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
-            if let Some(dev) = &tls.dev {
-                line += &format!(
-                    "\ndev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)\ntry it         {}",
-                    abs(&dev.dir),
-                    curl_hint(dev, local)
-                );
-            }
-            Some(line)
-        }
+        Some(addr) => Some(
+            start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks, &stop_rx).await?,
+        ),
         None => None,
     };
 
@@ -290,19 +304,10 @@ pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
     }
     let transport = Transport::build(opts, metrics.clone()).map_err(|e| e.to_string())?;
     let addr = args.receiver.listen()?.ok_or("`receive` needs --audit-listen host:port")?;
-    let tls = receiver_tls(&args.receiver)?;
-    let config = tls::server_config(&tls.server)?;
-    let listener = bind(addr, "the audit webhook").await?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let state = Arc::new(ReceiverState {
-        publisher: transport.publisher(),
-        metrics: metrics.clone(),
-        route_annotation_key: args.attribution.route_annotation_key.clone(),
-        body_limit: args.receiver.audit_body_limit,
-    });
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop_rx.clone())));
+    let receiver_line =
+        start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks, &stop_rx).await?;
     let ops_listener = bind(args.ops.metrics_listen, "metrics").await?;
     let ops_local = ops_listener.local_addr().map_err(|e| e.to_string())?;
     // A receiver has no follower: it is ready once it listens.
@@ -313,11 +318,7 @@ pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
     });
     println!("reverser-sidecar {} receiving", env!("CARGO_PKG_VERSION"));
     println!("transport      {}", transport.kind().label());
-    println!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
-    if let Some(dev) = &tls.dev {
-        println!("dev certs      {}", abs(&dev.dir));
-        println!("try it         {}", curl_hint(dev, local));
-    }
+    println!("{receiver_line}");
     println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
     terminated().await;
     stop_tx.send_replace(true);

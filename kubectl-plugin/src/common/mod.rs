@@ -283,9 +283,7 @@ impl TypedName {
     /// Parses the positional arguments of a command addressing one object.
     pub fn parse(args: &[String]) -> Result<Self, CliError> {
         let usage = |got: String| {
-            CliError::new(format!(
-                "expected one object as TYPE/NAME or TYPE NAME (e.g. deploy/web), got {got}"
-            ))
+            CliError::new(format!("expected one object as TYPE/NAME or TYPE NAME (e.g. deploy/web), got {got}"))
         };
         let parts: Vec<&str> = match args {
             [one] => match one.split_once('/') {
@@ -297,10 +295,7 @@ impl TypedName {
             more => return Err(usage(format!("{more:?}"))),
         };
         match parts.as_slice() {
-            [t, n] if !t.is_empty() && !n.is_empty() => Ok(Self {
-                type_: (*t).to_string(),
-                name: (*n).to_string(),
-            }),
+            [t, n] if !t.is_empty() && !n.is_empty() => Ok(Self { type_: (*t).to_string(), name: (*n).to_string() }),
             _ => Err(usage(format!("{args:?}"))),
         }
     }

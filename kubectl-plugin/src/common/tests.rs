@@ -177,19 +177,12 @@ fn errors_exit_non_zero() {
 
 #[test]
 fn typed_names_parse_both_kubectl_forms() {
-    let parse =
-        |args: &[&str]| TypedName::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
-    let web = TypedName {
-        type_: "deploy".into(),
-        name: "web".into(),
-    };
+    let parse = |args: &[&str]| TypedName::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+    let web = TypedName { type_: "deploy".into(), name: "web".into() };
     assert_eq!(parse(&["deploy/web"]).unwrap(), web);
     assert_eq!(parse(&["deploy", "web"]).unwrap(), web);
     assert_eq!(web.to_string(), "deploy/web");
-    assert_eq!(
-        parse(&["mergerequests.tatara.dev", "mr-12"]).unwrap().type_,
-        "mergerequests.tatara.dev"
-    );
+    assert_eq!(parse(&["mergerequests.tatara.dev", "mr-12"]).unwrap().type_, "mergerequests.tatara.dev");
     for bad in [
         &[][..],
         &["deploy"][..],
@@ -200,10 +193,6 @@ fn typed_names_parse_both_kubectl_forms() {
         &["deploy", "web", "extra"][..],
     ] {
         let err = parse(bad).unwrap_err();
-        assert!(
-            err.message()
-                .starts_with("expected one object as TYPE/NAME"),
-            "{err}"
-        );
+        assert!(err.message().starts_with("expected one object as TYPE/NAME"), "{err}");
     }
 }

@@ -56,7 +56,10 @@ fn assert_injected(spec: &Value, watchers: &[&str]) {
     assert_eq!(sidecar["name"], Value::from(SIDECAR_NAME), "{spec:?}");
     assert_eq!(sidecar["restartPolicy"], Value::from("Always"));
     assert_eq!(sidecar["image"], Value::from(default_image()));
-    assert_eq!(sidecar["args"], yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode, "666", --audit-listen, "off"]"));
+    assert_eq!(
+        sidecar["args"],
+        yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode, '666', --audit-listen, 'off']")
+    );
     let sc = &sidecar["securityContext"];
     assert_eq!(sc["runAsNonRoot"], Value::from(true));
     assert_eq!(sc["readOnlyRootFilesystem"], Value::from(true));
@@ -224,7 +227,9 @@ fn image_args_socket_dir_and_resources_are_configurable() {
     assert_eq!(sidecar["image"], Value::from("registry.local/sidecar:dev"));
     assert_eq!(
         sidecar["args"],
-        yaml("[serve, --socket, /run/attr/reverser.sock, --socket-mode, '666', --audit-listen, 'off', --transport, redis, --redis-url, 'redis://redis:6379']")
+        yaml(
+            "[serve, --socket, /run/attr/reverser.sock, --socket-mode, '666', --audit-listen, 'off', --transport, redis, --redis-url, 'redis://redis:6379']"
+        )
     );
     assert_eq!(sidecar["resources"], yaml("{requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}"));
     assert_eq!(sidecar["securityContext"]["runAsUser"], Value::from(1000));
@@ -654,10 +659,8 @@ spec:
     let after = yaml(&out.output);
     assert_eq!(after["metadata"], before["metadata"]);
     assert_eq!(after["spec"]["replicas"], Value::from(3));
-    let (b, a) = (
-        &before["spec"]["template"]["spec"]["containers"][0],
-        &after["spec"]["template"]["spec"]["containers"][0],
-    );
+    let (b, a) =
+        (&before["spec"]["template"]["spec"]["containers"][0], &after["spec"]["template"]["spec"]["containers"][0]);
     assert_eq!(a["command"], b["command"]);
     assert_eq!(a["image"], b["image"]);
     let env_before = b["env"].as_sequence().unwrap();
@@ -665,10 +668,7 @@ spec:
     assert_eq!(&env_after[..env_before.len()], &env_before[..]);
     // A `---` inside a value must not be read back as a document marker.
     assert_eq!(split_documents(&out.output).len(), 1, "{}", out.output);
-    assert_eq!(
-        inject_manifests(&out.output, &opts()).unwrap().output,
-        out.output
-    );
+    assert_eq!(inject_manifests(&out.output, &opts()).unwrap().output, out.output);
 }
 
 proptest! {

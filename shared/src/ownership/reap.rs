@@ -193,12 +193,7 @@ pub fn decide(snap: &Snapshot, project: &Project, task: &str) -> Vec<Action> {
 /// [`decide`] for one Task of a reap pass that collects `reaping`: a Task
 /// the same pass is about to delete is not a SURVIVING owner, so controller
 /// is never handed to it.
-pub fn decide_in_pass(
-    snap: &Snapshot,
-    project: &Project,
-    task: &str,
-    reaping: &BTreeSet<String>,
-) -> Vec<Action> {
+pub fn decide_in_pass(snap: &Snapshot, project: &Project, task: &str, reaping: &BTreeSet<String>) -> Vec<Action> {
     let Some(t) = snap.task(task) else {
         return vec![];
     };

@@ -163,23 +163,14 @@ pub fn mint_stage_for(issue: &ForgeIssue, webhook_originated: bool) -> MintStage
 /// Every orphan of one sweep pass, in forge order, with its mint stage, cut
 /// to the two creation budgets. `active_now` is counted from the snapshot:
 /// "ACTIVE = stage NOT IN (parked, delivered, rejected, failed)".
-pub fn plan_pass(
-    snap: &Snapshot,
-    project: &Project,
-    repo: Option<&Repository>,
-    issues: &[ForgeIssue],
-) -> MintPlan {
+pub fn plan_pass(snap: &Snapshot, project: &Project, repo: Option<&Repository>, issues: &[ForgeIssue]) -> MintPlan {
     let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
     let orphans = issues
         .iter()
         .filter(|i| orphan(i, &index, project, repo).orphan)
         .map(|i| (i.clone(), mint_stage_for(i, false)))
         .collect();
-    let active = snap
-        .tasks
-        .iter()
-        .filter(|t| t.spec.project_ref == project.name() && t.is_active())
-        .count();
+    let active = snap.tasks.iter().filter(|t| t.spec.project_ref == project.name() && t.is_active()).count();
     plan_mints(orphans, project, active)
 }
 

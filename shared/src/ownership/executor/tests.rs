@@ -466,8 +466,7 @@ async fn repair_promotes_the_oldest_surviving_owner_over_http() {
         let mut s = api.store.lock().unwrap();
         let mut o = s.get("issues", NS, "iss-tatara-operator-412").unwrap();
         o["metadata"]["ownerReferences"][0]["controller"] = Value::Bool(false);
-        s.replace("issues", NS, "iss-tatara-operator-412", o, false)
-            .unwrap();
+        s.replace("issues", NS, "iss-tatara-operator-412", o, false).unwrap();
     }
     let before = exec.snapshot().await.unwrap();
     let findings: Vec<_> = before
@@ -476,14 +475,8 @@ async fn repair_promotes_the_oldest_surviving_owner_over_http() {
         .flat_map(|a| owners::check(&a.name, owners::Owned::Artifact, &a.owner_references))
         .collect();
     assert_eq!(findings.len(), 1);
-    let report = exec
-        .converge("repair", None, |snap| Ok(owners::decide_repairs(snap)))
-        .await
-        .unwrap();
+    let report = exec.converge("repair", None, |snap| Ok(owners::decide_repairs(snap))).await.unwrap();
     assert_eq!(report.applied.len(), 1, "one write");
     // umbrella was created before member-a: it is the oldest.
-    assert_eq!(
-        controllers(&get(&api, "issues", "iss-tatara-operator-412").unwrap()),
-        vec!["umbrella"]
-    );
+    assert_eq!(controllers(&get(&api, "issues", "iss-tatara-operator-412").unwrap()), vec!["umbrella"]);
 }

@@ -233,30 +233,16 @@ fn a_task_reaped_in_the_same_pass_is_not_a_survivor() {
     let mut iss = Issue::new("iss-repo-1");
     iss.spec.repository_ref = "repo".into();
     iss.spec.number = 1;
-    iss.metadata.owner_references =
-        Some(vec![oref("t1", true), oref("t2", false), oref("s", false)]);
-    let snap = Snapshot {
-        tasks: vec![t1, t2, s],
-        issues: vec![iss],
-        merge_requests: vec![],
-    };
+    iss.metadata.owner_references = Some(vec![oref("t1", true), oref("t2", false), oref("s", false)]);
+    let snap = Snapshot { tasks: vec![t1, t2, s], issues: vec![iss], merge_requests: vec![] };
     assert_eq!(Artifact::from(&snap.issues[0]).kind, ArtifactKind::Issue);
     let heir = |actions: Vec<Action>| match &actions[0] {
-        Action::SetOwners {
-            owner_references, ..
-        } => owner_references
-            .iter()
-            .find(|r| r.controller == Some(true))
-            .unwrap()
-            .name
-            .clone(),
+        Action::SetOwners { owner_references, .. } => {
+            owner_references.iter().find(|r| r.controller == Some(true)).unwrap().name.clone()
+        }
         other => panic!("{other:?}"),
     };
-    assert_eq!(
-        heir(decide(&snap, &project(), "t1")),
-        "t2",
-        "alone, t2 is the oldest survivor"
-    );
+    assert_eq!(heir(decide(&snap, &project(), "t1")), "t2", "alone, t2 is the oldest survivor");
     let pass: BTreeSet<String> = ["t1".to_string(), "t2".to_string()].into();
     assert_eq!(heir(decide_in_pass(&snap, &project(), "t1", &pass)), "s");
 }

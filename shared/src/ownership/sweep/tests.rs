@@ -224,24 +224,10 @@ fn the_mint_stage_reads_the_tatara_parked_label() {
     // sweep's mint-stage predicate READS this label)"; parked(backlog-sweep)
     // is "every re-mint of an issue whose previous Task the operator parked
     // and the reaper collected".
-    let parked = ForgeIssue {
-        labels: vec!["tatara-parked".into()],
-        last_comment_human: true,
-        ..fi(1)
-    };
-    assert_eq!(
-        mint_stage_for(&parked, false),
-        MintStage::ParkedBacklogSweep
-    );
-    assert_eq!(
-        mint_stage_for(&parked, true),
-        MintStage::Triaging,
-        "webhook-originated: a human is waiting"
-    );
-    let fresh = ForgeIssue {
-        last_comment_human: true,
-        ..fi(2)
-    };
+    let parked = ForgeIssue { labels: vec!["tatara-parked".into()], last_comment_human: true, ..fi(1) };
+    assert_eq!(mint_stage_for(&parked, false), MintStage::ParkedBacklogSweep);
+    assert_eq!(mint_stage_for(&parked, true), MintStage::Triaging, "webhook-originated: a human is waiting");
+    let fresh = ForgeIssue { last_comment_human: true, ..fi(2) };
     assert_eq!(mint_stage_for(&fresh, false), MintStage::Triaging);
     assert_eq!(mint_stage_for(&fi(3), false), MintStage::ParkedBacklogSweep);
 }
@@ -252,20 +238,10 @@ fn a_pass_counts_active_tasks_from_the_snapshot() {
     // counted from the cluster; parked Tasks do not count.
     let mut snap = Snapshot::default();
     for i in 0..5 {
-        snap.tasks.push(with_state(
-            task(&format!("a{i}"), i),
-            "under-implementation",
-            None,
-        ));
+        snap.tasks.push(with_state(task(&format!("a{i}"), i), "under-implementation", None));
     }
-    snap.tasks
-        .push(with_state(task("p", 9), "new", Some("backlog-sweep")));
-    let issues: Vec<ForgeIssue> = (1..=3)
-        .map(|n| ForgeIssue {
-            last_comment_human: true,
-            ..fi(n)
-        })
-        .collect();
+    snap.tasks.push(with_state(task("p", 9), "new", Some("backlog-sweep")));
+    let issues: Vec<ForgeIssue> = (1..=3).map(|n| ForgeIssue { last_comment_human: true, ..fi(n) }).collect();
     let plan = plan_pass(&snap, &project(), None, &issues);
     assert_eq!(plan.mint.len(), 1, "5 active + 1 = maxOpenTasks 6");
     assert_eq!(plan.deferred.len(), 2);
