@@ -319,3 +319,25 @@ fn inject_errors_are_clear_and_non_zero() {
         "{stderr}"
     );
 }
+
+#[test]
+fn inject_hands_the_redis_url_over_from_a_secret() {
+    let plugin = PluginPath::new();
+    let (out, _) = plugin.inject(&fixture("daemonset.yaml"), &["--redis-url-secret", "reverser-redis/url"]);
+    let docs = documents(&out);
+    let sidecar = &at(&docs[0], "spec.template.spec")["initContainers"][0];
+    let env = &sidecar["env"][0];
+    assert_eq!(env["name"].as_str(), Some("REVERSER_REDIS_URL"));
+    assert_eq!(env["valueFrom"]["secretKeyRef"]["name"].as_str(), Some("reverser-redis"));
+    assert_eq!(env["valueFrom"]["secretKeyRef"]["key"].as_str(), Some("url"));
+    let bad = plugin.kubectl(&[
+        "reverser",
+        "inject",
+        "-f",
+        fixture("daemonset.yaml").to_str().unwrap(),
+        "--redis-url-secret",
+        "nokey",
+    ]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("NAME/KEY"), "{}", String::from_utf8_lossy(&bad.stderr));
+}

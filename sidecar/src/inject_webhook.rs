@@ -55,6 +55,10 @@ pub struct Args {
     /// repeat for several.
     #[arg(long = "sidecar-arg", allow_hyphen_values = true)]
     pub sidecar_args: Vec<String>,
+    /// Give every injected sidecar its Redis URL from this Secret key
+    /// (NAME/KEY, looked up in the pod's namespace) as REVERSER_REDIS_URL.
+    #[arg(long, env = "REVERSER_SIDECAR_REDIS_URL_SECRET", value_name = "NAME/KEY")]
+    pub sidecar_redis_url_secret: Option<shared::inject::SecretKeyRef>,
     /// A namespace never injected; repeat for several. kube-system always is.
     #[arg(long = "exclude-namespace")]
     pub exclude_namespaces: Vec<String>,
@@ -82,6 +86,7 @@ pub fn webhook_config(args: &Args) -> WebhookConfig {
                 None => WatcherSelector::All,
             },
             extra_args: args.sidecar_args.clone(),
+            redis_url_secret: args.sidecar_redis_url_secret.clone(),
             ..InjectOptions::default()
         },
         require_opt_in_label: args.require_opt_in_label,

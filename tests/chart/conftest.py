@@ -66,6 +66,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             "plainContainer": True,
             "watcherContainer": "watcher",
             "sidecarArgs": ["--socket=/var/run/reverser/reverser.sock"],
+            "redisUrlSecret": {"name": "reverser-redis", "key": "url"},
             "excludedNamespaces": ["monitoring", "cert-manager"],
         }
     },

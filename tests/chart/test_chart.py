@@ -273,6 +273,7 @@ def test_injector_hands_the_sidecar_the_same_attribution_flags(chart: helm.Chart
     assert not [a for a in args if "audit-listen" in a], "the injection rule sets --audit-listen itself"
     assert "--sidecar-arg=--metrics-listen=0.0.0.0:9091" in args
     assert args[-1] == "--sidecar-arg=--socket=/var/run/reverser/reverser.sock"
+    assert "--sidecar-redis-url-secret=reverser-redis/url" in args
     for ns in ("kube-system", NAMESPACE, "monitoring", "cert-manager"):
         assert f"--exclude-namespace={ns}" in args
     assert "--require-opt-in-label" not in args
@@ -308,3 +309,16 @@ def test_notes_warn_while_injected_sidecars_have_no_redis_url(chart: helm.Chart)
     two_args = {"injector": {"sidecarArgs": ["--redis-url", "redis://redis.data:6379"]}}
     assert "injected sidecars have no Redis URL" not in notes(render(chart, two_args))
     assert "injected sidecars have no Redis URL" in notes(render(chart, {"injector": {"sidecarArgs": ["--redis-url-file=x"]}}))
+    from_secret = {"injector": {"redisUrlSecret": {"name": "reverser-redis"}}}
+    assert "injected sidecars have no Redis URL" not in notes(render(chart, from_secret))
+
+
+def test_injected_sidecars_take_the_redis_url_from_a_secret(chart: helm.Chart) -> None:
+    # The URL carries the password: it reaches sidecars through secretKeyRef,
+    # never as an argument in a pod spec.
+    values = {"injector": {"redisUrlSecret": {"name": "reverser-redis", "key": "uri"}}}
+    (deploy,) = [o for o in objects(render(chart, values)) if o["kind"] == "Deployment" and "injector" in o["metadata"]["name"]]
+    args = deploy["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--sidecar-redis-url-secret=reverser-redis/uri" in args
+    (deploy,) = [o for o in objects(render(chart, {})) if o["kind"] == "Deployment" and "injector" in o["metadata"]["name"]]
+    assert not any(a.startswith("--sidecar-redis-url-secret") for a in deploy["spec"]["template"]["spec"]["containers"][0]["args"])

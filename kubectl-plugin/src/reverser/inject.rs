@@ -38,6 +38,12 @@ pub struct Args {
     #[arg(long = "sidecar-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub sidecar_args: Vec<String>,
 
+    /// Give the sidecar its Redis URL from this Secret key (NAME/KEY, in the
+    /// workload's namespace) as REVERSER_REDIS_URL, instead of an argument
+    /// that shows the URL and its password in the pod spec.
+    #[arg(long, value_name = "NAME/KEY")]
+    pub redis_url_secret: Option<shared::inject::SecretKeyRef>,
+
     /// Where the socket directory is mounted in the sidecar and watchers.
     #[arg(long, value_name = "DIR", default_value = shared::inject::DEFAULT_SOCKET_DIR)]
     pub socket_dir: String,
@@ -55,6 +61,7 @@ impl Args {
             },
             extra_args: self.sidecar_args.clone(),
             socket_dir: self.socket_dir.clone(),
+            redis_url_secret: self.redis_url_secret.clone(),
             ..InjectOptions::default()
         }
     }

@@ -98,7 +98,33 @@ pub struct InjectOptions {
     /// The uid the sidecar runs as (the security context's `runAsNonRoot`
     /// can only be verified by the kubelet against a numeric uid).
     pub run_as_user: i64,
+    /// A Secret key holding the Redis URL, handed to the sidecar as
+    /// `REVERSER_REDIS_URL`, so the URL (and its password) never appears in
+    /// the pod spec. The Secret must live in the workload's namespace.
+    pub redis_url_secret: Option<SecretKeyRef>,
 }
+
+/// `NAME/KEY` of a Secret in the workload's namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretKeyRef {
+    pub name: String,
+    pub key: String,
+}
+
+impl std::str::FromStr for SecretKeyRef {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once('/') {
+            Some((name, key)) if !name.is_empty() && !key.is_empty() && !key.contains('/') => {
+                Ok(SecretKeyRef { name: name.to_owned(), key: key.to_owned() })
+            }
+            _ => Err(format!("{s:?} is not a Secret key as NAME/KEY (e.g. reverser-redis/url)")),
+        }
+    }
+}
+
+/// The sidecar's environment variable for the Redis URL.
+pub const REDIS_URL_ENV: &str = "REVERSER_REDIS_URL";
 
 impl Default for InjectOptions {
     fn default() -> Self {
@@ -110,6 +136,7 @@ impl Default for InjectOptions {
             socket_dir: DEFAULT_SOCKET_DIR.into(),
             resources: SidecarResources::default(),
             run_as_user: 65532,
+            redis_url_secret: None,
         }
     }
 }

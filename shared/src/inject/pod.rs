@@ -4,7 +4,9 @@
 
 use serde_norway::{Mapping, Value};
 
-use super::{INJECT_KEY, InjectOptions, SIDECAR_NAME, SOCKET_ENV, SidecarMode, VOLUME_NAME, WatcherSelector};
+use super::{
+    INJECT_KEY, InjectOptions, REDIS_URL_ENV, SIDECAR_NAME, SOCKET_ENV, SidecarMode, VOLUME_NAME, WatcherSelector,
+};
 use crate::{Error, Result};
 
 /// Why a pod template is left untouched.
@@ -78,6 +80,11 @@ pub fn sidecar_container(opts: &InjectOptions) -> Value {
     c.insert("image".into(), opts.image.as_str().into());
     c.insert("imagePullPolicy".into(), "IfNotPresent".into());
     c.insert("args".into(), Value::Sequence(args));
+    if let Some(secret) = &opts.redis_url_secret {
+        let from =
+            map([("secretKeyRef", map([("name", secret.name.as_str().into()), ("key", secret.key.as_str().into())]))]);
+        c.insert("env".into(), Value::Sequence(vec![map([("name", REDIS_URL_ENV.into()), ("valueFrom", from)])]));
+    }
     if opts.mode == SidecarMode::Native {
         // What makes an init container a native sidecar: it keeps running
         // beside the main containers.

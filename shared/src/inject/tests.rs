@@ -687,3 +687,19 @@ proptest! {
         prop_assert_eq!(&response["response"]["allowed"], &serde_json::Value::Bool(true));
     }
 }
+
+#[test]
+fn the_redis_url_comes_from_a_secret_never_the_pod_spec() {
+    let secret: SecretKeyRef = "reverser-redis/url".parse().unwrap();
+    let o = InjectOptions { redis_url_secret: Some(secret), ..opts() };
+    let c = sidecar_container(&o);
+    assert_eq!(
+        c["env"],
+        yaml("[{name: REVERSER_REDIS_URL, valueFrom: {secretKeyRef: {name: reverser-redis, key: url}}}]")
+    );
+    assert!(!serde_norway::to_string(&c).unwrap().contains("redis://"));
+    assert!(sidecar_container(&opts())["env"].is_null(), "no Secret, no env");
+    for bad in ["reverser-redis", "/url", "a/", "a/b/c", ""] {
+        assert!(bad.parse::<SecretKeyRef>().is_err(), "{bad}");
+    }
+}
