@@ -157,6 +157,21 @@ pub enum Error {
          commit. If it persists, check that nothing force-pushes that branch"
     )]
     PushExhausted { remote: String, branch: String, attempts: u32 },
+
+    // `kubectl reverser why` (`attribution::why`).
+    /// `why`'s TYPE is served by no API group.
+    #[error(
+        "the server doesn't have a resource type {input:?}; run `kubectl api-resources` to list the types it serves"
+    )]
+    WhyUnknownType { input: String },
+
+    /// `why` was not given `TYPE/NAME` or `TYPE NAME`.
+    #[error("{args:?} is not TYPE/NAME or TYPE NAME (e.g. `why configmap/web` or `why deploy web -n shop`)")]
+    WhyTarget { args: String },
+
+    /// The evidence could not be read or understood.
+    #[error("{message}")]
+    WhyEvidence { message: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.
