@@ -79,6 +79,10 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub repo: Option<PathBuf>,
 
+    /// The mirror's branch to read (default: HEAD, else `main`).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+
     /// How many commits of history to show.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub history: usize,
@@ -101,7 +105,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
 
 async fn explain(args: &Args) -> Result<Report, CliError> {
     let (type_name, name) = why::parse_target(&args.target)?;
-    let target = args.kube.client().await?;
+    let target = client(&args.kube).await?;
     let (served, versions_of) = discover(&target.client).await?;
     let res = why::resolve_type(&type_name, &served)?.clone();
     let namespace = if res.namespaced { target.namespace.clone() } else { String::new() };
@@ -169,7 +173,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
     .ok();
 
     let history = match &args.repo {
-        Some(repo) => Some(why::read_history(repo, &paths, args.history.max(1))?),
+        Some(repo) => Some(why::read_history(repo, args.branch.as_deref(), &paths, args.history.max(1))?),
         None => None,
     };
     if state.deleted {
@@ -223,6 +227,22 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         state,
         why::Inputs { route: args.route.clone(), evidence_source: source, evidence, history, route_ever_fed, now_secs },
     ))
+}
+
+/// The client for the selected context, without kube's default retry of
+/// 5xx answers: a CLI answers at once, as kubectl does, rather than backing
+/// off on an aggregated API that is down or a pod proxy that cannot connect.
+async fn client(kube: &KubeArgs) -> Result<common::KubeTarget, CliError> {
+    let mut config = kube.config().await?;
+    config.default_retry = false;
+    let namespace = config.default_namespace.clone();
+    let url = config.cluster_url.to_string();
+    let client = kube::Client::try_from(config).map_err(|e| {
+        CliError::new(format!(
+            "cannot build a client for cluster {url}: {e}; check the context's certificates and credentials"
+        ))
+    })?;
+    Ok(common::KubeTarget { client, namespace })
 }
 
 fn api_error(doing: &str, e: &kube::Error) -> CliError {

@@ -89,7 +89,7 @@ pub fn resolve_type<'a>(input: &str, served: &'a [ApiResource]) -> Result<&'a Ap
         return Ok(r);
     }
     // `name.group`, then `name.version.group`.
-    if let Some((name, group)) = lower.split_once('.') {
+    if let Some((name, group)) = lower.split_once('.').filter(|(n, g)| !n.is_empty() && !g.is_empty()) {
         if let Some(r) = pick(served.iter().filter(|r| r.group == group && by_name(name, r))) {
             return Ok(r);
         }

@@ -70,22 +70,17 @@ pub fn trailers(message: &str) -> Vec<(String, String)> {
     if parsed.len() == last.lines().count() { parsed } else { Vec::new() }
 }
 
-/// Up to `limit` commits reachable from HEAD that touched any of `paths`
-/// (the object's file under each version it may have been mirrored at),
-/// newest first. An empty repository has no history.
-pub fn read_history(repo: &Path, paths: &[String], limit: usize) -> Result<Vec<HistoryEntry>> {
+/// Up to `limit` commits reachable from `branch` (else HEAD; else, in a
+/// bare clone whose HEAD names an unborn branch, `main` or its only branch)
+/// that touched any of `paths` (the object's file under each version it may
+/// have been mirrored at), newest first. An empty repository has no history.
+pub fn read_history(repo: &Path, branch: Option<&str>, paths: &[String], limit: usize) -> Result<Vec<HistoryEntry>> {
     let git = |context: String| move |source| Error::Git { context, source };
     let r = Repository::open(repo)
         .map_err(git(format!("cannot open the Git mirror {}; pass the mirror's clone with --repo", repo.display())))?;
-    let head = match r.head() {
-        Ok(h) => h,
-        // An unborn branch: nothing committed yet.
-        Err(e) if e.code() == git2::ErrorCode::UnbornBranch || e.code() == git2::ErrorCode::NotFound => {
-            return Ok(Vec::new());
-        }
-        Err(e) => return Err(git(format!("cannot read HEAD of {}", repo.display()))(e)),
+    let Some(head) = tip(&r, branch).map_err(git(format!("cannot read the branch of {}", repo.display())))? else {
+        return Ok(Vec::new());
     };
-    let head = head.peel_to_commit().map_err(git(format!("HEAD of {} is not a commit", repo.display())))?;
     let mut walk = r.revwalk().map_err(git("cannot walk history".into()))?;
     walk.set_sorting(Sort::TOPOLOGICAL | Sort::TIME).map_err(git("cannot sort history".into()))?;
     walk.push(head.id()).map_err(git("cannot walk from HEAD".into()))?;
@@ -128,6 +123,34 @@ pub fn read_history(repo: &Path, paths: &[String], limit: usize) -> Result<Vec<H
         }
     }
     Ok(out)
+}
+
+/// The commit history is read from; `None` when nothing is committed.
+fn tip<'r>(r: &'r Repository, branch: Option<&str>) -> Result<Option<git2::Commit<'r>>, git2::Error> {
+    if let Some(b) = branch {
+        for name in [format!("refs/heads/{b}"), format!("refs/remotes/origin/{b}")] {
+            if let Ok(reference) = r.find_reference(&name) {
+                return reference.peel_to_commit().map(Some);
+            }
+        }
+        return Err(git2::Error::from_str(&format!("no branch {b:?}; pass an existing one with --branch")));
+    }
+    if let Ok(head) = r.head() {
+        return head.peel_to_commit().map(Some);
+    }
+    // HEAD names an unborn branch (a bare clone the writer made keeps
+    // git's default HEAD while committing to its configured branch).
+    if let Ok(reference) = r.find_reference("refs/heads/main") {
+        return reference.peel_to_commit().map(Some);
+    }
+    let mut branches = r.branches(Some(git2::BranchType::Local))?;
+    match (branches.next(), branches.next()) {
+        (Some(only), None) => only?.0.get().peel_to_commit().map(Some),
+        (None, _) => Ok(None),
+        (Some(_), Some(_)) => {
+            Err(git2::Error::from_str("HEAD is unborn and there are several branches; pass --branch"))
+        }
+    }
 }
 
 fn blob_at(tree: &git2::Tree<'_>, path: &str) -> Option<Oid> {
