@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::cause::{Cause, unresolved_causes};
 use super::explanation::Explanation;
 use super::history::{FileChange, HistoryEntry};
-use crate::attribution::{ActorKind, Tier};
+use crate::attribution::{ActorKind, Fact, Tier};
 
 /// The object as the API server returned it (or did not).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -222,10 +222,18 @@ pub fn build_report(object: ObjectState, inputs: Inputs) -> Report {
         }
     };
     let winner_tier = winner.map(|w| w.tier);
+    // Other facts only: the winner filed under a second tier (uid+rv also
+    // files `latest`) is not a competitor, and a fact listed under two
+    // tiers is shown once, under the stronger (the candidates' order).
+    let mut seen: Vec<&Fact> = winner.map(|w| &w.fact.fact).into_iter().collect();
     let competing = evidence
         .iter()
         .flat_map(|e| e.candidates.iter())
-        .filter(|c| !c.wins)
+        .filter(|c| {
+            let fresh = !c.wins && !seen.contains(&&c.fact.fact);
+            seen.push(&c.fact.fact);
+            fresh
+        })
         .map(|c| Competitor {
             tier: c.tier,
             author: c.fact.fact.author.clone(),

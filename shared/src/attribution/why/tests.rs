@@ -185,9 +185,15 @@ fn an_update_is_authored_by_its_exact_fact_and_the_older_write_loses() {
     assert_eq!((r.verdict.tier, r.verdict.verb.as_str(), r.verdict.audit_id.as_str()), (Tier::Exact, "update", "a-2"));
     assert_eq!(r.verdict.source, Source::Evidence);
     assert!(r.causes.is_empty());
-    // bob's update is also the latest pointer, which a write may not consult.
+    // bob's update is also the latest pointer: the same fact, not a competitor.
+    assert!(r.competing.is_empty(), "{:?}", r.competing);
+    // Asked at alice's version, bob's newer write competes on `latest` and
+    // loses to the gate an exact-capable event may not pass.
+    let x = Explanation::from_engine(&e, &scope(), &query("u1", "1", false), true);
+    let r = build_report(object("u1", "1"), inputs(x));
+    assert_eq!(r.verdict.author.as_deref(), Some("alice"));
     assert_eq!(r.competing.len(), 1, "{:?}", r.competing);
-    assert_eq!(r.competing[0].tier, Tier::Latest);
+    assert_eq!((r.competing[0].tier, r.competing[0].author.as_str()), (Tier::Latest, "bob"));
     assert!(r.competing[0].lost_because.contains("exact-capable"), "{:?}", r.competing[0]);
 }
 
@@ -203,8 +209,10 @@ fn a_finalizer_deletion_is_authored_by_the_deleter_not_the_finalizer_patch() {
     let r = build_report(o, inputs(x));
     assert_eq!(r.verdict.author.as_deref(), Some("carol"));
     assert_eq!(r.verdict.tier, Tier::DeleteSticky);
-    let patch = r.competing.iter().find(|c| c.tier == Tier::Exact).expect("the patch competes on exact");
-    assert_eq!(patch.author, "system:serviceaccount:kube-system:cleaner");
+    // The patch is filed under exact and latest: shown once, under exact.
+    assert_eq!(r.competing.len(), 1, "{:?}", r.competing);
+    let patch = &r.competing[0];
+    assert_eq!((patch.tier, patch.author.as_str()), (Tier::Exact, "system:serviceaccount:kube-system:cleaner"));
     assert!(patch.lost_because.contains("delete_sticky"), "{patch:?}");
 }
 
