@@ -224,6 +224,14 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
     let y: Value = serde_norway::from_str(&out).unwrap_or_else(|e| panic!("-o yaml is not YAML ({e}):\n{out}"));
     assert_eq!(y["verdict"]["author"], deleter.as_str(), "{out}");
     assert_eq!(y["evidenceSource"], "pod default/watcher-0:9090");
+    // A sidecar pod in another namespace than the object, on another port.
+    api.pod("ops", "reverser-1", 9191, sidecar.metrics_port);
+    let r = why_json(&k, &kc, &["cm/web", "--pod", "reverser-1", "--pod-namespace", "ops", "--pod-port", "9191"]);
+    assert_eq!(
+        (r["verdict"]["author"].as_str(), r["evidenceSource"].as_str()),
+        (Some("alice"), Some("pod ops/reverser-1:9191")),
+        "{r:#}"
+    );
 
     // Unresolved, facts flow for the type but none names the object: that
     // cause, how to check it, and the Git commit's unresolved author.

@@ -57,6 +57,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME", conflicts_with = "redis_url")]
     pub pod: Option<String>,
 
+    /// The namespace of --pod (default: -n's).
+    #[arg(long, value_name = "NAMESPACE", requires = "pod")]
+    pub pod_namespace: Option<String>,
+
     /// The sidecar's ops port (--metrics-listen) for --pod.
     #[arg(long, value_name = "PORT", default_value_t = 9090)]
     pub pod_port: u16,
@@ -65,6 +69,11 @@ pub struct Args {
     /// object's stream for one TTL of retention into the plugin's own index.
     #[arg(long, value_name = "URL", env = "REVERSER_REDIS_URL")]
     pub redis_url: Option<String>,
+
+    /// A PEM CA bundle to verify a `rediss://` server with (default: the
+    /// system roots).
+    #[arg(long, value_name = "PATH", requires = "redis_url")]
+    pub redis_ca_cert: Option<PathBuf>,
 
     /// The stream key prefix, with --redis-url.
     #[arg(long, value_name = "PREFIX", default_value = shared::attribution::DEFAULT_STREAM_PREFIX)]
@@ -213,8 +222,9 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         let e = explain_socket(socket, &params, timeout).await?;
         (Some(e), Some(format!("socket {}", socket.display())), None)
     } else if let Some(pod) = &args.pod {
-        let e = explain_pod(&target.client, &target.namespace, pod, args.pod_port, &params).await?;
-        (Some(e), Some(format!("pod {}/{pod}:{}", target.namespace, args.pod_port)), None)
+        let pod_ns = args.pod_namespace.as_deref().unwrap_or(&target.namespace);
+        let e = explain_pod(&target.client, pod_ns, pod, args.pod_port, &params).await?;
+        (Some(e), Some(format!("pod {pod_ns}/{pod}:{}", args.pod_port)), None)
     } else if let Some(url) = &args.redis_url {
         let (e, fed) = explain_redis(args, url, &params, timeout).await?;
         (Some(e), Some(format!("redis {}", shared::attribution::transport::redis::redact_url(url))), fed)
@@ -235,14 +245,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
 async fn client(kube: &KubeArgs) -> Result<common::KubeTarget, CliError> {
     let mut config = kube.config().await?;
     config.default_retry = false;
-    let namespace = config.default_namespace.clone();
-    let url = config.cluster_url.to_string();
-    let client = kube::Client::try_from(config).map_err(|e| {
-        CliError::new(format!(
-            "cannot build a client for cluster {url}: {e}; check the context's certificates and credentials"
-        ))
-    })?;
-    Ok(common::KubeTarget { client, namespace })
+    common::KubeTarget::from_config(config)
 }
 
 fn api_error(doing: &str, e: &kube::Error) -> CliError {
@@ -369,11 +372,20 @@ async fn explain_redis(
     let metrics = Arc::new(Metrics::new());
     let ttl = Duration::from_secs(args.ttl.max(1));
     let config = TransportConfig { prefix: args.redis_prefix.clone(), ttl, ..TransportConfig::default() };
+    let ca_cert_pem = match &args.redis_ca_cert {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            CliError::new(format!(
+                "cannot read the Redis CA bundle {}: {e}; pass a PEM file with --redis-ca-cert",
+                path.display()
+            ))
+        })?),
+        None => None,
+    };
     let transport = Transport::build(
         TransportOptions {
             kind: TransportKind::Redis,
             replica_count: 1,
-            redis: Some(RedisOptions { url: url.to_owned(), ca_cert_pem: None }),
+            redis: Some(RedisOptions { url: url.to_owned(), ca_cert_pem }),
             config,
         },
         metrics.clone(),
