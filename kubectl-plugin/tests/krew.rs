@@ -1,4 +1,4 @@
-//! `krew/reverser.yaml` is a krew plugin manifest krew would accept: the
+//! `krew/reverser.yaml` and `krew/tatara.yaml` are krew plugin manifests krew would accept: the
 //! schema's required fields (krew's `pkg/index` types, unknown fields
 //! refused so a typo cannot hide), this crate's version, and one archive per
 //! platform for linux and darwin on amd64 and arm64.
@@ -61,20 +61,39 @@ struct FileOperation {
     to: String,
 }
 
-fn manifest() -> Plugin {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../krew/reverser.yaml");
+/// Both plugins' manifests: (plugin name, a flag its caveats must mention).
+const PLUGINS: &[(&str, &str)] = &[("reverser", "--plain-container"), ("tatara", "GITHUB_TOKEN")];
+
+fn manifest(name: &str) -> Plugin {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../krew/{name}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap();
     serde_norway::from_str(&text).unwrap()
 }
 
 #[test]
-fn krew_manifest_has_the_schema_required_fields() {
-    let plugin = manifest();
+fn krew_manifests_have_the_schema_required_fields() {
+    for (name, caveat) in PLUGINS {
+        has_the_schema_required_fields(name, caveat);
+    }
+}
+
+#[test]
+fn krew_manifests_cover_linux_and_darwin_on_amd64_and_arm64() {
+    let mut all_digests = BTreeSet::new();
+    for (name, _) in PLUGINS {
+        for digest in covers_linux_and_darwin_on_amd64_and_arm64(name) {
+            assert!(all_digests.insert(digest.clone()), "{name} shares sha256 {digest} with another plugin");
+        }
+    }
+}
+
+fn has_the_schema_required_fields(name: &str, caveat: &str) {
+    let plugin = manifest(name);
     assert_eq!(plugin.api_version, "krew.googlecontainertools.github.com/v1alpha2");
     assert_eq!(plugin.kind, "Plugin");
     // krew requires the name to match the file name and the plugin's
-    // command (`kubectl reverser`).
-    assert_eq!(plugin.metadata.name, "reverser");
+    // command (`kubectl reverser`, `kubectl tatara`).
+    assert_eq!(plugin.metadata.name, name);
     assert_eq!(
         plugin.spec.version,
         concat!("v", env!("CARGO_PKG_VERSION")),
@@ -84,12 +103,12 @@ fn krew_manifest_has_the_schema_required_fields() {
     assert!(!short.trim().is_empty() && short.len() <= 50, "{short:?}");
     assert!(!plugin.spec.description.trim().is_empty());
     assert!(plugin.spec.homepage.starts_with("https://"));
-    assert!(plugin.spec.caveats.contains("--plain-container"));
+    assert!(plugin.spec.caveats.contains(caveat), "{name}: caveats do not mention {caveat}");
 }
 
-#[test]
-fn krew_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
-    let plugin = manifest();
+/// Returns the platforms' digests.
+fn covers_linux_and_darwin_on_amd64_and_arm64(name: &str) -> BTreeSet<String> {
+    let plugin = manifest(name);
     let mut seen = BTreeSet::new();
     let mut digests = BTreeSet::new();
     for p in &plugin.spec.platforms {
@@ -100,7 +119,7 @@ fn krew_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
 
         assert!(p.uri.starts_with("https://"), "{}", p.uri);
         assert!(
-            p.uri.ends_with(&format!("/{v}/kubectl-reverser_{v}_{os}_{arch}.tar.gz", v = plugin.spec.version)),
+            p.uri.ends_with(&format!("/{v}/kubectl-{name}_{v}_{os}_{arch}.tar.gz", v = plugin.spec.version)),
             "{} is not this version's {os}/{arch} archive",
             p.uri
         );
@@ -112,7 +131,7 @@ fn krew_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
         );
         assert!(digests.insert(p.sha256.clone()), "two platforms share a sha256");
 
-        assert_eq!(p.bin, "kubectl-reverser");
+        assert_eq!(p.bin, format!("kubectl-{name}"));
         assert!(
             p.files.iter().any(|f| f.from == p.bin && f.to == "."),
             "the archive's binary must be installed: {:?}",
@@ -125,4 +144,5 @@ fn krew_manifest_covers_linux_and_darwin_on_amd64_and_arm64() {
             .map(|(o, a)| (o.to_string(), a.to_string()))
             .collect();
     assert_eq!(seen, want);
+    digests
 }

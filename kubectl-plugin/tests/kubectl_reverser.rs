@@ -254,7 +254,20 @@ fn inject_flags_reach_the_plugin_through_kubectl() {
     assert_eq!(sidecar["image"].as_str(), Some("registry.example.com/reverser-sidecar:dev"));
     assert!(sidecar["restartPolicy"].is_null());
     let args: Vec<&str> = sidecar["args"].as_sequence().unwrap().iter().filter_map(Value::as_str).collect();
-    assert_eq!(args, ["serve", "--socket", "/var/run/reverser/reverser.sock", "--transport", "redis"]);
+    assert_eq!(
+        args,
+        [
+            "serve",
+            "--socket",
+            "/var/run/reverser/reverser.sock",
+            "--socket-mode",
+            "666",
+            "--audit-listen",
+            "off",
+            "--transport",
+            "redis"
+        ]
+    );
     assert!(spec["containers"][0]["env"].is_sequence());
     assert!(spec["containers"][1]["env"].is_null());
 }

@@ -153,10 +153,16 @@ pub enum Error {
     /// replaying on top of what the remote had.
     #[error(
         "push of {branch} to {remote} was rejected {attempts} times, fetching and replaying \
-         after each; the commits are kept in the local clone and pushed with the next \
-         commit. If it persists, check that nothing force-pushes that branch"
+         after each (last: {last_reason}); the commits are kept in the local clone and \
+         pushed with the next commit. If it persists, check the remote's branch protection \
+         and hooks, and that nothing force-pushes that branch"
     )]
-    PushExhausted { remote: String, branch: String, attempts: u32 },
+    PushExhausted { remote: String, branch: String, attempts: u32, last_reason: String },
+
+    // kubectl tatara (issue 7): the forge, reached through octocrab.
+    /// A forge (GitHub) request failed or answered something unusable.
+    #[error("forge request {op} on {target} failed: {message}; {hint}")]
+    Forge { op: String, target: String, message: String, hint: String },
 
     // `kubectl reverser why` (`attribution::why`).
     /// `why`'s TYPE is served by no API group.

@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use shared::attribution::commit::{Action as CommitAction, Change, GitWriter, ResolvedAuthor};
 use shared::attribution::index::Query;
 use shared::attribution::intent::{Action, IntentTracker};
+use shared::attribution::render::ObjectKey;
 use shared::attribution::transport::{AnyFollower, FactFollower};
 use shared::attribution::watch::{WatchEvent, WatchKind};
 use shared::attribution::why::Explanation;
@@ -15,6 +17,9 @@ use tonic::{Request, Response, Status};
 
 pub struct Api {
     engine: Arc<Engine>,
+    /// Git authoring, when the sidecar runs with --git-repo. Blocking: used
+    /// from a blocking thread, one window at a time.
+    git: Option<Arc<Mutex<GitWriter>>>,
     follower: AnyFollower,
     intent: Mutex<IntentTracker>,
     /// References held per scope: explicit Acquires, plus one the first
@@ -37,9 +42,61 @@ fn watch_kind(s: &str) -> Result<WatchKind, Status> {
 }
 
 impl Api {
-    pub fn new(engine: Arc<Engine>, follower: AnyFollower) -> Self {
+    pub fn new(engine: Arc<Engine>, follower: AnyFollower, git: Option<GitWriter>) -> Self {
         let ttl = engine.config().index.ttl_ms;
-        Self { engine, follower, intent: Mutex::new(IntentTracker::new(ttl)), refs: Mutex::new(HashMap::new()) }
+        Self {
+            engine,
+            git: git.map(|g| Arc::new(Mutex::new(g))),
+            follower,
+            intent: Mutex::new(IntentTracker::new(ttl)),
+            refs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Deletion intent, then (for a write or a removal) the author. Returns
+    /// the answer and, for a Git change, the parsed event.
+    async fn resolve_event(
+        &self,
+        req: proto::ResolveRequest,
+    ) -> Result<(proto::ResolveResponse, Option<Change>), Status> {
+        let (scope, version) = scope_of(req.r#type.as_ref())?;
+        let kind = watch_kind(&req.event_type)?;
+        let object = if req.object_json.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_slice(&req.object_json)
+                .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
+        };
+        let event = WatchEvent { kind, object };
+        let now = self.engine.clock().now_ms();
+        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(&scope, &event, now);
+        let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
+        if !matches!(action, Action::Write | Action::Delete) {
+            return Ok((out, None));
+        }
+        self.ensure_following(&scope);
+        let q = event.query(action == Action::Delete, now);
+        let r = self.engine.resolve(&scope, &version, &q).await;
+        out.tier = r.tier.label().into();
+        out.author = r.author().unwrap_or_default().into();
+        out.actor_kind = r.actor_kind().label().into();
+        out.waited_ms = r.waited.as_millis() as u64;
+        out.fact = r.fact.as_deref().map(proto::Fact::from);
+        let change = Change {
+            object: ObjectKey {
+                group: scope.group_resource.group.clone(),
+                version,
+                resource: scope.group_resource.resource.clone(),
+                namespace: q.namespace.clone(),
+                name: q.name.clone(),
+            },
+            action: if action == Action::Delete { CommitAction::Delete } else { CommitAction::Write(event.object) },
+            author: r.fact.as_deref().map(|f| ResolvedAuthor::from_fact(&f.fact)),
+            tier: r.tier,
+            audit_id: r.fact.as_deref().map(|f| f.fact.audit_id.clone()).filter(|a| !a.is_empty()),
+            observed_at: std::time::SystemTime::now(),
+        };
+        Ok((out, Some(change)))
     }
 
     fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, u32>> {
@@ -65,31 +122,39 @@ impl Api {
 #[tonic::async_trait]
 impl Attribution for Api {
     async fn resolve(&self, req: Request<proto::ResolveRequest>) -> Result<Response<proto::ResolveResponse>, Status> {
-        let req = req.into_inner();
-        let (scope, version) = scope_of(req.r#type.as_ref())?;
-        let kind = watch_kind(&req.event_type)?;
-        let object = if req.object_json.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_slice(&req.object_json)
-                .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
+        Ok(Response::new(self.resolve_event(req.into_inner()).await?.0))
+    }
+
+    async fn commit(&self, req: Request<proto::CommitRequest>) -> Result<Response<proto::CommitResponse>, Status> {
+        let Some(git) = self.git.clone() else {
+            return Err(Status::failed_precondition("Git authoring is off: start the sidecar with --git-repo DIR"));
         };
-        let event = WatchEvent { kind, object };
-        let now = self.engine.clock().now_ms();
-        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(&scope, &event, now);
-        let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
-        if !matches!(action, Action::Write | Action::Delete) {
-            return Ok(Response::new(out));
+        // Deletion intent in event order; then every resolution concurrently
+        // (a removal waiting out its grace delays none of the others); the
+        // Git changes keep event order.
+        let events = req.into_inner().events;
+        let resolved = futures::future::join_all(events.into_iter().map(|e| self.resolve_event(e))).await;
+        let mut resolutions = Vec::with_capacity(resolved.len());
+        let mut changes = Vec::new();
+        for (i, r) in resolved.into_iter().enumerate() {
+            let (answer, change) = r.map_err(|s| Status::new(s.code(), format!("event {i}: {}", s.message())))?;
+            resolutions.push(answer);
+            changes.extend(change);
         }
-        self.ensure_following(&scope);
-        let q = event.query(action == Action::Delete, now);
-        let r = self.engine.resolve(&scope, &version, &q).await;
-        out.tier = r.tier.label().into();
-        out.author = r.author().unwrap_or_default().into();
-        out.actor_kind = r.actor_kind().label().into();
-        out.waited_ms = r.waited.as_millis() as u64;
-        out.fact = r.fact.as_deref().map(proto::Fact::from);
-        Ok(Response::new(out))
+        let outcome = tokio::task::spawn_blocking(move || {
+            let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
+            writer.commit(&changes).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
+        .map_err(|e| Status::unavailable(format!("committing the window failed: {e}")))?;
+        Ok(Response::new(proto::CommitResponse {
+            resolutions,
+            commits: outcome.commits.iter().map(|c| c.id.clone()).collect(),
+            unchanged: outcome.unchanged as u32,
+            rejected: outcome.rejected.iter().map(|r| format!("{}: {}", r.index, r.error)).collect(),
+            push_attempts: outcome.push.map_or(0, |p| p.attempts),
+        }))
     }
 
     async fn explain(&self, req: Request<proto::ExplainRequest>) -> Result<Response<proto::ExplainResponse>, Status> {

@@ -164,3 +164,49 @@ mod tests {
         assert!(parse_duration("s").is_err());
     }
 }
+
+/// Git authoring: the sidecar's `Commit` call writes the mirror.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Git {
+    /// The local clone the sidecar commits into (created when absent).
+    /// Without it, `Commit` is refused and only `Resolve` is served.
+    #[arg(long, env = "REVERSER_GIT_REPO")]
+    pub git_repo: Option<PathBuf>,
+    /// The branch commits land on.
+    #[arg(long, env = "REVERSER_GIT_BRANCH", default_value = "main")]
+    pub git_branch: String,
+    /// Where to push: file://, https:// (with --git-token) or ssh.
+    #[arg(long, env = "REVERSER_GIT_REMOTE")]
+    pub git_remote: Option<String>,
+    /// HTTPS token for the remote (the password of basic auth).
+    #[arg(long, env = "REVERSER_GIT_TOKEN", hide_env_values = true)]
+    pub git_token: Option<String>,
+    /// Username sent with the token (GitHub: x-access-token; GitLab: oauth2).
+    #[arg(long, env = "REVERSER_GIT_TOKEN_USER", default_value = "x-access-token")]
+    pub git_token_user: String,
+    /// The committer: fixed, never the author.
+    #[arg(long, env = "REVERSER_GIT_COMMITTER_NAME", default_value = "reverser")]
+    pub git_committer_name: String,
+    #[arg(long, env = "REVERSER_GIT_COMMITTER_EMAIL", default_value = "reverser@users.noreply.reverser.invalid")]
+    pub git_committer_email: String,
+}
+
+impl Git {
+    pub fn writer_config(&self) -> Option<shared::attribution::commit::WriterConfig> {
+        use shared::attribution::commit::{Identity, RemoteAuth, RemoteConfig, WriterConfig};
+        let repo_dir = self.git_repo.clone()?;
+        let remote = self.git_remote.as_ref().map(|url| {
+            let mut r = RemoteConfig::new(url.clone());
+            if let Some(token) = &self.git_token {
+                r.auth = RemoteAuth::Token { username: self.git_token_user.clone(), token: token.clone() };
+            }
+            r
+        });
+        Some(WriterConfig {
+            repo_dir,
+            branch: self.git_branch.clone(),
+            committer: Identity::new(&self.git_committer_name, &self.git_committer_email),
+            remote,
+        })
+    }
+}

@@ -26,6 +26,8 @@ struct Cli {
     command: Command,
 }
 
+/// Parsed once at start, so the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the sidecar: audit receiver, fact follower, index, and the

@@ -27,6 +27,8 @@ pub struct ServeArgs {
     pub receiver: config::Receiver,
     #[command(flatten)]
     pub ops: config::Ops,
+    #[command(flatten)]
+    pub git: config::Git,
     /// The Unix socket the watcher talks to (gRPC, reverser.v1).
     #[arg(long, env = "REVERSER_SOCKET", default_value = "reverser.sock")]
     pub socket: PathBuf,
@@ -130,6 +132,14 @@ fn receiver_tls(r: &config::Receiver) -> Result<Tls, String> {
     }
 }
 
+/// A URL with any userinfo password hidden, fit for printing.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.find('@')) {
+        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
+        _ => url.to_owned(),
+    }
+}
+
 fn abs(p: &Path) -> String {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()).display().to_string()
 }
@@ -143,6 +153,38 @@ fn curl_hint(dev: &devcerts::DevCerts, addr: std::net::SocketAddr) -> String {
         abs(&dev.client_key()),
         addr.port()
     )
+}
+
+/// Starts the mTLS audit receiver on `addr`; returns its banner lines.
+async fn start_receiver(
+    addr: std::net::SocketAddr,
+    r: &config::Receiver,
+    a: &config::Attribution,
+    transport: &Transport,
+    metrics: &Arc<Metrics>,
+    tasks: &mut tokio::task::JoinSet<()>,
+    stop: &watch::Receiver<bool>,
+) -> Result<String, String> {
+    let tls = receiver_tls(r)?;
+    let config = tls::server_config(&tls.server)?;
+    let listener = bind(addr, "the audit webhook").await?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let state = Arc::new(ReceiverState {
+        publisher: transport.publisher(),
+        metrics: metrics.clone(),
+        route_annotation_key: a.route_annotation_key.clone(),
+        body_limit: r.audit_body_limit,
+    });
+    tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop.clone())));
+    let mut line = format!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
+    if let Some(dev) = &tls.dev {
+        line += &format!(
+            "\ndev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)\ntry it         {}",
+            abs(&dev.dir),
+            curl_hint(dev, local)
+        );
+    }
+    Ok(line)
 }
 
 pub async fn serve(args: ServeArgs) -> Result<(), String> {
@@ -171,36 +213,33 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
         });
     }
 
-    let api = Arc::new(Api::new(engine.clone(), follower.clone()));
+    let git = match args.git.writer_config() {
+        Some(c) => {
+            let dir = c.repo_dir.display().to_string();
+            let w = tokio::task::spawn_blocking(move || {
+                shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string())
+            })
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
+            Some(w.with_metrics(metrics.clone()))
+        }
+        None => None,
+    };
+    let git_line = args.git.git_repo.as_ref().map(|d| {
+        let remote = args.git.git_remote.as_deref().map(|r| format!(", pushing to {}", redact(r))).unwrap_or_default();
+        format!("git mirror     {} (branch {}{remote})", abs(d), args.git.git_branch)
+    });
+    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git));
     for s in &follow {
         api.acquire(s);
     }
 
     // Receiver (optional in this process).
     let receiver_line = match args.receiver.listen()? {
-        Some(addr) => {
-            let tls = receiver_tls(&args.receiver)?;
-            let config = tls::server_config(&tls.server)?;
-            let listener = bind(addr, "the audit webhook").await?;
-            let local = listener.local_addr().map_err(|e| e.to_string())?;
-            let state = Arc::new(ReceiverState {
-                publisher: transport.publisher(),
-                metrics: metrics.clone(),
-                route_annotation_key: args.attribution.route_annotation_key.clone(),
-                body_limit: args.receiver.audit_body_limit,
-            });
-            tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop_rx.clone())));
-            let mut line =
-                format!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
-            if let Some(dev) = &tls.dev {
-                line += &format!(
-                    "\ndev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)\ntry it         {}",
-                    abs(&dev.dir),
-                    curl_hint(dev, local)
-                );
-            }
-            Some(line)
-        }
+        Some(addr) => Some(
+            start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks, &stop_rx).await?,
+        ),
         None => None,
     };
 
@@ -242,6 +281,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(l) = receiver_line {
         println!("{l}");
     }
+    if let Some(l) = git_line {
+        println!("{l}");
+    }
     println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
 
     terminated().await;
@@ -263,19 +305,10 @@ pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
     }
     let transport = Transport::build(opts, metrics.clone()).map_err(|e| e.to_string())?;
     let addr = args.receiver.listen()?.ok_or("`receive` needs --audit-listen host:port")?;
-    let tls = receiver_tls(&args.receiver)?;
-    let config = tls::server_config(&tls.server)?;
-    let listener = bind(addr, "the audit webhook").await?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let state = Arc::new(ReceiverState {
-        publisher: transport.publisher(),
-        metrics: metrics.clone(),
-        route_annotation_key: args.attribution.route_annotation_key.clone(),
-        body_limit: args.receiver.audit_body_limit,
-    });
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop_rx.clone())));
+    let receiver_line =
+        start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks, &stop_rx).await?;
     let ops_listener = bind(args.ops.metrics_listen, "metrics").await?;
     let ops_local = ops_listener.local_addr().map_err(|e| e.to_string())?;
     // A receiver has no follower: it is ready once it listens.
@@ -286,11 +319,7 @@ pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
     });
     println!("reverser-sidecar {} receiving", env!("CARGO_PKG_VERSION"));
     println!("transport      {}", transport.kind().label());
-    println!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
-    if let Some(dev) = &tls.dev {
-        println!("dev certs      {}", abs(&dev.dir));
-        println!("try it         {}", curl_hint(dev, local));
-    }
+    println!("{receiver_line}");
     println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
     terminated().await;
     stop_tx.send_replace(true);

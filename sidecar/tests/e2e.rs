@@ -290,3 +290,40 @@ fn memory_transport_is_refused_with_more_than_one_replica() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Entries a running gitops-reverser writes (`redis-cli XADD <stream> *
+/// facts <JSON array>`, the reference format) are followed and resolved,
+/// with no receiver of ours involved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_format_entries_written_with_redis_cli_resolve() {
+    let redis = RedisServer::start().expect("redis-server must be installed");
+    let stream = "gitops-reverser:author:v2:audit:route:prod%3Aeu:apps/deployments";
+    let facts = r#"[{"author":"system:serviceaccount:flux-system:kustomize-controller","namespace":"shop","name":"web","uid":"d-1","resourceVersion":"812","verb":"patch","auditID":"ref-1","stageTimestamp":"2026-11-29T12:00:00.123456Z"}]"#;
+    redis.cli(&["XADD", stream, "*", "facts", facts]).unwrap();
+    let s = Sidecar::start("serve", &["--redis-url", &redis.url(), "--audit-listen", "off"]);
+    let mut c = s.client().await;
+    let object = serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "d-1", "resourceVersion": "812"}
+    }))
+    .unwrap();
+    let r = c
+        .resolve(ResolveRequest {
+            r#type: Some(shared::proto::TypeRef {
+                route: "prod:eu".into(),
+                group: "apps".into(),
+                version: "v1".into(),
+                resource: "deployments".into(),
+            }),
+            event_type: "MODIFIED".into(),
+            object_json: object,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (r.tier.as_str(), r.author.as_str(), r.actor_kind.as_str()),
+        ("exact", "system:serviceaccount:flux-system:kustomize-controller", "serviceaccount")
+    );
+    assert_eq!(r.fact.unwrap().audit_id, "ref-1");
+}

@@ -171,7 +171,11 @@ pub fn exit(result: Result<(), CliError>) -> ExitCode {
 pub fn print_completions<C: CommandFactory>(shell: clap_complete::Shell, out: &mut dyn Write) {
     let mut cmd = C::command();
     let name = cmd.get_name().to_string();
-    clap_complete::generate(shell, &mut cmd, name, out);
+    // clap_complete panics when its writer fails; render into memory and
+    // let a closed pipe (`... completion bash | head`) end quietly.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, name, &mut script);
+    let _ = out.write_all(&script).and_then(|()| out.flush());
 }
 
 /// A built client and the namespace the flags and the context select.
@@ -274,6 +278,44 @@ where
         }
     };
     written.map_err(|e| CliError::new(format!("cannot write the output: {e}")))
+}
+
+/// An object named the way kubectl commands take it: `TYPE/NAME` or
+/// `TYPE NAME` (`deploy/web`, `deployment web`, `mergerequests.tatara.dev
+/// mr-12`). The type is as typed; resolving it is discovery's job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypedName {
+    /// The resource type as the user wrote it.
+    pub type_: String,
+    pub name: String,
+}
+
+impl TypedName {
+    /// Parses the positional arguments of a command addressing one object.
+    pub fn parse(args: &[String]) -> Result<Self, CliError> {
+        let usage = |got: String| {
+            CliError::new(format!("expected one object as TYPE/NAME or TYPE NAME (e.g. deploy/web), got {got}"))
+        };
+        let parts: Vec<&str> = match args {
+            [one] => match one.split_once('/') {
+                Some((t, n)) if !n.contains('/') => vec![t, n],
+                _ => return Err(usage(format!("{one:?}"))),
+            },
+            [t, n] if !t.contains('/') && !n.contains('/') => vec![t, n],
+            [] => return Err(usage("nothing".into())),
+            more => return Err(usage(format!("{more:?}"))),
+        };
+        match parts.as_slice() {
+            [t, n] if !t.is_empty() && !n.is_empty() => Ok(Self { type_: (*t).to_string(), name: (*n).to_string() }),
+            _ => Err(usage(format!("{args:?}"))),
+        }
+    }
+}
+
+impl std::fmt::Display for TypedName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.type_, self.name)
+    }
 }
 
 /// Formats rows as aligned, upper-case-headed columns, like kubectl's tables.

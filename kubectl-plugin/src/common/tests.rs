@@ -174,3 +174,40 @@ fn errors_exit_non_zero() {
     assert_eq!(CliError::new("x").with_code(3).code(), 3);
     assert_eq!(e.to_string(), "boom");
 }
+
+#[test]
+fn typed_names_parse_both_kubectl_forms() {
+    let parse = |args: &[&str]| TypedName::parse(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+    let web = TypedName { type_: "deploy".into(), name: "web".into() };
+    assert_eq!(parse(&["deploy/web"]).unwrap(), web);
+    assert_eq!(parse(&["deploy", "web"]).unwrap(), web);
+    assert_eq!(web.to_string(), "deploy/web");
+    assert_eq!(parse(&["mergerequests.tatara.dev", "mr-12"]).unwrap().type_, "mergerequests.tatara.dev");
+    for bad in [
+        &[][..],
+        &["deploy"][..],
+        &["deploy/"][..],
+        &["/web"][..],
+        &["a/b/c"][..],
+        &["deploy/web", "extra"][..],
+        &["deploy", "web", "extra"][..],
+    ] {
+        let err = parse(bad).unwrap_err();
+        assert!(err.message().starts_with("expected one object as TYPE/NAME"), "{err}");
+    }
+}
+
+#[test]
+fn completion_to_a_closed_pipe_does_not_panic() {
+    // `kubectl tatara completion bash | head -1` closes the pipe early.
+    struct Closed;
+    impl std::io::Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    print_completions::<Cli>(clap_complete::Shell::Bash, &mut Closed);
+}

@@ -196,12 +196,13 @@ pub(crate) fn split_documents(text: &str) -> Vec<RawDocument<'_>> {
     docs
 }
 
-/// True when a document holds only blank lines, comments and directives'
-/// end markers: nothing to parse.
+/// True when a document holds only blank lines, comments, directives
+/// (`%YAML 1.2`, which precede the next marker) and document end markers:
+/// nothing to parse.
 fn is_blank(body: &str) -> bool {
     body.lines().all(|l| {
         let t = l.trim();
-        t.is_empty() || t.starts_with('#') || t == "..."
+        t.is_empty() || t.starts_with('#') || t.starts_with('%') || t == "..."
     })
 }
 

@@ -53,12 +53,25 @@ pub fn decide(metadata: Option<&Value>, spec: &Value) -> Decision {
     if has_sidecar { Decision::Skip(SkipReason::AlreadyInjected) } else { Decision::Inject }
 }
 
-/// The sidecar container these options describe: `serve --socket <path>`
-/// plus the extra args, resources, and a restricted security context
+/// The sidecar container these options describe: `serve --socket <path>
+/// --socket-mode 666 --audit-listen off` plus the extra args, resources, and a restricted security context
 /// (non-root, read-only root filesystem, no privilege escalation, all
 /// capabilities dropped, the runtime's default seccomp profile).
 pub fn sidecar_container(opts: &InjectOptions) -> Value {
-    let mut args = vec![Value::from("serve"), Value::from("--socket"), Value::from(opts.socket_path())];
+    // The socket lives in an emptyDir only this pod's containers mount, and
+    // the watcher usually runs under another uid than the sidecar: mode 0666
+    // lets it connect without forcing a pod fsGroup (which would re-own
+    // every volume of the pod). The receiver runs as its own Deployment, so
+    // the sidecar in the pod listens for no audit webhook.
+    let mut args = vec![
+        Value::from("serve"),
+        Value::from("--socket"),
+        Value::from(opts.socket_path()),
+        Value::from("--socket-mode"),
+        Value::from("666"),
+        Value::from("--audit-listen"),
+        Value::from("off"),
+    ];
     args.extend(opts.extra_args.iter().map(|a| Value::from(a.as_str())));
     let mut c = Mapping::new();
     c.insert("name".into(), SIDECAR_NAME.into());

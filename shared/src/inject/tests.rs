@@ -56,7 +56,10 @@ fn assert_injected(spec: &Value, watchers: &[&str]) {
     assert_eq!(sidecar["name"], Value::from(SIDECAR_NAME), "{spec:?}");
     assert_eq!(sidecar["restartPolicy"], Value::from("Always"));
     assert_eq!(sidecar["image"], Value::from(default_image()));
-    assert_eq!(sidecar["args"], yaml("[serve, --socket, /var/run/reverser/reverser.sock]"));
+    assert_eq!(
+        sidecar["args"],
+        yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode, '666', --audit-listen, 'off']")
+    );
     let sc = &sidecar["securityContext"];
     assert_eq!(sc["runAsNonRoot"], Value::from(true));
     assert_eq!(sc["readOnlyRootFilesystem"], Value::from(true));
@@ -224,7 +227,9 @@ fn image_args_socket_dir_and_resources_are_configurable() {
     assert_eq!(sidecar["image"], Value::from("registry.local/sidecar:dev"));
     assert_eq!(
         sidecar["args"],
-        yaml("[serve, --socket, /run/attr/reverser.sock, --transport, redis, --redis-url, 'redis://redis:6379']")
+        yaml(
+            "[serve, --socket, /run/attr/reverser.sock, --socket-mode, '666', --audit-listen, 'off', --transport, redis, --redis-url, 'redis://redis:6379']"
+        )
     );
     assert_eq!(sidecar["resources"], yaml("{requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}"));
     assert_eq!(sidecar["securityContext"]["runAsUser"], Value::from(1000));
@@ -342,6 +347,7 @@ fn other_kinds_and_groups_are_left_alone() {
         "- a\n- list\n",
         "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}}\n",
         "# only a comment\n",
+        "%YAML 1.2\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n...\n",
         "",
     ] {
         let out = inject_manifests(text, &opts()).unwrap();
@@ -618,5 +624,66 @@ proptest! {
         let (_, patched) = webhook(&admission(&pod, "ns", "CREATE"), &config);
         prop_assert_eq!(patched.as_ref(), Some(&expected));
         prop_assert_eq!(injected_by_inject(&expected, &config.inject), expected);
+    }
+}
+
+#[test]
+fn re_rendered_documents_keep_every_value_and_its_type() {
+    // Strings YAML would otherwise read as booleans, numbers or null, a
+    // multi-line script, and numbers, all inside an injected document.
+    let text = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: tricky
+  annotations: {"a": "yes", "b": "0755", "c": "~", "d": "1e3", "e": "true", "f": ""}
+spec:
+  replicas: 3
+  template:
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: main
+        image: "busybox:1.36"
+        command: ["sh", "-c", "echo 'a: b' # not a comment\nexit 0\n"]
+        env:
+        - {name: ON, value: "on"}
+        - {name: NUM, value: "08"}
+        - {name: HEX, value: "0x1F"}
+        - {name: COLON, value: "key: value"}
+        - {name: DASH, value: "- item"}
+        - {name: MARKER, value: "---"}
+"#;
+    let before = yaml(text);
+    let out = inject_manifests(text, &opts()).unwrap();
+    assert_eq!(out.reports[0].outcome, Outcome::Injected);
+    let after = yaml(&out.output);
+    assert_eq!(after["metadata"], before["metadata"]);
+    assert_eq!(after["spec"]["replicas"], Value::from(3));
+    let (b, a) =
+        (&before["spec"]["template"]["spec"]["containers"][0], &after["spec"]["template"]["spec"]["containers"][0]);
+    assert_eq!(a["command"], b["command"]);
+    assert_eq!(a["image"], b["image"]);
+    let env_before = b["env"].as_sequence().unwrap();
+    let env_after = a["env"].as_sequence().unwrap();
+    assert_eq!(&env_after[..env_before.len()], &env_before[..]);
+    // A `---` inside a value must not be read back as a document marker.
+    assert_eq!(split_documents(&out.output).len(), 1, "{}", out.output);
+    assert_eq!(inject_manifests(&out.output, &opts()).unwrap().output, out.output);
+}
+
+proptest! {
+    /// Bad input is an error or untouched output, never a panic.
+    #[test]
+    fn arbitrary_input_never_panics(
+        text in "(---\n|apiVersion: (v1|apps/v1|batch/v1)\n|kind: (Pod|Deployment|CronJob|List)\n|spec:\n|  template:\n|  containers: [\\{name: a\\}]\n|items:\n- |[a-z:\\[\\]{} -]{0,12}\n){0,12}",
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+    ) {
+        if let Ok(out) = inject_manifests(&text, &opts())
+            && out.reports.iter().all(|r| r.outcome != Outcome::Injected)
+        {
+            prop_assert_eq!(out.output, text);
+        }
+        let response = review(&bytes, &WebhookConfig::default());
+        prop_assert_eq!(&response["response"]["allowed"], &serde_json::Value::Bool(true));
     }
 }

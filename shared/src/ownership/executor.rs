@@ -117,6 +117,16 @@ impl Executor {
         Executor { client, namespace: namespace.to_string(), max_conflicts: 10, max_rounds: 100 }
     }
 
+    /// The kube client this executor writes through.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The namespace this executor writes to.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     fn api<K>(&self) -> Api<K>
     where
         K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,

@@ -136,6 +136,7 @@ fn decide(kind: &OpKind, snap: &Snapshot) -> Vec<Action> {
                 author: "alice".into(),
                 url: format!("https://forge/repo/{number}"),
                 last_comment_human: number % 2 == 0,
+                labels: vec![],
             };
             let stage = sweep::mint_stage(false, issue.last_comment_human);
             sweep::decide(snap, &project(), None, NS, &issue, stage)

@@ -187,6 +187,13 @@ pub fn settle_and_delete(task: &Task, artifacts: &[Artifact], owners: &[OwnerInf
 /// judged by [`reap_verdict`]): nothing while a live fold names it, else
 /// settle-then-delete (or, from parked, the terminal path then delete).
 pub fn decide(snap: &Snapshot, project: &Project, task: &str) -> Vec<Action> {
+    decide_in_pass(snap, project, task, &BTreeSet::new())
+}
+
+/// [`decide`] for one Task of a reap pass that collects `reaping`: a Task
+/// the same pass is about to delete is not a SURVIVING owner, so controller
+/// is never handed to it.
+pub fn decide_in_pass(snap: &Snapshot, project: &Project, task: &str, reaping: &BTreeSet<String>) -> Vec<Action> {
     let Some(t) = snap.task(task) else {
         return vec![];
     };
@@ -194,7 +201,16 @@ pub fn decide(snap: &Snapshot, project: &Project, task: &str) -> Vec<Action> {
         return vec![];
     }
     let artifacts = snap.artifacts();
-    let owners = snap.owner_infos();
+    let owners: Vec<OwnerInfo> = snap
+        .owner_infos()
+        .into_iter()
+        .map(|mut o| {
+            if reaping.contains(&o.name) && o.name != task {
+                o.surviving = false;
+            }
+            o
+        })
+        .collect();
     if matches!(t.stage(), Stage::Parked(_)) {
         let mut actions = terminal_release(t, project, &artifacts, &owners);
         actions.push(Action::DeleteTask {

@@ -13,7 +13,7 @@ use super::naming::{intake_task_name, issue_cr_name, natural_key};
 use super::types::{BACKLOG_SWEEP, Issue, IssueSpec, Project, Repository, Task};
 
 /// An issue as the forge reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForgeIssue {
     pub repository_ref: String,
@@ -23,6 +23,9 @@ pub struct ForgeIssue {
     pub url: String,
     /// The thread's last comment is human-authored.
     pub last_comment_human: bool,
+    /// Forge labels on the issue (the mint stage reads `tatara-parked`).
+    #[serde(default)]
+    pub labels: Vec<String>,
 }
 
 /// The `issueKey` field index: `<repositoryRef>#<number>` -> Issue CRs.
@@ -136,10 +139,43 @@ pub fn mint_stage(webhook_originated: bool, last_comment_human: bool) -> MintSta
     if webhook_originated || last_comment_human { MintStage::Triaging } else { MintStage::ParkedBacklogSweep }
 }
 
+/// The label stamped on a parked SCM issue, which the mint stage reads.
+pub use super::reap::PARKED_LABEL;
+
 /// The `kind` argument of `IntakeTaskName` for a sweep mint. Neither the
 /// spec nor `facts/` says which kind the sweep passes; we pass none (the
 /// name then has no kind letter). Change it here if the operator differs.
 pub const SWEEP_MINT_KIND: &str = "";
+
+/// The mint stage of one forge issue. The terminal path stamps
+/// `tatara-parked` because "the sweep's mint-stage predicate READS this
+/// label": an issue whose previous Task was parked or failed is a backlog
+/// re-mint, parked(backlog-sweep), whatever its thread's last comment - only a
+/// webhook (a human acting now) mints it active. Without the label the rule
+/// is [`mint_stage`]'s.
+pub fn mint_stage_for(issue: &ForgeIssue, webhook_originated: bool) -> MintStage {
+    if webhook_originated {
+        return MintStage::Triaging;
+    }
+    if issue.labels.iter().any(|l| l == PARKED_LABEL) {
+        return MintStage::ParkedBacklogSweep;
+    }
+    mint_stage(false, issue.last_comment_human)
+}
+
+/// Every orphan of one sweep pass, in forge order, with its mint stage, cut
+/// to the two creation budgets. `active_now` is counted from the snapshot:
+/// "ACTIVE = stage NOT IN (parked, delivered, rejected, failed)".
+pub fn plan_pass(snap: &Snapshot, project: &Project, repo: Option<&Repository>, issues: &[ForgeIssue]) -> MintPlan {
+    let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
+    let orphans = issues
+        .iter()
+        .filter(|i| orphan(i, &index, project, repo).orphan)
+        .map(|i| (i.clone(), mint_stage_for(i, false)))
+        .collect();
+    let active = snap.tasks.iter().filter(|t| t.spec.project_ref == project.name() && t.is_active()).count();
+    plan_mints(orphans, project, active)
+}
 
 /// The Task a sweep mint creates, deterministically named. The stage is
 /// carried in the immutable spec (`initialParkReason`), as the CRD does.

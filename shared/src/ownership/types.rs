@@ -353,8 +353,18 @@ pub const POST_APPROVED_STATES: &[&str] = &["under-implementation", "awaiting-re
 
 impl Task {
     /// The spec-vocabulary stage of this Task (see [`Stage`]).
+    ///
+    /// A Task the reconciler has not reached yet (no `status.state`) stands
+    /// at its create edge: the CRD's `initialState` ("Empty = new") and
+    /// `initialParkReason` ("the park flag a mint stamps ALONGSIDE
+    /// InitialState"), so a freshly minted parked(backlog-sweep) Task is
+    /// parked, not active, before the operator has written its status.
     pub fn stage(&self) -> Stage {
-        let status = self.status.clone().unwrap_or_default();
+        let mut status = self.status.clone().unwrap_or_default();
+        if status.state.as_deref().unwrap_or("").is_empty() && status.park_reason.as_deref().unwrap_or("").is_empty() {
+            status.state = self.spec.initial_state.clone().filter(|s| !s.is_empty());
+            status.park_reason = self.spec.initial_park_reason.clone();
+        }
         let park = status.park_reason.unwrap_or_default();
         if !park.is_empty() {
             if FAILED_PARK_REASONS.contains(&park.as_str()) {

@@ -197,6 +197,7 @@ impl GitWriter {
             return Ok(PushOutcome::default());
         };
         let mut outcome = PushOutcome::default();
+        let mut last_reason = String::new();
         for attempt in 1..=remote.max_push_attempts.max(1) {
             let tracking = self.ref_target(&self.tracking_ref())?;
             // Our commits must sit on top of what the remote has.
@@ -236,6 +237,7 @@ impl GitWriter {
                         .unwrap_or(0);
                     std::thread::sleep(Duration::from_millis(u64::from(attempt) * 5 + u64::from(nanos % 20)));
                     self.fetch()?;
+                    last_reason = why;
                 }
             }
         }
@@ -243,6 +245,7 @@ impl GitWriter {
             remote: remote.url.clone(),
             branch: self.config.branch.clone(),
             attempts: remote.max_push_attempts.max(1),
+            last_reason,
         })
     }
 

@@ -674,3 +674,30 @@ fn an_unreachable_remote_never_loses_a_window() {
     assert_eq!(out.push.unwrap().attempts, 1);
     assert_eq!(git_cli(&remote, &["log", "--format=%an", "main"]).trim(), "alice");
 }
+
+/// A remote that declines every push (a protected branch's hook) ends in a
+/// typed error naming the reason, after the configured attempts, and the
+/// commit stays in the clone.
+#[test]
+fn a_push_the_remote_always_declines_ends_in_a_typed_error_with_the_reason() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'branch is protected' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = git_http::GitHttpServer::start(tmp.path(), "x-access-token", "s3cret");
+    let url = format!("{}/remote.git", server.url);
+    let mut w = token_writer(tmp.path(), "clone", &url, "s3cret").unwrap();
+    let err = w.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap_err();
+    match &err {
+        crate::Error::PushExhausted { attempts, last_reason, .. } => {
+            assert_eq!(*attempts, 5);
+            assert!(last_reason.contains("hook declined"), "{last_reason}");
+        }
+        other => panic!("expected PushExhausted, got {other}"),
+    }
+    let clone = tmp.path().join("clone");
+    assert_eq!(git_cli(&clone, &["log", "--format=%an", "main"]).trim(), "alice");
+    assert_eq!(git_cli(&remote, &["for-each-ref"]), "");
+}

@@ -206,6 +206,7 @@ async fn sweep_adopts_the_ownerless_survivor_and_creates_missing_mirrors() {
             author: "alice".into(),
             url: format!("https://github.com/acme/tatara-operator/issues/{number}"),
             last_comment_human: false,
+            labels: vec![],
         };
         let stage = sweep::mint_stage(false, issue.last_comment_human);
         exec.converge("sweep", None, |snap| Ok(sweep::decide(snap, &p, None, NS, &issue, stage))).await.unwrap();
@@ -223,6 +224,7 @@ async fn sweep_adopts_the_ownerless_survivor_and_creates_missing_mirrors() {
         author: "alice".into(),
         url: String::new(),
         last_comment_human: false,
+        labels: vec![],
     };
     let r = exec
         .converge("sweep again", None, |snap| Ok(sweep::decide(snap, &p, None, NS, &issue, sweep::MintStage::Triaging)))
@@ -451,4 +453,30 @@ async fn budget_fails_the_task_with_a_two_field_patch_when_nothing_is_left() {
         .await
         .unwrap_err();
     assert!(matches!(err, kube::Error::Api(ref s) if s.code == 413), "{err}");
+}
+
+#[tokio::test]
+async fn repair_promotes_the_oldest_surviving_owner_over_http() {
+    // Rule 5: "A reconcile guard detects the state, logs at ERROR, increments
+    // operator_orphan_no_controller_total, and repairs it by promoting the
+    // oldest surviving owner."
+    use crate::ownership::owners;
+    let (api, exec) = world().await;
+    {
+        let mut s = api.store.lock().unwrap();
+        let mut o = s.get("issues", NS, "iss-tatara-operator-412").unwrap();
+        o["metadata"]["ownerReferences"][0]["controller"] = Value::Bool(false);
+        s.replace("issues", NS, "iss-tatara-operator-412", o, false).unwrap();
+    }
+    let before = exec.snapshot().await.unwrap();
+    let findings: Vec<_> = before
+        .artifacts()
+        .iter()
+        .flat_map(|a| owners::check(&a.name, owners::Owned::Artifact, &a.owner_references))
+        .collect();
+    assert_eq!(findings.len(), 1);
+    let report = exec.converge("repair", None, |snap| Ok(owners::decide_repairs(snap))).await.unwrap();
+    assert_eq!(report.applied.len(), 1, "one write");
+    // umbrella was created before member-a: it is the oldest.
+    assert_eq!(controllers(&get(&api, "issues", "iss-tatara-operator-412").unwrap()), vec!["umbrella"]);
 }

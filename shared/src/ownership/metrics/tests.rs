@@ -18,6 +18,7 @@ fn fi(n: i64) -> ForgeIssue {
         author: "a".into(),
         url: String::new(),
         last_comment_human: false,
+        labels: vec![],
     }
 }
 

@@ -220,3 +220,29 @@ fn a_forced_doc_batch_stamps_documented_by_only_if_it_ran_a_pod() {
     batch.status_mut().extra.insert("podStartedAt".into(), "2026-11-01T00:00:00Z".into());
     assert_eq!(documented_by_on_forced_exit(&batch), vec!["a", "b"]);
 }
+
+#[test]
+fn a_task_reaped_in_the_same_pass_is_not_a_survivor() {
+    // "hand controller=true to the OLDEST SURVIVING owner": an owner the same
+    // pass deletes does not survive.
+    use crate::ownership::decision::{Artifact, Snapshot};
+    use crate::ownership::types::{ArtifactKind, Issue};
+    let t1 = with_state(task("t1", 5), "rejected", None);
+    let t2 = with_state(task("t2", 1), "rejected", None);
+    let s = task("s", 9);
+    let mut iss = Issue::new("iss-repo-1");
+    iss.spec.repository_ref = "repo".into();
+    iss.spec.number = 1;
+    iss.metadata.owner_references = Some(vec![oref("t1", true), oref("t2", false), oref("s", false)]);
+    let snap = Snapshot { tasks: vec![t1, t2, s], issues: vec![iss], merge_requests: vec![] };
+    assert_eq!(Artifact::from(&snap.issues[0]).kind, ArtifactKind::Issue);
+    let heir = |actions: Vec<Action>| match &actions[0] {
+        Action::SetOwners { owner_references, .. } => {
+            owner_references.iter().find(|r| r.controller == Some(true)).unwrap().name.clone()
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(heir(decide(&snap, &project(), "t1")), "t2", "alone, t2 is the oldest survivor");
+    let pass: BTreeSet<String> = ["t1".to_string(), "t2".to_string()].into();
+    assert_eq!(heir(decide_in_pass(&snap, &project(), "t1", &pass)), "s");
+}

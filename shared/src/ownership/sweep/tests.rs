@@ -1,9 +1,9 @@
 use super::*;
+use crate::ownership::decision::Snapshot;
 use crate::ownership::testkit::*;
 
 fn project() -> Project {
-    let mut p = Project::default();
-    p.metadata.name = Some("proj".into());
+    let mut p = Project::new("proj");
     p.spec.scm.bot_login = "tatara-bot".into();
     p
 }
@@ -16,6 +16,7 @@ fn fi(number: i64) -> ForgeIssue {
         author: "alice".into(),
         url: format!("https://forge/repo/issues/{number}"),
         last_comment_human: false,
+        labels: vec![],
     }
 }
 
@@ -215,4 +216,34 @@ fn human_prs_are_reviewed_only_in_reaction_scope() {
     assert!(matches!(pr_disposition(&mention, &p, None, &tasks), PrDisposition::Review { .. }));
     p.spec.scm.maintainer_logins = Some(vec!["alice".into()]);
     assert!(matches!(pr_disposition(&pr("alice", "fix", None), &p, None, &tasks), PrDisposition::Review { .. }));
+}
+
+#[test]
+fn the_mint_stage_reads_the_tatara_parked_label() {
+    // "stamp the tatara-parked label on the SCM issue (BLOCKING TOO - the
+    // sweep's mint-stage predicate READS this label)"; parked(backlog-sweep)
+    // is "every re-mint of an issue whose previous Task the operator parked
+    // and the reaper collected".
+    let parked = ForgeIssue { labels: vec!["tatara-parked".into()], last_comment_human: true, ..fi(1) };
+    assert_eq!(mint_stage_for(&parked, false), MintStage::ParkedBacklogSweep);
+    assert_eq!(mint_stage_for(&parked, true), MintStage::Triaging, "webhook-originated: a human is waiting");
+    let fresh = ForgeIssue { last_comment_human: true, ..fi(2) };
+    assert_eq!(mint_stage_for(&fresh, false), MintStage::Triaging);
+    assert_eq!(mint_stage_for(&fi(3), false), MintStage::ParkedBacklogSweep);
+}
+
+#[test]
+fn a_pass_counts_active_tasks_from_the_snapshot() {
+    // "never let ACTIVE Tasks exceed Project.spec.maxOpenTasks" with ACTIVE
+    // counted from the cluster; parked Tasks do not count.
+    let mut snap = Snapshot::default();
+    for i in 0..5 {
+        snap.tasks.push(with_state(task(&format!("a{i}"), i), "under-implementation", None));
+    }
+    snap.tasks.push(with_state(task("p", 9), "new", Some("backlog-sweep")));
+    let issues: Vec<ForgeIssue> = (1..=3).map(|n| ForgeIssue { last_comment_human: true, ..fi(n) }).collect();
+    let plan = plan_pass(&snap, &project(), None, &issues);
+    assert_eq!(plan.mint.len(), 1, "5 active + 1 = maxOpenTasks 6");
+    assert_eq!(plan.deferred.len(), 2);
+    assert_eq!(plan.cap_hits[0].cap, "maxOpenTasks");
 }

@@ -48,3 +48,20 @@ fn task_owner_refs_always_block_owner_deletion() {
     assert_eq!(task_owner_ref("t", "u", false).block_owner_deletion, Some(true));
     assert_eq!(task_owner_ref("t", "u", true).controller, Some(true));
 }
+
+#[test]
+fn an_unreconciled_task_stands_at_its_create_edge() {
+    // CRD: a sweep-minted backlog owner "is `new` AND parked(backlog-sweep)"
+    // from the Create edge, with no post-create status write.
+    let mut t = Task::new("mt-r-1-x");
+    t.spec.initial_park_reason = Some(BACKLOG_SWEEP.into());
+    assert_eq!(t.stage(), Stage::Parked(BACKLOG_SWEEP.into()));
+    assert!(!t.is_active());
+    let mut t = Task::new("mt-t-r-1-x");
+    t.spec.initial_state = Some("under-implementation".into());
+    assert_eq!(t.stage(), Stage::Active("under-implementation".into()));
+    assert_eq!(Task::new("plain").stage(), Stage::Active("new".into()));
+    // Once the reconciler wrote a state, the status wins.
+    t.status_mut().state = Some("done".into());
+    assert_eq!(t.stage(), Stage::Delivered);
+}

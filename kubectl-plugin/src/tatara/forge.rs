@@ -1,0 +1,292 @@
+//! The forge (GitHub, or GitHub Enterprise with `--forge-url`) through
+//! octocrab: the reads `sweep` and `takeover` need (open issues and pull
+//! requests with their authors and head/base repositories, an issue thread's
+//! last comment, a pull request's live head, the caller's login) and the
+//! executor's [`Forge`] steps (comments, labels, closing a pull request,
+//! deleting a head branch).
+
+use std::collections::BTreeMap;
+
+use futures::future::BoxFuture;
+use octocrab::Octocrab;
+use octocrab::models::issues::Issue as GhIssue;
+use octocrab::models::pulls::PullRequest as GhPull;
+use octocrab::params;
+use shared::Error;
+use shared::ownership::decision::Action;
+use shared::ownership::executor::Forge;
+use shared::ownership::sweep::{ForgeIssue, ForgePullRequest};
+use shared::ownership::types::{Project, Repository};
+
+/// The flags that reach the forge.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ForgeArgs {
+    /// Token for the forge API; the caller's forge identity is the token's
+    /// owner.
+    #[arg(long, env = "GITHUB_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub github_token: Option<String>,
+
+    /// Base URL of the forge API, for GitHub Enterprise (e.g.
+    /// https://ghe.example.com/api/v3).
+    #[arg(long, value_name = "URL", default_value = "https://api.github.com")]
+    pub forge_url: String,
+}
+
+/// Where a Repository CR lives on the forge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoCoords {
+    pub owner: String,
+    pub repo: String,
+}
+
+impl RepoCoords {
+    /// `owner/repo`, what head/base repositories are compared by.
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.repo)
+    }
+}
+
+/// The forge coordinates of Repository `repo`: the last two path segments of
+/// its `spec.url` (`https://github.com/acme/tatara-operator`), else the
+/// project's `spec.scm.owner` and the Repository's name.
+pub fn repo_coords(project: &Project, repo: &Repository) -> Option<RepoCoords> {
+    let url = repo.spec.extra.get("url").and_then(|v| v.as_str()).unwrap_or("");
+    let path = url.split_once("://").map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
+    let segs: Vec<&str> = path.trim_end_matches(".git").split('/').filter(|s| !s.is_empty()).collect();
+    if let [.., owner, name] = segs.as_slice() {
+        return Some(RepoCoords { owner: (*owner).to_string(), repo: (*name).to_string() });
+    }
+    let owner = project.spec.scm.extra.get("owner").and_then(|v| v.as_str()).filter(|o| !o.is_empty())?;
+    Some(RepoCoords { owner: owner.to_string(), repo: repo.name().to_string() })
+}
+
+fn forge_err(op: &str, target: &str, e: octocrab::Error) -> Error {
+    let (message, hint) = match &e {
+        octocrab::Error::GitHub { source, .. } => {
+            let hint = match source.status_code.as_u16() {
+                401 => "the token was refused: pass a valid one with --github-token or GITHUB_TOKEN",
+                403 => "the token's owner may not do this here: check its scopes and the repository's permissions",
+                404 => "check the repository coordinates (Repository spec.url) and --forge-url",
+                _ => "retry; if it persists, check the forge's status",
+            };
+            (format!("HTTP {}: {}", source.status_code, source.message), hint)
+        }
+        _ => (e.to_string(), "check --forge-url and that the forge is reachable"),
+    };
+    Error::Forge { op: op.to_string(), target: target.to_string(), message, hint: hint.to_string() }
+}
+
+/// A forge issue or pull request number (the CRDs carry it as a signed
+/// integer; a negative one names nothing and maps to 0, which the forge 404s).
+fn forge_number(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// A user is a bot when GitHub says so (`type: Bot`) or it is the project's bot.
+fn is_human(login: &str, user_type: &str, bot_login: &str) -> bool {
+    !login.is_empty() && login != bot_login && user_type != "Bot"
+}
+
+/// The forge client of one command run.
+#[derive(Debug, Clone)]
+pub struct GitHub {
+    crab: Octocrab,
+    /// repositoryRef -> forge coordinates, for the executor's forge steps.
+    repos: BTreeMap<String, RepoCoords>,
+}
+
+impl GitHub {
+    /// A client from the flags; a token is required (every command that
+    /// reaches the forge acts as, or reads, the caller's identity).
+    pub fn new(args: &ForgeArgs) -> Result<Self, Error> {
+        let token = args.github_token.clone().filter(|t| !t.is_empty()).ok_or_else(|| Error::Forge {
+            op: "authenticate".into(),
+            target: args.forge_url.clone(),
+            message: "no token".into(),
+            hint: "set GITHUB_TOKEN or pass --github-token".into(),
+        })?;
+        let crab = Octocrab::builder()
+            .personal_token(token)
+            .base_uri(args.forge_url.as_str())
+            .and_then(|b| b.build())
+            .map_err(|e| forge_err("connect", &args.forge_url, e))?;
+        Ok(GitHub { crab, repos: BTreeMap::new() })
+    }
+
+    /// Remember where `repository_ref` lives, for forge steps naming it.
+    pub fn register(&mut self, repository_ref: &str, coords: RepoCoords) {
+        self.repos.insert(repository_ref.to_string(), coords);
+    }
+
+    fn coords(&self, repository_ref: &str) -> Result<&RepoCoords, String> {
+        self.repos.get(repository_ref).ok_or_else(|| {
+            format!("no forge coordinates for repository {repository_ref:?}: its Repository CR has no usable spec.url")
+        })
+    }
+
+    /// The caller's login: the token's owner (`GET /user`).
+    pub async fn current_login(&self) -> Result<String, Error> {
+        let me = self.crab.current().user().await.map_err(|e| forge_err("GET /user", "the token's owner", e))?;
+        Ok(me.login)
+    }
+
+    /// Every open issue (not pull request) of a repository, following the
+    /// Link header's pages.
+    pub async fn open_issues(&self, repository_ref: &str, c: &RepoCoords) -> Result<Vec<(GhIssue, ForgeIssue)>, Error> {
+        let target = c.full_name();
+        let first = self
+            .crab
+            .issues(&c.owner, &c.repo)
+            .list()
+            .state(params::State::Open)
+            .per_page(100)
+            .send()
+            .await
+            .map_err(|e| forge_err("list open issues", &target, e))?;
+        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list open issues", &target, e))?;
+        Ok(all
+            .into_iter()
+            // The issues endpoint lists pull requests too; they get their own
+            // dispositions.
+            .filter(|i| i.pull_request.is_none())
+            .map(|i| {
+                let f = ForgeIssue {
+                    repository_ref: repository_ref.to_string(),
+                    number: i.number as i64,
+                    state: match i.state {
+                        octocrab::models::IssueState::Open => "open".into(),
+                        _ => "closed".into(),
+                    },
+                    author: i.user.login.clone(),
+                    url: i.html_url.to_string(),
+                    last_comment_human: false,
+                    labels: i.labels.iter().map(|l| l.name.clone()).collect(),
+                };
+                (i, f)
+            })
+            .collect())
+    }
+
+    /// Whether the thread's last comment is human-authored: one request for
+    /// the last page of one comment per page.
+    pub async fn last_comment_human(&self, c: &RepoCoords, issue: &GhIssue, bot_login: &str) -> Result<bool, Error> {
+        if issue.comments == 0 {
+            return Ok(false);
+        }
+        let page = self
+            .crab
+            .issues(&c.owner, &c.repo)
+            .list_comments(issue.number)
+            .per_page(1)
+            .page(issue.comments)
+            .send()
+            .await
+            .map_err(|e| forge_err("list comments", &format!("{}#{}", c.full_name(), issue.number), e))?;
+        Ok(page.items.last().is_some_and(|cm| is_human(&cm.user.login, &cm.user.r#type, bot_login)))
+    }
+
+    /// Every open pull request of a repository, following pages.
+    pub async fn open_pulls(
+        &self,
+        repository_ref: &str,
+        c: &RepoCoords,
+        bot_login: &str,
+    ) -> Result<Vec<ForgePullRequest>, Error> {
+        let target = c.full_name();
+        let first = self
+            .crab
+            .pulls(&c.owner, &c.repo)
+            .list()
+            .state(params::State::Open)
+            .per_page(100)
+            .send()
+            .await
+            .map_err(|e| forge_err("list open pull requests", &target, e))?;
+        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list open pull requests", &target, e))?;
+        Ok(all.iter().map(|p| pull(repository_ref, c, p, bot_login)).collect())
+    }
+
+    /// A pull request's live head SHA and whether it is open.
+    pub async fn pull_head(&self, c: &RepoCoords, number: i64) -> Result<(String, bool), Error> {
+        let target = format!("{}#{number}", c.full_name());
+        let p = self
+            .crab
+            .pulls(&c.owner, &c.repo)
+            .get(forge_number(number))
+            .await
+            .map_err(|e| forge_err("get pull request", &target, e))?;
+        let open = matches!(p.state, Some(octocrab::models::IssueState::Open));
+        Ok((p.head.sha.clone(), open))
+    }
+
+    /// Post `body` as a comment on issue or pull request `number`.
+    pub async fn comment(&self, repository_ref: &str, number: i64, body: &str) -> Result<(), String> {
+        let c = self.coords(repository_ref)?;
+        self.crab
+            .issues(&c.owner, &c.repo)
+            .create_comment(forge_number(number), body)
+            .await
+            .map(drop)
+            .map_err(|e| forge_err("post comment", &format!("{}#{number}", c.full_name()), e).to_string())
+    }
+}
+
+/// A pull request as the sweep's dispositions see it.
+fn pull(repository_ref: &str, c: &RepoCoords, p: &GhPull, bot_login: &str) -> ForgePullRequest {
+    let author = p.user.as_ref().map(|u| u.login.clone()).unwrap_or_default();
+    let body = p.body.clone().unwrap_or_default();
+    ForgePullRequest {
+        repository_ref: repository_ref.to_string(),
+        number: p.number as i64,
+        author,
+        head_branch: p.head.ref_field.clone(),
+        // Unknown head repo (a deleted fork) stays None: fails closed.
+        head_repo: p.head.repo.as_ref().and_then(|r| r.full_name.clone()),
+        base_repo: p.base.repo.as_ref().and_then(|r| r.full_name.clone()).unwrap_or_else(|| c.full_name()),
+        labels: p.labels.iter().flatten().map(|l| l.name.clone()).collect(),
+        mentions_bot: !bot_login.is_empty() && body.contains(&format!("@{bot_login}")),
+    }
+}
+
+impl Forge for GitHub {
+    fn apply<'a>(&'a self, action: &'a Action) -> BoxFuture<'a, std::result::Result<(), String>> {
+        Box::pin(async move {
+            match action {
+                Action::PostIssueComment { repository_ref, number, body, .. } => {
+                    self.comment(repository_ref, *number, body).await
+                }
+                Action::StampLabel { repository_ref, number, label, .. } => {
+                    let c = self.coords(repository_ref)?;
+                    self.crab
+                        .issues(&c.owner, &c.repo)
+                        .add_labels(forge_number(*number), std::slice::from_ref(label))
+                        .await
+                        .map(drop)
+                        .map_err(|e| forge_err("add label", &format!("{}#{number}", c.full_name()), e).to_string())
+                }
+                Action::CloseMergeRequest { repository_ref, number, .. } => {
+                    let c = self.coords(repository_ref)?;
+                    self.crab
+                        .pulls(&c.owner, &c.repo)
+                        .update(forge_number(*number))
+                        .state(params::pulls::State::Closed)
+                        .send()
+                        .await
+                        .map(drop)
+                        .map_err(|e| {
+                            forge_err("close pull request", &format!("{}#{number}", c.full_name()), e).to_string()
+                        })
+                }
+                Action::DeleteBranch { repository_ref, branch, .. } => {
+                    let c = self.coords(repository_ref)?;
+                    self.crab
+                        .git(&c.owner, &c.repo)
+                        .delete_ref(&params::repos::Reference::Branch(branch.clone()))
+                        .await
+                        .map_err(|e| forge_err("delete branch", &format!("{}:{branch}", c.full_name()), e).to_string())
+                }
+                other => Err(format!("not a forge step: {}", other.why())),
+            }
+        })
+    }
+}

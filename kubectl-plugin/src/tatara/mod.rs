@@ -1,0 +1,107 @@
+//! `kubectl tatara`: the ownership plugin's command line (`spec/ownership.md`).
+//! Each subcommand is a module here; they read the tatara CRs, ask
+//! `shared::ownership` for decisions, print the plan (every line says why),
+//! and change something only with `--apply` (or, for `takeover`, only once
+//! the caller is proven a maintainer), through the shared executor's guarded
+//! writes.
+
+// `shared::Error` is the shared crate's one error type, and
+// `Executor::converge` fixes its decision closures to return it; boxing it
+// here would only add a conversion at every call.
+#![allow(clippy::result_large_err)]
+
+use clap::{Parser, Subcommand};
+use kube::Api;
+use shared::ownership::types::{Project, Repository};
+
+use crate::common::{self, CliError, CompletionArgs};
+
+pub mod forge;
+pub mod owners;
+pub mod repair;
+pub mod sweep;
+pub mod takeover;
+
+#[cfg(test)]
+mod tests;
+
+/// `kubectl tatara`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-tatara",
+    bin_name = "kubectl-tatara",
+    version,
+    about = "Ownership of tatara's SCM artifacts: show, repair, sweep, take over"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands of `kubectl tatara`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show the ownership tree of an Issue, MergeRequest or Task, with every
+    /// owner-reference rule violation marked.
+    Owners(owners::Args),
+    /// Find every Issue and MergeRequest that breaks an owner-reference rule;
+    /// print the plan, and with --apply repair each in one guarded write.
+    Repair(repair::Args),
+    /// Run the sweep for a project against the forge: orphans, mint stages,
+    /// pull-request dispositions, both budgets; with --apply mint them.
+    Sweep(sweep::Args),
+    /// Hand a merge request over to tatara as a maintainer (REPO#NUMBER).
+    Takeover(takeover::Args),
+    /// Print a shell completion script for kubectl-tatara.
+    Completion(CompletionArgs),
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Completion(args) = &cli.command {
+        common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
+        return Ok(());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
+    let out = &mut std::io::stdout().lock();
+    rt.block_on(async move {
+        match cli.command {
+            Command::Owners(args) => owners::run(&args, out).await,
+            Command::Repair(args) => repair::run(&args, out).await,
+            Command::Sweep(args) => sweep::run(&args, out).await,
+            Command::Takeover(args) => takeover::run(&args, out).await,
+            Command::Completion(_) => Ok(()),
+        }
+    })
+}
+
+/// Read Project `name` in `namespace`, saying what to do when it is missing.
+pub(crate) async fn get_project(client: &kube::Client, namespace: &str, name: &str) -> Result<Project, CliError> {
+    Api::<Project>::namespaced(client.clone(), namespace).get(name).await.map_err(|e| match e {
+        kube::Error::Api(s) if s.code == 404 => CliError::new(format!(
+            "project {name:?} not found in namespace {namespace:?}; name an existing Project with --project, or choose the namespace with -n"
+        )),
+        e => CliError::new(format!(
+            "cannot read Project {namespace}/{name}: {e}; check the kubeconfig and that the API server is reachable"
+        )),
+    })
+}
+
+/// Every Repository of `project` in `namespace` (`spec.projectRef`).
+pub(crate) async fn project_repositories(
+    client: &kube::Client,
+    namespace: &str,
+    project: &str,
+) -> Result<Vec<Repository>, CliError> {
+    let list =
+        Api::<Repository>::namespaced(client.clone(), namespace).list(&Default::default()).await.map_err(|e| {
+            CliError::new(format!(
+                "cannot list Repositories in namespace {namespace:?}: {e}; check the kubeconfig and the plugin's RBAC"
+            ))
+        })?;
+    Ok(list.items.into_iter().filter(|r| r.spec.project_ref == project).collect())
+}

@@ -1,0 +1,319 @@
+//! `kubectl tatara owners ISSUE|MR|TASK`: the ownership tree of one object
+//! (controller and plain owners, blockOwnerDeletion, each owner Task's stage,
+//! or for a Task everything it owns), with every violation of the five
+//! owner-reference rules ("Who owns what") marked. Reads only.
+
+use std::io::Write;
+
+use serde::Serialize;
+use shared::ownership::decision::{Artifact, Snapshot, is_controller};
+use shared::ownership::executor::Executor;
+use shared::ownership::owners::{Finding, Owned, Violation, check};
+use shared::ownership::types::{ArtifactKind, Stage, Task};
+
+use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+
+/// The flags of `kubectl tatara owners`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
+                  kubectl tatara owners tatara-operator#9\n  kubectl tatara owners task/umbrella -o json")]
+pub struct Args {
+    /// The object: an Issue or MergeRequest by name or by its natural key
+    /// REPO#NUMBER, a Task by name; prefix issue/, mr/ or task/ to pick the
+    /// kind when names collide.
+    #[arg(value_name = "ISSUE|MR|TASK")]
+    pub target: String,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// One owner reference of an artifact, resolved against the Tasks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerNode {
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    pub controller: bool,
+    pub block_owner_deletion: bool,
+    /// The owner object exists with this uid (a dangling reference is
+    /// dropped by the garbage collector and holds nothing open).
+    pub exists: bool,
+    /// The owner Task's stage, when it exists.
+    pub stage: Option<String>,
+}
+
+/// One artifact a Task holds a reference on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnedNode {
+    pub kind: ArtifactKind,
+    pub name: String,
+    pub key: String,
+    pub state: Option<String>,
+    pub controller: bool,
+    pub block_owner_deletion: bool,
+    /// Every rule broken on that artifact.
+    pub violations: Vec<Finding>,
+}
+
+/// The tree `owners` prints.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tree {
+    /// `Issue`, `MergeRequest` or `Task`.
+    pub kind: String,
+    pub name: String,
+    /// Natural key `<repositoryRef>#<number>` of an artifact.
+    pub key: Option<String>,
+    /// A Task's stage (or an artifact's mirrored state).
+    pub stage: Option<String>,
+    /// The object's own owner references.
+    pub owners: Vec<OwnerNode>,
+    /// For a Task: the artifacts it owns.
+    pub owns: Vec<OwnedNode>,
+    /// Every rule broken on this object.
+    pub violations: Vec<Finding>,
+}
+
+/// A Task's stage in the spec's words: `under-implementation`,
+/// `parked(backlog-sweep)`, `failed(object-too-large)`, `delivered`, `rejected`.
+pub fn stage_text(stage: &Stage) -> String {
+    match stage {
+        Stage::Active(s) => s.clone(),
+        Stage::Parked(r) => format!("parked({r})"),
+        Stage::Failed(r) => format!("failed({r})"),
+        Stage::Delivered => "delivered".into(),
+        Stage::Rejected => "rejected".into(),
+    }
+}
+
+fn task_by_uid<'a>(snap: &'a Snapshot, name: &str, uid: &str) -> Option<&'a Task> {
+    snap.tasks.iter().find(|t| t.name() == name && t.metadata.uid.as_deref() == Some(uid))
+}
+
+/// Every violation on an artifact: the five rules over its references, and
+/// rule 5 again when its one controller reference points at a Task that is
+/// gone ("An artifact with plain owners and no controller owner is worked by
+/// nobody and re-minted by nobody").
+pub fn artifact_findings(snap: &Snapshot, a: &Artifact) -> Vec<Finding> {
+    let mut out = check(&a.name, Owned::Artifact, &a.owner_references);
+    if let Some(c) = a.controller()
+        && task_by_uid(snap, &c.name, &c.uid).is_none()
+    {
+        out.push(Finding {
+            object: a.name.clone(),
+            rule: 5,
+            why: format!(
+                "{}: its controller owner {} is gone; rule 5: an artifact must never have zero controller owners",
+                a.name, c.name
+            ),
+            violation: Violation::OwnersButNoController {
+                owners: a.owner_references.iter().map(|r| r.name.clone()).collect(),
+            },
+        });
+    }
+    out
+}
+
+fn artifact_tree(snap: &Snapshot, a: &Artifact) -> Tree {
+    let owners = a
+        .owner_references
+        .iter()
+        .map(|r| {
+            let task = (r.kind == Task::KIND).then(|| task_by_uid(snap, &r.name, &r.uid)).flatten();
+            OwnerNode {
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                uid: r.uid.clone(),
+                controller: is_controller(r),
+                block_owner_deletion: r.block_owner_deletion == Some(true),
+                exists: task.is_some(),
+                stage: task.map(|t| stage_text(&t.stage())),
+            }
+        })
+        .collect();
+    Tree {
+        kind: match a.kind {
+            ArtifactKind::Issue => "Issue".into(),
+            ArtifactKind::MergeRequest => "MergeRequest".into(),
+        },
+        name: a.name.clone(),
+        key: Some(a.key()),
+        stage: a.state.clone(),
+        owners,
+        owns: vec![],
+        violations: artifact_findings(snap, a),
+    }
+}
+
+fn task_tree(snap: &Snapshot, t: &Task) -> Tree {
+    let uid = t.metadata.uid.clone().unwrap_or_default();
+    let owns = snap
+        .artifacts()
+        .iter()
+        .filter(|a| a.owned_by(&uid))
+        .map(|a| {
+            let r = a.owner_references.iter().find(|r| r.uid == uid);
+            OwnedNode {
+                kind: a.kind,
+                name: a.name.clone(),
+                key: a.key(),
+                state: a.state.clone(),
+                controller: r.is_some_and(is_controller),
+                block_owner_deletion: r.is_some_and(|r| r.block_owner_deletion == Some(true)),
+                violations: artifact_findings(snap, a),
+            }
+        })
+        .collect();
+    let owners = t
+        .owner_refs()
+        .iter()
+        .map(|r| {
+            let task = (r.kind == Task::KIND).then(|| task_by_uid(snap, &r.name, &r.uid)).flatten();
+            OwnerNode {
+                kind: r.kind.clone(),
+                name: r.name.clone(),
+                uid: r.uid.clone(),
+                controller: is_controller(r),
+                block_owner_deletion: r.block_owner_deletion == Some(true),
+                exists: task.is_some(),
+                stage: task.map(|t| stage_text(&t.stage())),
+            }
+        })
+        .collect();
+    Tree {
+        kind: "Task".into(),
+        name: t.name().to_string(),
+        key: None,
+        stage: Some(stage_text(&t.stage())),
+        owners,
+        owns,
+        // Rule 4 ("A Task never owns a Task") and rules 2, 3 on its refs.
+        violations: check(t.name(), Owned::Task, t.owner_refs()),
+    }
+}
+
+/// The tree of `target` in `snap`: `issue/NAME`, `mr/NAME`, `task/NAME`,
+/// `REPO#NUMBER` (looked up by natural key, never by a hashed name), or a
+/// bare name (Issue, then MergeRequest, then Task; ambiguous names refused).
+pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
+    let artifacts = snap.artifacts();
+    let by_name = |kind: ArtifactKind, name: &str| artifacts.iter().find(|a| a.kind == kind && a.name == name);
+    let task = |name: &str| snap.tasks.iter().find(|t| t.name() == name);
+    let not_found = |what: &str| format!("{what} not found; list them with `kubectl get issues,mergerequests,tasks`");
+    if let Some((kind, name)) = target.split_once('/') {
+        return match kind.to_ascii_lowercase().as_str() {
+            "issue" | "issues" | "iss" => {
+                by_name(ArtifactKind::Issue, name).map(|a| artifact_tree(snap, a)).ok_or_else(|| not_found(target))
+            }
+            "mr" | "mergerequest" | "mergerequests" => by_name(ArtifactKind::MergeRequest, name)
+                .map(|a| artifact_tree(snap, a))
+                .ok_or_else(|| not_found(target)),
+            "task" | "tasks" => task(name).map(|t| task_tree(snap, t)).ok_or_else(|| not_found(target)),
+            other => Err(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/")),
+        };
+    }
+    if let Some((repo, number)) = target.rsplit_once('#') {
+        let number: i64 =
+            number.parse().map_err(|_| format!("{target:?} is not REPO#NUMBER: {number:?} is not a number"))?;
+        let found: Vec<&Artifact> =
+            artifacts.iter().filter(|a| a.repository_ref == repo && a.number == number).collect();
+        return match found.as_slice() {
+            [] => Err(not_found(&format!("no Issue or MergeRequest with key {target}"))),
+            [one] => Ok(artifact_tree(snap, one)),
+            _ => Err(format!(
+                "{target} names both an Issue and a MergeRequest; pick one with issue/NAME or mr/NAME ({})",
+                found.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+        };
+    }
+    let mut hits: Vec<Tree> = Vec::new();
+    hits.extend(by_name(ArtifactKind::Issue, target).map(|a| artifact_tree(snap, a)));
+    hits.extend(by_name(ArtifactKind::MergeRequest, target).map(|a| artifact_tree(snap, a)));
+    hits.extend(task(target).map(|t| task_tree(snap, t)));
+    match hits.len() {
+        0 => Err(not_found(&format!("no Issue, MergeRequest or Task named {target:?}"))),
+        1 => Ok(hits.remove(0)),
+        _ => Err(format!(
+            "{target:?} names more than one kind ({}); prefix issue/, mr/ or task/",
+            hits.iter().map(|t| t.kind.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+fn yes(b: bool) -> String {
+    b.to_string()
+}
+
+/// The table form of a tree.
+pub fn render(t: &Tree, out: &mut dyn Write) -> std::io::Result<()> {
+    let key = t.key.as_ref().map(|k| format!(" ({k})")).unwrap_or_default();
+    let stage = t.stage.as_ref().map(|s| format!(", {s}")).unwrap_or_default();
+    writeln!(out, "{} {}{key}{stage}", t.kind, t.name)?;
+    if t.owners.is_empty() {
+        writeln!(out, "OWNERS: none")?;
+    } else {
+        let rows: Vec<Vec<String>> = t
+            .owners
+            .iter()
+            .map(|o| {
+                vec![
+                    format!("{}/{}", o.kind, o.name),
+                    yes(o.controller),
+                    yes(o.block_owner_deletion),
+                    if o.exists { o.stage.clone().unwrap_or_default() } else { "<gone>".into() },
+                ]
+            })
+            .collect();
+        out.write_all(table(&["owner", "controller", "blockOwnerDeletion", "stage"], &rows).as_bytes())?;
+    }
+    if t.kind == "Task" {
+        if t.owns.is_empty() {
+            writeln!(out, "OWNS: nothing")?;
+        } else {
+            let rows: Vec<Vec<String>> = t
+                .owns
+                .iter()
+                .map(|o| {
+                    vec![
+                        format!("{:?}/{}", o.kind, o.name),
+                        o.key.clone(),
+                        o.state.clone().unwrap_or_default(),
+                        yes(o.controller),
+                        yes(o.block_owner_deletion),
+                        if o.violations.is_empty() {
+                            "ok".into()
+                        } else {
+                            o.violations.iter().map(|v| format!("rule {}", v.rule)).collect::<Vec<_>>().join(",")
+                        },
+                    ]
+                })
+                .collect();
+            out.write_all(
+                table(&["owns", "key", "state", "controller", "blockOwnerDeletion", "violations"], &rows).as_bytes(),
+            )?;
+        }
+    }
+    let all: Vec<&Finding> = t.violations.iter().chain(t.owns.iter().flat_map(|o| o.violations.iter())).collect();
+    if all.is_empty() {
+        writeln!(out, "VIOLATIONS: none")?;
+    } else {
+        writeln!(out, "VIOLATIONS:")?;
+        for f in all {
+            writeln!(out, "  ! rule {}: {}", f.rule, f.why)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `kubectl tatara owners`.
+pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+    let target = args.kube.client().await?;
+    let snap = Executor::new(target.client, &target.namespace).snapshot().await?;
+    let t =
+        tree(&snap, &args.target).map_err(|e| CliError::new(format!("in namespace {:?}: {e}", target.namespace)))?;
+    print_output(args.output.output, &t, out, render)
+}

@@ -1,0 +1,155 @@
+//! `kubectl tatara repair [--apply]`: rule 5's reconcile guard run by hand.
+//! Every Issue and MergeRequest breaking an owner-reference rule gets one
+//! repair ("promoting the oldest surviving owner", every reference with
+//! blockOwnerDeletion), printed first; with `--apply` each is ONE PUT guarded
+//! by the resourceVersion it was computed from, recomputed from a fresh read
+//! on 409, so two racing repairs end with exactly one controller each.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::Api;
+use serde::Serialize;
+use shared::ownership::decision::{Action, is_controller};
+use shared::ownership::executor::Executor;
+use shared::ownership::owners::decide_repairs;
+use shared::ownership::types::{ArtifactKind, Issue, MergeRequest};
+
+use crate::common::{AllNamespacesArgs, CliError, KubeArgs, OutputArgs, print_output, table};
+
+/// The flags of `kubectl tatara repair`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  kubectl tatara repair -n tatara\n  kubectl tatara repair -A --apply -o json")]
+pub struct Args {
+    /// Write the repairs; without it the plan is only printed.
+    #[arg(long)]
+    pub apply: bool,
+    #[command(flatten)]
+    pub all: AllNamespacesArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// One repair: the owner references the artifact gets, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepairLine {
+    pub namespace: String,
+    pub kind: ArtifactKind,
+    pub name: String,
+    /// The one controller after the repair.
+    pub controller: Option<String>,
+    pub owner_references: Vec<OwnerReference>,
+    pub why: String,
+}
+
+/// What `repair` prints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepairResult {
+    /// Whether `--apply` was given.
+    pub apply: bool,
+    /// The repairs computed from the first read.
+    pub plan: Vec<RepairLine>,
+    /// The writes that landed (with `--apply`); fewer than the plan when
+    /// another writer repaired some first.
+    pub applied: Vec<RepairLine>,
+    /// 409s met and recomputed from fresh reads.
+    pub conflicts: usize,
+}
+
+fn line(namespace: &str, a: &Action) -> Option<RepairLine> {
+    let Action::SetOwners { kind, name, owner_references, why, .. } = a else {
+        return None;
+    };
+    Some(RepairLine {
+        namespace: namespace.to_string(),
+        kind: *kind,
+        name: name.clone(),
+        controller: owner_references.iter().find(|r| is_controller(r)).map(|r| r.name.clone()),
+        owner_references: owner_references.clone(),
+        why: why.clone(),
+    })
+}
+
+/// The table form.
+pub fn render(r: &RepairResult, out: &mut dyn Write) -> std::io::Result<()> {
+    if r.plan.is_empty() {
+        writeln!(out, "No Issue or MergeRequest breaks an owner-reference rule.")?;
+    } else {
+        let rows: Vec<Vec<String>> = r
+            .plan
+            .iter()
+            .map(|l| {
+                vec![
+                    l.namespace.clone(),
+                    format!("{:?}/{}", l.kind, l.name),
+                    l.controller.clone().unwrap_or_default(),
+                    l.why.clone(),
+                ]
+            })
+            .collect();
+        out.write_all(table(&["namespace", "artifact", "new controller", "why"], &rows).as_bytes())?;
+    }
+    if r.apply {
+        writeln!(
+            out,
+            "applied {} repair(s) in guarded writes ({} conflict(s) recomputed from fresh reads)",
+            r.applied.len(),
+            r.conflicts
+        )?;
+    } else if !r.plan.is_empty() {
+        writeln!(out, "(plan only: run again with --apply to write these repairs)")?;
+    }
+    Ok(())
+}
+
+/// The namespaces holding an Issue or MergeRequest (for `-A`).
+async fn artifact_namespaces(client: &kube::Client) -> Result<BTreeSet<String>, CliError> {
+    let fail = |e: kube::Error| {
+        CliError::new(format!(
+            "cannot list Issues and MergeRequests across all namespaces: {e}; check the plugin's RBAC, or name one namespace with -n"
+        ))
+    };
+    let lp = Default::default();
+    let mut out: BTreeSet<String> = BTreeSet::new();
+    let issues = Api::<Issue>::all(client.clone()).list(&lp).await.map_err(fail)?;
+    out.extend(issues.items.into_iter().filter_map(|i| i.metadata.namespace));
+    let mrs = Api::<MergeRequest>::all(client.clone()).list(&lp).await.map_err(fail)?;
+    out.extend(mrs.items.into_iter().filter_map(|m| m.metadata.namespace));
+    Ok(out)
+}
+
+/// Runs `kubectl tatara repair`.
+pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+    let target = args.kube.client().await?;
+    let namespaces: Vec<String> = if args.all.all_namespaces {
+        artifact_namespaces(&target.client).await?.into_iter().collect()
+    } else {
+        vec![target.namespace.clone()]
+    };
+    let mut result = RepairResult { apply: args.apply, ..Default::default() };
+    for ns in &namespaces {
+        let mut exec = Executor::new(target.client.clone(), ns);
+        let snap = exec.snapshot().await?;
+        let plan = decide_repairs(&snap);
+        // Each 409 means another writer landed on one of the planned
+        // artifacts (a racing repair: that artifact then drops out of our
+        // plan), so the conflict budget scales with the plan, not a constant.
+        exec.max_conflicts = exec.max_conflicts.max(10 + 2 * plan.len());
+        exec.max_rounds = exec.max_rounds.max(exec.max_conflicts + 10);
+        result.plan.extend(plan.iter().filter_map(|a| line(ns, a)));
+        if args.apply && !plan.is_empty() {
+            // Recomputed from a fresh read each round: a 409 means another
+            // writer moved first, and its repair may already be ours.
+            let report =
+                exec.converge(&format!("repair in namespace {ns}"), None, |snap| Ok(decide_repairs(snap))).await?;
+            result.applied.extend(report.applied.iter().filter_map(|a| line(ns, a)));
+            result.conflicts += report.conflicts;
+        }
+    }
+    print_output(args.output.output, &result, out, render)
+}

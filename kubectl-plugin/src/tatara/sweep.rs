@@ -1,0 +1,286 @@
+//! `kubectl tatara sweep --project P [--apply]`: one sweep pass ("The
+//! sweep"). Open issues and pull requests come from the forge; the orphan
+//! predicate is answered by the `<repositoryRef>#<number>` index over the
+//! Issue CRs; each orphan gets its mint stage (triaging, or
+//! parked(backlog-sweep)); both creation budgets bound the pass; every pull
+//! request gets one of the four dispositions. Every line says why. With
+//! `--apply` each planned mint runs as `mintTaskForIssue`: create the Task,
+//! then adopt the existing mirror or create it, recomputed from fresh reads.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use serde::Serialize;
+use shared::ownership::decision::{Action, Artifact};
+use shared::ownership::executor::Executor;
+use shared::ownership::naming::natural_key;
+use shared::ownership::sweep::{
+    CapHit, ForgeIssue, IssueKeyIndex, MintStage, PrDisposition, decide, mint_stage_for, orphan, plan_mints,
+    pr_disposition,
+};
+
+use super::forge::{ForgeArgs, GitHub, repo_coords};
+use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+
+/// The flags of `kubectl tatara sweep`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
+                  kubectl tatara sweep --project tatara --apply -o json --forge-url https://ghe.example.com/api/v3")]
+pub struct Args {
+    /// The Project whose Repositories are swept.
+    #[arg(long, value_name = "PROJECT")]
+    pub project: String,
+    /// Mint the planned Tasks; without it the plan is only printed.
+    #[arg(long)]
+    pub apply: bool,
+    #[command(flatten)]
+    pub forge: ForgeArgs,
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// What the pass decided for one open forge issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueLine {
+    pub key: String,
+    /// `mint`, `deferred` or `skip`.
+    pub decision: String,
+    /// The mint stage of an orphan: `triaging` or `parked(backlog-sweep)`.
+    pub stage: Option<String>,
+    pub why: String,
+}
+
+/// The disposition of one open pull request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PullLine {
+    pub key: String,
+    pub author: String,
+    pub head_branch: String,
+    pub disposition: PrDisposition,
+}
+
+/// One mint `--apply` carried out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MintLine {
+    pub key: String,
+    pub task: String,
+    /// The writes, each with its why.
+    pub steps: Vec<String>,
+}
+
+/// What `sweep` prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SweepResult {
+    pub project: String,
+    pub namespace: String,
+    pub apply: bool,
+    pub max_new_tasks_per_sweep: u64,
+    pub max_open_tasks: u64,
+    /// ACTIVE Tasks of the project before the pass.
+    pub active_tasks: usize,
+    pub issues: Vec<IssueLine>,
+    pub pull_requests: Vec<PullLine>,
+    pub cap_hits: Vec<CapHit>,
+    pub minted: Vec<MintLine>,
+    /// Planned mints `--apply` found nothing to do for, with why.
+    pub not_minted: Vec<IssueLine>,
+}
+
+fn stage_name(s: MintStage) -> String {
+    match s {
+        MintStage::Triaging => "triaging".into(),
+        MintStage::ParkedBacklogSweep => "parked(backlog-sweep)".into(),
+    }
+}
+
+/// The table form.
+pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "sweep of project {} in {}: {} active Task(s); budgets maxNewTasksPerSweep={} maxOpenTasks={}",
+        r.project, r.namespace, r.active_tasks, r.max_new_tasks_per_sweep, r.max_open_tasks
+    )?;
+    let rows: Vec<Vec<String>> = r
+        .issues
+        .iter()
+        .map(|l| vec![l.key.clone(), l.decision.clone(), l.stage.clone().unwrap_or_default(), l.why.clone()])
+        .collect();
+    if rows.is_empty() {
+        writeln!(out, "no open issues")?;
+    } else {
+        out.write_all(table(&["issue", "decision", "stage", "why"], &rows).as_bytes())?;
+    }
+    let rows: Vec<Vec<String>> = r
+        .pull_requests
+        .iter()
+        .map(|p| {
+            let (d, why) = match &p.disposition {
+                PrDisposition::Adopt { task, why } => (format!("adopt into {task}"), why),
+                PrDisposition::IgnoreBot { why } => ("ignore (bot)".into(), why),
+                PrDisposition::Review { why } => ("review".into(), why),
+                PrDisposition::Ignore { why } => ("ignore".into(), why),
+            };
+            vec![p.key.clone(), p.author.clone(), d, why.clone()]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.write_all(table(&["pull request", "author", "disposition", "why"], &rows).as_bytes())?;
+    }
+    for c in &r.cap_hits {
+        writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
+    }
+    if r.apply {
+        writeln!(out, "minted {} Task(s):", r.minted.len())?;
+        for l in &r.not_minted {
+            writeln!(out, "  {} not minted: {}", l.key, l.why)?;
+        }
+        for m in &r.minted {
+            writeln!(out, "  {} -> {}", m.key, m.task)?;
+            for s in &m.steps {
+                writeln!(out, "      {s}")?;
+            }
+        }
+    } else if r.issues.iter().any(|l| l.decision == "mint") {
+        writeln!(out, "(plan only: run again with --apply to mint these Tasks)")?;
+    }
+    Ok(())
+}
+
+/// Runs `kubectl tatara sweep`.
+pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+    let target = args.kube.client().await?;
+    let ns = target.namespace.clone();
+    let project = super::get_project(&target.client, &ns, &args.project).await?;
+    let repos = super::project_repositories(&target.client, &ns, &args.project).await?;
+    if repos.is_empty() {
+        return Err(CliError::new(format!(
+            "project {:?} has no Repository in namespace {ns:?} (spec.projectRef); nothing to sweep",
+            args.project
+        )));
+    }
+    let mut gh = GitHub::new(&args.forge)?;
+    let exec = Executor::new(target.client.clone(), &ns);
+    let snap = exec.snapshot().await?;
+    let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
+    let bot = project.spec.scm.bot_login.clone();
+    let task_names: BTreeSet<String> = snap.tasks.iter().map(|t| t.name().to_string()).collect();
+
+    let mut result = SweepResult {
+        project: args.project.clone(),
+        namespace: ns.clone(),
+        apply: args.apply,
+        max_new_tasks_per_sweep: project.spec.max_new_tasks_per_sweep(),
+        max_open_tasks: project.spec.max_open_tasks(),
+        // "ACTIVE = stage NOT IN (parked, delivered, rejected, failed)"
+        active_tasks: snap.tasks.iter().filter(|t| t.spec.project_ref == args.project && t.is_active()).count(),
+        ..Default::default()
+    };
+    let mut orphans: Vec<(ForgeIssue, MintStage)> = Vec::new();
+    for repo in &repos {
+        let Some(coords) = repo_coords(&project, repo) else {
+            return Err(CliError::new(format!(
+                "Repository {ns}/{} has no forge coordinates: set its spec.url to the repository's URL",
+                repo.name()
+            )));
+        };
+        gh.register(repo.name(), coords.clone());
+        for (gh_issue, issue) in gh.open_issues(repo.name(), &coords).await? {
+            let verdict = orphan(&issue, &index, &project, Some(repo));
+            let key = natural_key(&issue.repository_ref, issue.number);
+            if !verdict.orphan {
+                result.issues.push(IssueLine { key, decision: "skip".into(), stage: None, why: verdict.why });
+                continue;
+            }
+            // Only orphans need their thread's last comment: it decides what
+            // the mint costs, and each read is a forge request.
+            let human = gh.last_comment_human(&coords, &gh_issue, &bot).await?;
+            let issue = ForgeIssue { last_comment_human: human, ..issue };
+            // A sweep is cron-discovered, never webhook-originated.
+            let stage = mint_stage_for(&issue, false);
+            orphans.push((issue, stage));
+        }
+        for pr in gh.open_pulls(repo.name(), &coords, &bot).await? {
+            let disposition = pr_disposition(&pr, &project, Some(repo), &task_names);
+            result.pull_requests.push(PullLine {
+                key: natural_key(&pr.repository_ref, pr.number),
+                author: pr.author.clone(),
+                head_branch: pr.head_branch.clone(),
+                disposition,
+            });
+        }
+    }
+    let plan = plan_mints(orphans, &project, result.active_tasks);
+    for hit in &plan.cap_hits {
+        tracing::warn!(project = %args.project, cap = %hit.cap, why = %hit.why, "sweep mint cap hit");
+    }
+    let caps = plan.cap_hits.iter().map(|c| c.why.clone()).collect::<Vec<_>>().join("; ");
+    for (issue, stage) in &plan.mint {
+        let why = match stage {
+            MintStage::Triaging => "orphan; the thread's last comment is human-authored: a human is waiting",
+            MintStage::ParkedBacklogSweep => {
+                "orphan; cron-discovered backlog with no human waiting: parked, spawns zero pods"
+            }
+        };
+        result.issues.push(IssueLine {
+            key: natural_key(&issue.repository_ref, issue.number),
+            decision: "mint".into(),
+            stage: Some(stage_name(*stage)),
+            why: why.into(),
+        });
+    }
+    for issue in &plan.deferred {
+        result.issues.push(IssueLine {
+            key: natural_key(&issue.repository_ref, issue.number),
+            decision: "deferred".into(),
+            stage: None,
+            why: format!("orphan, left for the next pass: {caps}"),
+        });
+    }
+    result.cap_hits = plan.cap_hits.clone();
+
+    if args.apply {
+        for (issue, stage) in &plan.mint {
+            let repo = repos.iter().find(|r| r.name() == issue.repository_ref);
+            let key = natural_key(&issue.repository_ref, issue.number);
+            let report = exec
+                .converge(&format!("mint for {key}"), Some(&gh), |snap| {
+                    Ok(decide(snap, &project, repo, &ns, issue, *stage))
+                })
+                .await?;
+            let task = report
+                .applied
+                .iter()
+                .find_map(|a| match a {
+                    Action::CreateTask { task, .. } => Some(task.name().to_string()),
+                    Action::SetOwners { owner_references, .. } => {
+                        owner_references.iter().find(|r| r.controller == Some(true)).map(|r| r.name.clone())
+                    }
+                    _ => None,
+                })
+                .unwrap_or_default();
+            if report.applied.is_empty() {
+                result.not_minted.push(IssueLine {
+                    key,
+                    decision: "skip".into(),
+                    stage: None,
+                    why: "on a fresh read it is no longer an orphan (another writer minted it), or a same-named Task \
+                          is terminal and must be reaped first"
+                        .into(),
+                });
+                continue;
+            }
+            result.minted.push(MintLine {
+                key,
+                task,
+                steps: report.applied.iter().map(|a| a.why().to_string()).collect(),
+            });
+        }
+    }
+    print_output(args.output.output, &result, out, render)
+}

@@ -1,0 +1,101 @@
+use clap::CommandFactory;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use shared::ownership::decision::Snapshot;
+use shared::ownership::types::{Issue, Project, Repository, Task, task_owner_ref};
+
+use super::forge::{RepoCoords, repo_coords};
+use super::owners::{stage_text, tree};
+use super::takeover::parse_target;
+use super::*;
+
+#[test]
+fn the_command_line_is_well_formed_and_every_flag_is_explained() {
+    Cli::command().debug_assert();
+    for sub in Cli::command().get_subcommands() {
+        for arg in sub.get_arguments() {
+            if arg.get_id() == "help" || arg.get_id() == "version" {
+                continue;
+            }
+            assert!(arg.get_help().is_some(), "{} --{} has no help", sub.get_name(), arg.get_id());
+        }
+    }
+}
+
+#[test]
+fn repository_coordinates_come_from_the_url_then_the_project_owner() {
+    let mut project = Project::new("p");
+    project.spec.scm.extra.insert("owner".into(), "acme".into());
+    let mut repo = Repository::new("tatara-operator");
+    repo.spec.extra.insert("url".into(), "https://github.com/other/op.git".into());
+    assert_eq!(repo_coords(&project, &repo), Some(RepoCoords { owner: "other".into(), repo: "op".into() }));
+    repo.spec.extra.insert("url".into(), "https://ghe.example.com/team/svc".into());
+    assert_eq!(repo_coords(&project, &repo).unwrap().full_name(), "team/svc");
+    repo.spec.extra.remove("url");
+    assert_eq!(repo_coords(&project, &repo).unwrap().full_name(), "acme/tatara-operator");
+    project.spec.scm.extra.remove("owner");
+    assert_eq!(repo_coords(&project, &repo), None);
+}
+
+#[test]
+fn takeover_targets_are_repo_hash_number() {
+    assert_eq!(parse_target("tatara-operator#9"), Ok(("tatara-operator".into(), 9)));
+    assert!(parse_target("tatara-operator").is_err());
+    assert!(parse_target("#9").is_err());
+    assert!(parse_target("r#x").is_err());
+    assert!(parse_target("r#0").is_err());
+}
+
+fn task(name: &str, uid: &str) -> Task {
+    let mut t = Task::new(name);
+    t.metadata.uid = Some(uid.into());
+    t
+}
+
+fn issue(n: i64, refs: Vec<OwnerReference>) -> Issue {
+    let mut i = Issue::new(&format!("iss-r-{n}"));
+    i.spec.repository_ref = "r".into();
+    i.spec.number = n;
+    i.metadata.owner_references = Some(refs);
+    i
+}
+
+#[test]
+fn the_tree_marks_every_violation_and_resolves_owners() {
+    let mut parked = task("parked", "u2");
+    parked.spec.initial_park_reason = Some("backlog-sweep".into());
+    let mut plain = task_owner_ref("parked", "u2", false);
+    plain.block_owner_deletion = None;
+    let snap = Snapshot {
+        tasks: vec![task("a", "u1"), parked],
+        issues: vec![
+            issue(1, vec![task_owner_ref("a", "u1", true), task_owner_ref("parked", "u2", false)]),
+            issue(2, vec![plain]),
+            issue(3, vec![task_owner_ref("gone", "u9", true)]),
+        ],
+        merge_requests: vec![],
+    };
+    let t = tree(&snap, "r#1").unwrap();
+    assert_eq!(t.name, "iss-r-1");
+    assert!(t.violations.is_empty(), "{:?}", t.violations);
+    assert_eq!(t.owners[1].stage.as_deref(), Some("parked(backlog-sweep)"));
+    assert!(t.owners.iter().all(|o| o.exists && o.block_owner_deletion));
+
+    let t = tree(&snap, "issue/iss-r-2").unwrap();
+    let rules: Vec<u8> = t.violations.iter().map(|f| f.rule).collect();
+    assert_eq!(rules, vec![5, 3], "{:?}", t.violations);
+
+    // A controller reference to a Task that is gone: rule 5, owner <gone>.
+    let t = tree(&snap, "iss-r-3").unwrap();
+    assert_eq!(t.violations.iter().map(|f| f.rule).collect::<Vec<_>>(), vec![5]);
+    assert!(!t.owners[0].exists);
+
+    let t = tree(&snap, "task/parked").unwrap();
+    assert_eq!(t.stage.as_deref(), Some("parked(backlog-sweep)"));
+    assert_eq!(t.owns.len(), 2);
+    assert_eq!(t.owns.iter().filter(|o| !o.violations.is_empty()).count(), 1);
+
+    assert!(tree(&snap, "nope").is_err());
+    assert!(tree(&snap, "r#x").is_err());
+    assert!(tree(&snap, "pod/a").is_err());
+    assert_eq!(stage_text(&shared::ownership::types::Stage::Failed("x".into())), "failed(x)");
+}
