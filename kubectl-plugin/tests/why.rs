@@ -247,6 +247,7 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
     assert_eq!(r["object"]["group"], "apps");
     assert_eq!(r["causes"][0]["cause"], "follower_not_reading", "{r:#}");
     assert_eq!(r["causes"][0]["detail"]["following"], false);
+    assert!(r["causes"][0]["check"].as_str().unwrap().contains("--follow"), "{r:#}");
 
     // A deleted object is answered from Git: the commit that removed it.
     let r = why_json(&k, &kc, &["cm/gone", "--socket", socket, "--repo", repo]);

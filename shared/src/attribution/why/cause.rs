@@ -75,6 +75,12 @@ impl Cause {
     /// How to check it.
     pub fn check(&self) -> String {
         match self {
+            Cause::FollowerNotReading { following: false, .. } => {
+                "the sidecar follows a type once its watcher first resolves an event of it, or from the start \
+                 with --follow <route>:<group/resource>; check that the watcher covers this type and that --route \
+                 is the route the sidecar's watcher asks about"
+                    .into()
+            }
             Cause::FollowerNotReading { .. } => {
                 "check the sidecar's gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds \
                  and gitopsreverser_attribution_fact_follower_errors_total on its /metrics, and that Redis is \
