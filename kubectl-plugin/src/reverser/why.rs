@@ -159,27 +159,15 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
     for (_, vs) in versions_of.iter().filter(|(g, _)| *g == res.group) {
         versions.extend(vs.iter().filter(|v| **v != res.version).cloned());
     }
-    let paths: Vec<String> = versions
-        .iter()
-        .filter_map(|v| {
-            let key = ObjectKey {
-                group: res.group.clone(),
-                version: v.clone(),
-                resource: res.resource.clone(),
-                namespace: namespace.clone(),
-                name: name.clone(),
-            };
-            layout_path(&key).ok()
-        })
-        .collect();
-    state.path = layout_path(&ObjectKey {
+    let key_at = |version: &str| ObjectKey {
         group: res.group.clone(),
-        version: res.version.clone(),
+        version: version.to_owned(),
         resource: res.resource.clone(),
         namespace: namespace.clone(),
         name: name.clone(),
-    })
-    .ok();
+    };
+    let paths: Vec<String> = versions.iter().filter_map(|v| layout_path(&key_at(v)).ok()).collect();
+    state.path = paths.first().cloned();
 
     let history = match &args.repo {
         Some(repo) => Some(why::read_history(repo, args.branch.as_deref(), &paths, args.history.max(1))?),
