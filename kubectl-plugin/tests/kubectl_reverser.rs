@@ -260,10 +260,8 @@ fn inject_flags_reach_the_plugin_through_kubectl() {
             "serve",
             "--socket",
             "/var/run/reverser/reverser.sock",
-            "--socket-mode",
-            "666",
-            "--audit-listen",
-            "off",
+            "--socket-mode=666",
+            "--audit-listen=off",
             "--transport",
             "redis"
         ]

@@ -5,7 +5,7 @@
 //! - the follower's apply rate (facts/s delivered into a sink) re-warming a
 //!   full stream, for Redis and for memory.
 //!
-//! Run: `cargo bench -p shared --bench transport`
+//! Run: `cargo bench -p shared --features test-support --bench transport`
 
 use std::process::Command;
 use std::sync::Arc;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod api;
 mod config;
 mod devcerts;
+mod inject_webhook;
 mod ops;
 mod receiver;
 mod replay;
@@ -36,6 +37,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run the audit receiver alone (its own Deployment), appending facts to Redis.
     Receive(serve::ReceiveArgs),
+    /// Serve the sidecar injection webhook: AdmissionReview v1 over HTTPS,
+    /// patched by the same rule as `kubectl reverser inject`.
+    InjectWebhook(inject_webhook::Args),
     /// Run the attribution engine over a recorded timeline on a virtual clock
     /// and print one JSON line per watch record.
     Replay(replay::Args),
@@ -52,6 +56,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => replay::run(args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::serve(args))),
         Command::Receive(args) => runtime().and_then(|rt| rt.block_on(serve::receive(args))),
+        Command::InjectWebhook(args) => runtime().and_then(|rt| rt.block_on(inject_webhook::run(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -54,7 +54,7 @@ pub fn decide(metadata: Option<&Value>, spec: &Value) -> Decision {
 }
 
 /// The sidecar container these options describe: `serve --socket <path>
-/// --socket-mode 666 --audit-listen off` plus the extra args, resources, and a restricted security context
+/// --socket-mode=666 --audit-listen=off` plus the extra args, resources, and a restricted security context
 /// (non-root, read-only root filesystem, no privilege escalation, all
 /// capabilities dropped, the runtime's default seccomp profile).
 pub fn sidecar_container(opts: &InjectOptions) -> Value {
@@ -67,10 +67,10 @@ pub fn sidecar_container(opts: &InjectOptions) -> Value {
         Value::from("serve"),
         Value::from("--socket"),
         Value::from(opts.socket_path()),
-        Value::from("--socket-mode"),
-        Value::from("666"),
-        Value::from("--audit-listen"),
-        Value::from("off"),
+        // `flag=value` forms: a bare `off` or `666` item would be read back as
+        // a boolean or a number by YAML 1.1 readers such as kubectl.
+        Value::from("--socket-mode=666"),
+        Value::from("--audit-listen=off"),
     ];
     args.extend(opts.extra_args.iter().map(|a| Value::from(a.as_str())));
     let mut c = Mapping::new();

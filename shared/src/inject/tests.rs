@@ -58,7 +58,7 @@ fn assert_injected(spec: &Value, watchers: &[&str]) {
     assert_eq!(sidecar["image"], Value::from(default_image()));
     assert_eq!(
         sidecar["args"],
-        yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode, '666', --audit-listen, 'off']")
+        yaml("[serve, --socket, /var/run/reverser/reverser.sock, --socket-mode=666, --audit-listen=off]")
     );
     let sc = &sidecar["securityContext"];
     assert_eq!(sc["runAsNonRoot"], Value::from(true));
@@ -228,7 +228,7 @@ fn image_args_socket_dir_and_resources_are_configurable() {
     assert_eq!(
         sidecar["args"],
         yaml(
-            "[serve, --socket, /run/attr/reverser.sock, --socket-mode, '666', --audit-listen, 'off', --transport, redis, --redis-url, 'redis://redis:6379']"
+            "[serve, --socket, /run/attr/reverser.sock, --socket-mode=666, --audit-listen=off, --transport, redis, --redis-url, 'redis://redis:6379']"
         )
     );
     assert_eq!(sidecar["resources"], yaml("{requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 256Mi}}"));
