@@ -348,7 +348,7 @@ fn why_errors_are_clear_and_non_zero() {
         assert!(stdout.is_empty(), "{stdout}");
     };
     fail(&["widgets/x"], &kc, 1, "doesn't have a resource type \"widgets\"");
-    fail(&["cm"], &kc, 1, "is not TYPE/NAME or TYPE NAME");
+    fail(&["cm"], &kc, 1, "expected one object as TYPE/NAME or TYPE NAME");
     fail(
         &["cm/nothing", "--repo", empty_repo.to_str().unwrap()],
         &kc,

@@ -171,10 +171,6 @@ pub enum Error {
     )]
     WhyUnknownType { input: String },
 
-    /// `why` was not given `TYPE/NAME` or `TYPE NAME`.
-    #[error("{args:?} is not TYPE/NAME or TYPE NAME (e.g. `why configmap/web` or `why deploy web -n shop`)")]
-    WhyTarget { args: String },
-
     /// The evidence could not be read or understood.
     #[error("{message}")]
     WhyEvidence { message: String },

@@ -113,7 +113,7 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 async fn explain(args: &Args) -> Result<Report, CliError> {
-    let (type_name, name) = why::parse_target(&args.target)?;
+    let common::TypedName { type_: type_name, name } = common::TypedName::parse(&args.target)?;
     let target = client(&args.kube).await?;
     let (served, versions_of) = discover(&target.client).await?;
     let res = why::resolve_type(&type_name, &served)?.clone();

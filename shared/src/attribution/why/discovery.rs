@@ -109,16 +109,3 @@ fn pick<'a>(mut matches: impl Iterator<Item = &'a ApiResource>) -> Option<&'a Ap
     }
     Some(matches.find(|r| r.group.is_empty()).unwrap_or(first))
 }
-
-/// `TYPE/NAME` or `TYPE NAME` into (type, name).
-pub fn parse_target(args: &[String]) -> Result<(String, String)> {
-    let bad = || Error::WhyTarget { args: args.join(" ") };
-    match args {
-        [one] => match one.split_once('/') {
-            Some((t, n)) if !t.is_empty() && !n.is_empty() && !n.contains('/') => Ok((t.to_owned(), n.to_owned())),
-            _ => Err(bad()),
-        },
-        [t, n] if !t.is_empty() && !n.is_empty() && !t.contains('/') && !n.contains('/') => Ok((t.clone(), n.clone())),
-        _ => Err(bad()),
-    }
-}

@@ -18,7 +18,7 @@ pub mod history;
 pub mod report;
 
 pub use cause::Cause;
-pub use discovery::{ApiResource, parse_target, resolve_type, resources_of};
+pub use discovery::{ApiResource, resolve_type, resources_of};
 pub use explanation::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
 pub use history::{FileChange, HistoryEntry, read_history};
 pub use report::{Inputs, ObjectState, Report, Source, Verdict, build_report};

@@ -84,16 +84,6 @@ fn object_paths_follow_the_api_layout() {
 }
 
 #[test]
-fn targets_are_type_slash_name_or_type_then_name() {
-    let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert_eq!(parse_target(&v(&["cm/web"])).unwrap(), ("cm".into(), "web".into()));
-    assert_eq!(parse_target(&v(&["deploy", "web"])).unwrap(), ("deploy".into(), "web".into()));
-    for bad in [&["cm"][..], &["cm/"], &["/web"], &["cm/a/b"], &["cm/web", "x"], &["a", "b", "c"]] {
-        assert!(matches!(parse_target(&v(bad)), Err(Error::WhyTarget { .. })), "{bad:?}");
-    }
-}
-
-#[test]
 fn trailers_are_the_last_paragraph_of_key_value_lines() {
     let msg = "update core/v1/x\n\n- update x (tier exact)\n\nReverser-Actor: alice\nReverser-Tier: exact\nReverser-Audit-ID: a-1\n";
     assert_eq!(
