@@ -163,6 +163,17 @@ pub enum Error {
     /// A forge (GitHub) request failed or answered something unusable.
     #[error("forge request {op} on {target} failed: {message}; {hint}")]
     Forge { op: String, target: String, message: String, hint: String },
+
+    // `kubectl reverser why` (`attribution::why`).
+    /// `why`'s TYPE is served by no API group.
+    #[error(
+        "the server doesn't have a resource type {input:?}; run `kubectl api-resources` to list the types it serves"
+    )]
+    WhyUnknownType { input: String },
+
+    /// The evidence could not be read or understood.
+    #[error("{message}")]
+    WhyEvidence { message: String },
 }
 
 /// `Result` with the crate's [`Error`] as the default error.

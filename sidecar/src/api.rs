@@ -10,7 +10,8 @@ use shared::attribution::intent::{Action, IntentTracker};
 use shared::attribution::render::ObjectKey;
 use shared::attribution::transport::{AnyFollower, FactFollower};
 use shared::attribution::watch::{WatchEvent, WatchKind};
-use shared::attribution::{Engine, GroupResource, Scope, Tier};
+use shared::attribution::why::Explanation;
+use shared::attribution::{Engine, GroupResource, Scope};
 use shared::proto::{self, attribution_server::Attribution};
 use tonic::{Request, Response, Status};
 
@@ -168,35 +169,8 @@ impl Attribution for Api {
             removal: req.removal,
             observed_at_ms: self.engine.clock().now_ms(),
         };
-        let winner = self.engine.lookup(&scope, &q);
-        let candidates = self
-            .engine
-            .explain(&scope, &q)
-            .into_iter()
-            .map(|c| {
-                let wins = winner.best.as_ref().is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact));
-                proto::Candidate {
-                    tier: c.tier.label().into(),
-                    asserts: c.tier.asserts().into(),
-                    fact: Some(proto::Fact::from(&*c.fact)),
-                    wins,
-                    excluded: c.excluded.unwrap_or_default().into(),
-                }
-            })
-            .collect();
-        let route = self.engine.route_health(&scope.route).map(|h| proto::RouteHealth {
-            ever_resolved: h.ever_resolved,
-            unresolved_in_a_row: h.unresolved_in_a_row,
-            misrouted: h.warned,
-        });
-        Ok(Response::new(proto::ExplainResponse {
-            winner_tier: winner.best.as_ref().map_or(Tier::Absent, |m| m.tier).label().into(),
-            settled: winner.settled,
-            candidates,
-            route,
-            following: self.follower.subscriptions().contains(&scope),
-            follower_last_success: self.engine.metrics().fact_follower_last_success_timestamp_seconds.get(),
-        }))
+        let e = Explanation::from_engine(&self.engine, &scope, &q, self.follower.subscriptions().contains(&scope));
+        Ok(Response::new(proto::ExplainResponse::from(&e)))
     }
 
     async fn acquire(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {

@@ -1,13 +1,19 @@
 //! The operational listener: `/metrics` (Prometheus text with every metric
 //! of the spec's table), `/healthz` (the process serves), `/readyz` (the
-//! follower has caught up to the TTL horizon).
+//! follower has caught up to the TTL horizon), and `GET /v1/explain` (the
+//! gRPC `Explain` as JSON, for `kubectl reverser why --pod` through the API
+//! server's pod proxy).
 
 use std::sync::Arc;
 
-use axum::Router;
+use axum::extract::Query;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use axum::{Json, Router};
+use shared::attribution::Engine;
+use shared::attribution::transport::{AnyFollower, FactFollower};
+use shared::attribution::why::{ExplainParams, Explanation};
 use shared::metrics::Metrics;
 use tokio::sync::watch;
 
@@ -40,4 +46,25 @@ pub fn router(metrics: Arc<Metrics>, ready: watch::Receiver<bool>) -> Router {
                 }
             }),
         )
+}
+
+/// `GET /v1/explain?route=&group=&version=&resource=&namespace=&name=&uid=
+/// &resourceVersion=&removal=&labels=`: the same content as the gRPC
+/// `Explain`, as [`Explanation`] JSON.
+pub fn explain_router(engine: Arc<Engine>, follower: AnyFollower) -> Router {
+    Router::new().route(
+        "/v1/explain",
+        get(move |Query(params): Query<ExplainParams>| {
+            let (engine, follower) = (engine.clone(), follower.clone());
+            async move {
+                let scope = match params.scope() {
+                    Ok(s) => s,
+                    Err(e) => return (StatusCode::BAD_REQUEST, format!("{e}\n")).into_response(),
+                };
+                let q = params.query(engine.clock().now_ms());
+                let following = follower.subscriptions().contains(&scope);
+                Json(Explanation::from_engine(&engine, &scope, &q, following)).into_response()
+            }
+        }),
+    )
 }

@@ -247,7 +247,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
     let ops_listener = bind(args.ops.metrics_listen, "metrics").await?;
     let ops_local = ops_listener.local_addr().map_err(|e| e.to_string())?;
     let ready = follower.caught_up();
-    let ops = crate::ops::router(metrics.clone(), ready);
+    let ops =
+        crate::ops::router(metrics.clone(), ready).merge(crate::ops::explain_router(engine.clone(), follower.clone()));
     let stop = stop_rx.clone();
     tasks.spawn(async move {
         if let Err(e) = axum::serve(ops_listener, ops).with_graceful_shutdown(wait(stop)).await {

@@ -193,6 +193,21 @@ impl std::fmt::Debug for KubeTarget {
     }
 }
 
+impl KubeTarget {
+    /// A client for `config` (adjusted by the caller, e.g. without kube's
+    /// default retry), with the namespace it selects.
+    pub fn from_config(config: kube::Config) -> Result<Self, CliError> {
+        let namespace = config.default_namespace.clone();
+        let url = config.cluster_url.to_string();
+        let client = kube::Client::try_from(config).map_err(|e| {
+            CliError::new(format!(
+                "cannot build a client for cluster {url}: {e}; check the context's certificates and credentials"
+            ))
+        })?;
+        Ok(KubeTarget { client, namespace })
+    }
+}
+
 impl KubeArgs {
     /// The kube configuration these flags select, as kubectl would:
     /// `--kubeconfig` file, else `$KUBECONFIG` / `~/.kube/config`, else (with
@@ -224,15 +239,7 @@ impl KubeArgs {
 
     /// A client for [`Self::config`], with the namespace it selects.
     pub async fn client(&self) -> Result<KubeTarget, CliError> {
-        let config = self.config().await?;
-        let namespace = config.default_namespace.clone();
-        let url = config.cluster_url.to_string();
-        let client = kube::Client::try_from(config).map_err(|e| {
-            CliError::new(format!(
-                "cannot build a client for cluster {url}: {e}; check the context's certificates and credentials"
-            ))
-        })?;
-        Ok(KubeTarget { client, namespace })
+        KubeTarget::from_config(self.config().await?)
     }
 
     fn load_error(&self, cause: &str) -> CliError {

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use crate::common::{self, CliError, CompletionArgs};
 
 pub mod inject;
+pub mod why;
 
 #[cfg(test)]
 mod tests;
@@ -16,7 +17,7 @@ mod tests;
     name = "kubectl-reverser",
     bin_name = "kubectl-reverser",
     version,
-    about = "Attribution for Git-mirrored cluster state: inject the reverser sidecar"
+    about = "Attribution for Git-mirrored cluster state: explain who authored an object, inject the reverser sidecar"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -29,6 +30,9 @@ pub enum Command {
     /// Add the reverser sidecar to Kubernetes manifests (like `linkerd
     /// inject`) and write them to stdout.
     Inject(inject::Args),
+    /// Explain who authored an object's current state (or its removal), on
+    /// which evidence, what competed, and its Git history.
+    Why(Box<why::Args>),
     /// Print a shell completion script for kubectl-reverser.
     Completion(CompletionArgs),
 }
@@ -42,6 +46,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             &mut std::io::stdout().lock(),
             &mut std::io::stderr().lock(),
         ),
+        Command::Why(args) => why::run(&args, &mut std::io::stdout().lock()),
         Command::Completion(args) => {
             common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
             Ok(())

@@ -7,7 +7,7 @@ fn inject_args(argv: &[&str]) -> inject::Args {
     let cli = Cli::try_parse_from(argv).unwrap();
     match cli.command {
         Command::Inject(args) => args,
-        Command::Completion(_) => panic!("parsed the wrong subcommand"),
+        Command::Completion(_) | Command::Why(_) => panic!("parsed the wrong subcommand"),
     }
 }
 
@@ -72,4 +72,35 @@ fn inject_errors_name_the_file_and_what_to_do() {
     let args = inject_args(&["kubectl-reverser", "inject", "-f", "-"]);
     let err = inject::run(&args, &mut &b"kind: [\n"[..], &mut Vec::new(), &mut Vec::new()).unwrap_err();
     assert!(err.message().starts_with("stdin: the document starting at line 1 is not valid YAML"), "{err}");
+}
+
+fn why_args(argv: &[&str]) -> Result<super::why::Args, clap::Error> {
+    match Cli::try_parse_from(argv)?.command {
+        Command::Why(args) => Ok(*args),
+        _ => panic!("parsed the wrong subcommand"),
+    }
+}
+
+#[test]
+fn why_takes_type_slash_name_or_type_name_and_one_evidence_source() {
+    let a = why_args(&["kubectl-reverser", "why", "cm/web", "-n", "shop", "-o", "json"]).unwrap();
+    assert_eq!(a.target, vec!["cm/web".to_string()]);
+    assert_eq!(a.kube.namespace.as_deref(), Some("shop"));
+    assert_eq!(a.output.output, crate::common::OutputFormat::Json);
+    // The route defaults to `default`: nothing in a kubeconfig names it.
+    assert_eq!((a.route.as_str(), a.pod_port, a.history), ("default", 9090, 10));
+    let a = why_args(&["kubectl-reverser", "why", "deploy", "web", "--pod", "p", "--pod-port", "8080"]).unwrap();
+    assert_eq!((a.target.len(), a.pod.as_deref(), a.pod_port), (2, Some("p"), 8080));
+    for conflicting in [
+        &["--socket", "s", "--redis-url", "redis://x"][..],
+        &["--socket", "s", "--pod", "p"],
+        &["--pod", "p", "--redis-url", "redis://x"],
+        &["--pod-namespace", "ops"],
+    ] {
+        let mut argv = vec!["kubectl-reverser", "why", "cm/web"];
+        argv.extend_from_slice(conflicting);
+        assert!(why_args(&argv).is_err(), "{conflicting:?} should be refused");
+    }
+    assert!(why_args(&["kubectl-reverser", "why"]).is_err());
+    assert!(why_args(&["kubectl-reverser", "why", "a", "b", "c"]).is_err());
 }

@@ -16,6 +16,7 @@ pub mod selector;
 pub mod transport;
 pub mod waiters;
 pub mod watch;
+pub mod why;
 
 pub use fact::{ActorKind, Fact, Tier, is_removal_verb};
 pub use resolver::{Engine, EngineConfig, Resolution};

@@ -187,6 +187,11 @@ impl Engine {
         self.read().explain(scope, q, self.clock.now_ms())
     }
 
+    /// Facts held for `scope` (see [`Index::scope_len`]).
+    pub fn facts_for_type(&self, scope: &Scope) -> usize {
+        self.read().scope_len(scope)
+    }
+
     /// Ends every wait now: in-flight resolutions return their best answer.
     pub fn shutdown(&self) {
         self.shutdown.send_replace(true);

@@ -333,6 +333,12 @@ impl Index {
         self.scope_ids.get(scope).map(|&id| &self.scopes[id as usize])
     }
 
+    /// Facts held for one scope (a type on a route), expired or not: zero
+    /// means no fact of any kind arrived for the type within retention.
+    pub fn scope_len(&self, scope: &Scope) -> usize {
+        self.scope(scope).map_or(0, ScopeIndex::len)
+    }
+
     /// Whether a fact of this scope is held.
     pub fn knows(&self, scope: &Scope) -> bool {
         self.scope(scope).is_some_and(|s| s.len() > 0)

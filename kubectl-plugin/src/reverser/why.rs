@@ -1,0 +1,532 @@
+//! `kubectl reverser why TYPE/NAME`: the thin executor. Resolves the type
+//! through discovery, GETs the object, asks the evidence (a sidecar's
+//! `Explain` over its socket or through the API server's pod proxy, or the
+//! plugin's own follower over the fact streams), reads the Git mirror, and
+//! prints [`shared::attribution::why::Report`].
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Request;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
+use serde_json::Value;
+use shared::attribution::clock::SystemClock;
+use shared::attribution::render::{ObjectKey, layout_path};
+use shared::attribution::transport::{
+    FactFollower, RedisOptions, Transport, TransportConfig, TransportKind, TransportOptions,
+};
+use shared::attribution::why::{self, ApiResource, ExplainParams, Explanation, ObjectState, Report};
+use shared::attribution::{Engine, EngineConfig, GroupResource, Scope};
+use shared::metrics::Metrics;
+
+use crate::common::{self, CliError, KubeArgs, OutputArgs};
+
+/// The flags of `kubectl reverser why`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    kubectl reverser why deploy/web -n shop --socket /var/run/reverser/reverser.sock --repo ./mirror\n  \
+    kubectl reverser why configmap settings --pod gitops-reverser-0 -n gitops --repo ./mirror\n  \
+    kubectl reverser why cm/settings --redis-url redis://redis:6379 --route prod-eu-1 -o json")]
+pub struct Args {
+    /// The object: TYPE/NAME or TYPE NAME (TYPE as kubectl takes it: kind,
+    /// plural, singular, short name, or resource.group).
+    #[arg(value_name = "TYPE/NAME | TYPE NAME", required = true, num_args = 1..=2)]
+    pub target: Vec<String>,
+
+    #[command(flatten)]
+    pub kube: KubeArgs,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    /// The audit route whose facts to read. It must be the route the API
+    /// server's audit webhook posts to (/audit-webhook/<route>, the
+    /// ClusterProvider's spec.attribution.auditRoute); the kube context's
+    /// cluster name is not a reliable guess, so the default is `default`.
+    #[arg(long, value_name = "ROUTE", default_value = "default")]
+    pub route: String,
+
+    /// Ask a sidecar's Explain over its Unix socket.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["pod", "redis_url"])]
+    pub socket: Option<PathBuf>,
+
+    /// Ask the sidecar inside this pod (in -n's namespace), through the API
+    /// server's pod proxy to its ops port.
+    #[arg(long, value_name = "NAME", conflicts_with = "redis_url")]
+    pub pod: Option<String>,
+
+    /// The namespace of --pod (default: -n's).
+    #[arg(long, value_name = "NAMESPACE", requires = "pod")]
+    pub pod_namespace: Option<String>,
+
+    /// The sidecar's ops port (--metrics-listen) for --pod.
+    #[arg(long, value_name = "PORT", default_value_t = 9090)]
+    pub pod_port: u16,
+
+    /// Read the fact streams directly (no sidecar needed): follow the
+    /// object's stream for one TTL of retention into the plugin's own index.
+    #[arg(long, value_name = "URL", env = "REVERSER_REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// A PEM CA bundle to verify a `rediss://` server with (default: the
+    /// system roots).
+    #[arg(long, value_name = "PATH", requires = "redis_url")]
+    pub redis_ca_cert: Option<PathBuf>,
+
+    /// The stream key prefix, with --redis-url.
+    #[arg(long, value_name = "PREFIX", default_value = shared::attribution::DEFAULT_STREAM_PREFIX)]
+    pub redis_prefix: String,
+
+    /// How far back the streams are read, with --redis-url
+    /// (--author-attribution-ttl).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    pub ttl: u64,
+
+    /// The Git mirror (a clone, bare or not): the history of the object's file.
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+
+    /// The mirror's branch to read (default: HEAD, else `main`).
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+
+    /// How many commits of history to show.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub history: usize,
+
+    /// How long to wait for the sidecar, or for the follower to catch up.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub timeout: u64,
+}
+
+/// Runs `why` and prints its report to `out`.
+pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
+    let report = rt.block_on(explain(args))?;
+    common::print_output(args.output.output, &report, out, |r, w| w.write_all(render_table(r).as_bytes()))
+}
+
+async fn explain(args: &Args) -> Result<Report, CliError> {
+    let common::TypedName { type_: type_name, name } = common::TypedName::parse(&args.target)?;
+    let target = client(&args.kube).await?;
+    let (served, versions_of) = discover(&target.client).await?;
+    let res = why::resolve_type(&type_name, &served)?.clone();
+    let namespace = if res.namespaced { target.namespace.clone() } else { String::new() };
+    let what = if res.namespaced {
+        format!("{} {name:?} in namespace {namespace:?}", res.qualified())
+    } else {
+        format!("{} {name:?}", res.qualified())
+    };
+
+    let mut state = ObjectState {
+        group: res.group.clone(),
+        version: res.version.clone(),
+        resource: res.resource.clone(),
+        kind: res.kind.clone(),
+        namespace: namespace.clone(),
+        name: name.clone(),
+        ..ObjectState::default()
+    };
+    let mut labels = String::new();
+    match get::<Value>(&target.client, &res.object_path(&namespace, &name)).await {
+        Ok(obj) => {
+            let meta = &obj["metadata"];
+            let s = |v: &Value| match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => String::new(),
+            };
+            state.uid = s(&meta["uid"]);
+            state.resource_version = s(&meta["resourceVersion"]);
+            state.deleting = !meta["deletionTimestamp"].is_null();
+            if let Some(map) = meta["labels"].as_object() {
+                let labels_map = map.iter().map(|(k, v)| (k.clone(), s(v))).collect();
+                labels = why::explanation::format_labels(&labels_map);
+            }
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => state.deleted = true,
+        Err(e) => return Err(api_error(&format!("cannot read {what}"), &e)),
+    }
+
+    // The preferred version first; the mirror may hold the file under any.
+    let mut versions = vec![res.version.clone()];
+    for (_, vs) in versions_of.iter().filter(|(g, _)| *g == res.group) {
+        versions.extend(vs.iter().filter(|v| **v != res.version).cloned());
+    }
+    let key_at = |version: &str| ObjectKey {
+        group: res.group.clone(),
+        version: version.to_owned(),
+        resource: res.resource.clone(),
+        namespace: namespace.clone(),
+        name: name.clone(),
+    };
+    let paths: Vec<String> = versions.iter().filter_map(|v| layout_path(&key_at(v)).ok()).collect();
+    state.path = paths.first().cloned();
+
+    let history = match &args.repo {
+        Some(repo) => Some(why::read_history(repo, args.branch.as_deref(), &paths, args.history.max(1))?),
+        None => None,
+    };
+    if state.deleted {
+        let has_removal = history.iter().flatten().any(|h| h.change == why::FileChange::Delete);
+        if !has_removal {
+            let git = match &args.repo {
+                Some(repo) => format!(
+                    "and the Git mirror {} has no commit removing {}",
+                    repo.display(),
+                    paths.first().map_or("its file", String::as_str)
+                ),
+                None => "and no Git mirror was given to answer from (pass --repo)".to_string(),
+            };
+            return Err(CliError::new(format!(
+                "{what} not found: the API server answered 404 {git}; check the name, the namespace (-n) and the context"
+            ))
+            .with_code(2));
+        }
+    }
+
+    let params = ExplainParams {
+        route: args.route.clone(),
+        group: res.group.clone(),
+        version: res.version.clone(),
+        resource: res.resource.clone(),
+        namespace: namespace.clone(),
+        name: name.clone(),
+        uid: state.uid.clone(),
+        resource_version: state.resource_version.clone(),
+        removal: state.deleting || state.deleted,
+        labels,
+    };
+    let timeout = Duration::from_secs(args.timeout.max(1));
+    let (evidence, source, route_ever_fed) = if state.deleted {
+        (None, None, None)
+    } else if let Some(socket) = &args.socket {
+        let e = explain_socket(socket, &params, timeout).await?;
+        (Some(e), Some(format!("socket {}", socket.display())), None)
+    } else if let Some(pod) = &args.pod {
+        let pod_ns = args.pod_namespace.as_deref().unwrap_or(&target.namespace);
+        let e = explain_pod(&target.client, pod_ns, pod, args.pod_port, &params).await?;
+        (Some(e), Some(format!("pod {pod_ns}/{pod}:{}", args.pod_port)), None)
+    } else if let Some(url) = &args.redis_url {
+        let (e, fed) = explain_redis(args, url, &params, timeout).await?;
+        (Some(e), Some(format!("redis {}", shared::attribution::transport::redis::redact_url(url))), fed)
+    } else {
+        (None, None, None)
+    };
+    let now_secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    Ok(why::build_report(
+        state,
+        why::Inputs { route: args.route.clone(), evidence_source: source, evidence, history, route_ever_fed, now_secs },
+    ))
+}
+
+/// The client for the selected context, without kube's default retry of
+/// 5xx answers: a CLI answers at once, as kubectl does, rather than backing
+/// off on an aggregated API that is down or a pod proxy that cannot connect.
+async fn client(kube: &KubeArgs) -> Result<common::KubeTarget, CliError> {
+    let mut config = kube.config().await?;
+    config.default_retry = false;
+    common::KubeTarget::from_config(config)
+}
+
+fn api_error(doing: &str, e: &kube::Error) -> CliError {
+    match e {
+        kube::Error::Api(s) => CliError::new(format!("{doing}: the API server answered {} {}", s.code, s.message)),
+        other => CliError::new(format!(
+            "{doing}: cannot reach the API server: {other}; check --kubeconfig and --context, and that the cluster is up"
+        )),
+    }
+}
+
+async fn get<T: serde::de::DeserializeOwned>(client: &kube::Client, path: &str) -> Result<T, kube::Error> {
+    let req = Request::get(path).body(Vec::new()).map_err(kube::Error::HttpError)?;
+    client.request(req).await
+}
+
+/// Every version each group serves, for the Git layout paths.
+type GroupVersions = Vec<(String, Vec<String>)>;
+
+/// Every group's preferred version's resources (core first), and every
+/// version each group serves.
+async fn discover(client: &kube::Client) -> Result<(Vec<ApiResource>, GroupVersions), CliError> {
+    let core: APIResourceList = get(client, "/api/v1").await.map_err(|e| api_error("cannot discover /api/v1", &e))?;
+    let mut served = why::resources_of(&core);
+    let mut versions_of: Vec<(String, Vec<String>)> = vec![(String::new(), vec!["v1".into()])];
+    let groups: APIGroupList = get(client, "/apis").await.map_err(|e| api_error("cannot discover /apis", &e))?;
+    for g in &groups.groups {
+        let preferred = g.preferred_version.as_ref().map(|v| v.group_version.clone());
+        let Some(gv) = preferred.or_else(|| g.versions.first().map(|v| v.group_version.clone())) else {
+            continue;
+        };
+        match get::<APIResourceList>(client, &format!("/apis/{gv}")).await {
+            Ok(list) => served.extend(why::resources_of(&list)),
+            // An unavailable aggregated API must not hide every other type.
+            Err(e) => tracing::debug!(group_version = %gv, error = %e, "discovery of a group failed; skipped"),
+        }
+        versions_of.push((g.name.clone(), g.versions.iter().map(|v| v.version.clone()).collect()));
+    }
+    Ok((served, versions_of))
+}
+
+/// `Explain` over the sidecar's Unix socket (gRPC `reverser.v1`).
+async fn explain_socket(
+    socket: &std::path::Path,
+    params: &ExplainParams,
+    timeout: Duration,
+) -> Result<Explanation, CliError> {
+    use hyper_util::rt::TokioIo;
+    use shared::proto::attribution_client::AttributionClient;
+    use tonic::transport::{Endpoint, Uri};
+
+    let unreachable = |cause: String| {
+        CliError::new(format!(
+            "cannot reach the sidecar at socket {}: {cause}; check the path (the sidecar's --socket, \
+             REVERSER_SOCKET in the watcher) and that the sidecar runs",
+            socket.display()
+        ))
+        .with_code(3)
+    };
+    let path = socket.to_path_buf();
+    let endpoint = Endpoint::try_from("http://localhost").map_err(|e| unreachable(e.to_string()))?;
+    let connect = endpoint.connect_with_connector(tower::service_fn(move |_: Uri| {
+        let p = path.clone();
+        async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(p).await?)) }
+    }));
+    let channel = tokio::time::timeout(timeout, connect)
+        .await
+        .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
+        .map_err(|e| unreachable(source_chain(&e)))?;
+    let mut client = AttributionClient::new(channel);
+    let response = tokio::time::timeout(timeout, client.explain(params.to_proto()))
+        .await
+        .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
+        .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
+    Ok(Explanation::try_from(response.into_inner())?)
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        text.push_str(&format!(": {s}"));
+        cur = s.source();
+    }
+    text
+}
+
+/// `GET /v1/explain` on the sidecar's ops port inside `pod`, through the
+/// API server's pod proxy.
+async fn explain_pod(
+    client: &kube::Client,
+    namespace: &str,
+    pod: &str,
+    port: u16,
+    params: &ExplainParams,
+) -> Result<Explanation, CliError> {
+    let path =
+        format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/v1/explain?{}", params.to_query_string());
+    get::<Explanation>(client, &path).await.map_err(|e| {
+        let cause = match &e {
+            kube::Error::Api(s) if s.code == 404 => format!("the API server answered 404 ({})", s.message),
+            kube::Error::Api(s) => format!("the API server's proxy answered {} ({})", s.code, s.message),
+            other => source_chain(other),
+        };
+        CliError::new(format!(
+            "cannot reach the sidecar in pod {namespace}/{pod} on port {port} through the API server: {cause}; \
+             check the pod name and namespace (-n), and that --pod-port is the sidecar's --metrics-listen port"
+        ))
+        .with_code(3)
+    })
+}
+
+/// Follows the object's stream for one TTL into a local engine, waits until
+/// caught up, then explains locally. Also says whether any stream of the
+/// route exists (any fact ever arrived on it within retention).
+async fn explain_redis(
+    args: &Args,
+    url: &str,
+    params: &ExplainParams,
+    timeout: Duration,
+) -> Result<(Explanation, Option<bool>), CliError> {
+    let scope = Scope::new(&args.route, GroupResource::new(&params.group, &params.resource));
+    let redacted = shared::attribution::transport::redis::redact_url(url);
+    let metrics = Arc::new(Metrics::new());
+    let ttl = Duration::from_secs(args.ttl.max(1));
+    let config = TransportConfig { prefix: args.redis_prefix.clone(), ttl, ..TransportConfig::default() };
+    let ca_cert_pem = match &args.redis_ca_cert {
+        Some(path) => Some(std::fs::read(path).map_err(|e| {
+            CliError::new(format!(
+                "cannot read the Redis CA bundle {}: {e}; pass a PEM file with --redis-ca-cert",
+                path.display()
+            ))
+        })?),
+        None => None,
+    };
+    let transport = Transport::build(
+        TransportOptions {
+            kind: TransportKind::Redis,
+            replica_count: 1,
+            redis: Some(RedisOptions { url: url.to_owned(), ca_cert_pem }),
+            config,
+        },
+        metrics.clone(),
+    )?;
+    let mut engine_config = EngineConfig::default();
+    engine_config.index.ttl_ms = ttl.as_millis() as u64;
+    let engine = Arc::new(Engine::new(engine_config, Arc::new(SystemClock), metrics.clone()));
+    let follower = transport.follower();
+    follower.acquire(&scope);
+    let mut caught_up = follower.caught_up();
+    let task = {
+        let (f, sink) = (follower.clone(), engine.clone());
+        tokio::spawn(async move { f.follow(sink).await })
+    };
+    let waited = tokio::time::timeout(timeout, caught_up.wait_for(|c| *c)).await;
+    task.abort();
+    if !matches!(waited, Ok(Ok(_))) {
+        return Err(CliError::new(format!(
+            "cannot read the fact stream {} from {redacted} within {}s; check --redis-url and that Redis is reachable",
+            scope.stream_key(&args.redis_prefix),
+            timeout.as_secs()
+        ))
+        .with_code(3));
+    }
+    let q = params.query(engine.clock().now_ms());
+    let explanation = Explanation::from_engine(&engine, &scope, &q, true);
+    let fed = route_has_streams(url, &scope, &args.redis_prefix).await;
+    Ok((explanation, fed))
+}
+
+/// Whether any stream of `scope`'s route exists; `None` when it cannot be told.
+async fn route_has_streams(url: &str, scope: &Scope, prefix: &str) -> Option<bool> {
+    let key = scope.stream_key(prefix);
+    let route_prefix = key.strip_suffix(&scope.group_resource.path_form())?;
+    let pattern: String = route_prefix
+        .chars()
+        .flat_map(|c| if matches!(c, '*' | '?' | '[' | ']' | '\\') { vec!['\\', c] } else { vec![c] })
+        .chain(['*'])
+        .collect();
+    let client = redis::Client::open(url).ok()?;
+    let mut conn = client.get_multiplexed_async_connection().await.ok()?;
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .ok()?;
+        if !keys.is_empty() {
+            return Some(true);
+        }
+        if next == 0 {
+            return Some(false);
+        }
+        cursor = next;
+    }
+}
+
+fn or_dash(s: &str) -> String {
+    if s.is_empty() { "-".into() } else { s.to_owned() }
+}
+
+/// The human answer.
+pub fn render_table(r: &Report) -> String {
+    let o = &r.object;
+    let mut t = String::new();
+    let gr = if o.group.is_empty() { o.resource.clone() } else { format!("{}.{}", o.resource, o.group) };
+    let place = if o.namespace.is_empty() { String::new() } else { format!(" in namespace {}", o.namespace) };
+    t.push_str(&format!("Object:     {gr}/{}{place}\n", o.name));
+    let state = if o.deleted {
+        "deleted (the API server answered 404; answered from the Git mirror)".to_string()
+    } else if o.deleting {
+        format!("terminating (deletionTimestamp set: a removal), uid {}, resourceVersion {}", o.uid, o.resource_version)
+    } else {
+        format!("exists, uid {}, resourceVersion {}", o.uid, o.resource_version)
+    };
+    t.push_str(&format!("State:      {state}\n"));
+    if let Some(p) = &o.path {
+        t.push_str(&format!("Git path:   {p}\n"));
+    }
+    t.push_str(&format!("Route:      {}\n", r.route));
+    t.push_str(&format!(
+        "Evidence:   {}\n\n",
+        r.evidence_source.as_deref().unwrap_or("none asked (pass --socket, --pod or --redis-url)")
+    ));
+    let v = &r.verdict;
+    let what = if o.deleted || o.deleting { "the removal" } else { "the current state" };
+    match &v.author {
+        Some(author) => {
+            let mut who = author.clone();
+            if !v.display_name.is_empty() {
+                who.push_str(&format!(" ({})", v.display_name));
+            }
+            t.push_str(&format!("Author of {what}: {who} [{}]\n", v.actor_kind.label()));
+            t.push_str(&format!("  tier:        {} ({})\n", v.tier, v.asserts));
+            t.push_str(&format!("  verb:        {}\n", or_dash(&v.verb)));
+            t.push_str(&format!("  auditID:     {}\n", or_dash(&v.audit_id)));
+            t.push_str(&format!("  stage time:  {}\n", or_dash(&v.stage_timestamp)));
+            let from = match (&v.source, &v.commit) {
+                (why::Source::Git, Some(c)) => format!("the Git mirror, commit {}", &c[..c.len().min(12)]),
+                _ => "the fact index".into(),
+            };
+            t.push_str(&format!("  read from:   {from}\n"));
+        }
+        None => {
+            t.push_str(&format!("Author of {what}: UNRESOLVED (committed as `unknown (attribution unresolved)`)\n"));
+            if r.causes.is_empty() && r.evidence.is_none() {
+                t.push_str("  ask the evidence (--socket, --pod or --redis-url) to learn which cause fits\n");
+            }
+            for c in &r.causes {
+                t.push_str(&format!("  cause: {} [{}]\n", c.summary, c.cause));
+                t.push_str(&format!("    how to check: {}\n", c.check));
+            }
+        }
+    }
+    if !r.competing.is_empty() {
+        t.push_str("\nCompeting facts:\n");
+        let rows: Vec<Vec<String>> = r
+            .competing
+            .iter()
+            .map(|c| {
+                vec![
+                    c.tier.label().into(),
+                    c.author.clone(),
+                    or_dash(&c.verb),
+                    or_dash(&c.audit_id),
+                    c.lost_because.clone(),
+                ]
+            })
+            .collect();
+        t.push_str(&common::table(&["tier", "author", "verb", "auditID", "lost because"], &rows));
+    }
+    if !r.history.is_empty() {
+        t.push_str("\nHistory (newest first):\n");
+        let rows: Vec<Vec<String>> = r
+            .history
+            .iter()
+            .map(|h| {
+                vec![
+                    h.commit[..h.commit.len().min(12)].to_string(),
+                    h.date.clone(),
+                    h.change.label().into(),
+                    h.author_name.clone(),
+                    or_dash(h.trailer("Reverser-Tier").unwrap_or_default()),
+                    or_dash(h.trailer("Reverser-Audit-ID").unwrap_or_default()),
+                ]
+            })
+            .collect();
+        t.push_str(&common::table(&["commit", "date", "change", "author", "tier", "auditID"], &rows));
+    }
+    t
+}

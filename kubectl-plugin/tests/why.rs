@@ -1,0 +1,375 @@
+//! `kubectl reverser why` through the real `kubectl`, against a local HTTP
+//! server speaking the Kubernetes API's JSON, with evidence from (a) a real
+//! `reverser-sidecar serve` over its real Unix socket (and through the API
+//! server's pod proxy to its ops port), and separately (b) a real
+//! `redis-server` holding entries in the reference format with no sidecar;
+//! history from a real Git repository written by `shared::attribution::commit`.
+//!
+//! The sidecar binary is found next to the plugin binary (the same target
+//! directory): `cargo test --workspace` builds every binary first.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use shared::attribution::commit::{Action, Change, GitWriter, Identity, ResolvedAuthor, WriterConfig};
+use shared::attribution::render::ObjectKey;
+use shared::attribution::{ActorKind, Tier};
+use shared::test_support::RedisServer;
+use support::*;
+
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/configmap/finalizer-delete");
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Runs `kubectl reverser why <args> --kubeconfig <kc>`, asserting success.
+fn why(k: &Kubectl, kc: &Path, args: &[&str]) -> String {
+    let out = why_raw(k, kc, args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "kubectl reverser why {args:?} failed: {stderr}\n{stdout}");
+    stdout
+}
+
+fn why_raw(k: &Kubectl, kc: &Path, args: &[&str]) -> Output {
+    let mut argv = vec!["reverser", "why"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--kubeconfig", kc.to_str().unwrap()]);
+    k.run(&argv)
+}
+
+fn why_json(k: &Kubectl, kc: &Path, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["-o", "json"]);
+    let out = why(k, kc, &a);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("-o json is not one JSON document ({e}):\n{out}"))
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey {
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        namespace: "default".into(),
+        name: name.into(),
+    }
+}
+
+fn change(name: &str, action: Action, author: Option<&str>, tier: Tier, audit: Option<&str>) -> Change {
+    Change {
+        action,
+        object: key(name),
+        author: author.map(|a| ResolvedAuthor {
+            username: a.into(),
+            display_name: String::new(),
+            email: String::new(),
+            actor_kind: ActorKind::of(a),
+        }),
+        tier,
+        audit_id: audit.map(str::to_owned),
+        observed_at: SystemTime::now(),
+    }
+}
+
+/// The Git mirror as the writer would have made it for these objects.
+fn mirror(dir: &Path, removal: (&str, &str)) -> PathBuf {
+    let repo = dir.join("mirror.git");
+    let mut w = GitWriter::open(WriterConfig {
+        repo_dir: repo.clone(),
+        branch: "main".into(),
+        committer: Identity::new("reverser", "reverser@example.invalid"),
+        remote: None,
+    })
+    .unwrap();
+    let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
+    let steps = [
+        change("web", cm("web", "10"), Some("alice"), Tier::Exact, Some("audit-create-web-10")),
+        change("app", cm("app", "20"), Some("alice"), Tier::Exact, Some("audit-create-app-20")),
+        change("app", cm("app", "21"), Some("bob"), Tier::Exact, Some("audit-update-app-21")),
+        change("cm-hold", cm("cm-hold", "1"), Some("system:admin"), Tier::Exact, None),
+        change("cm-hold", Action::Delete, Some(removal.0), Tier::DeleteSticky, Some(removal.1)),
+        change("orphan", cm("orphan", "90"), None, Tier::Absent, None),
+        change("gone", cm("gone", "30"), Some("dave"), Tier::Exact, Some("audit-create-gone-30")),
+        change("gone", Action::Delete, Some("erin"), Tier::DeleteSticky, Some("audit-delete-gone-31")),
+    ];
+    for s in steps {
+        w.commit(std::slice::from_ref(&s)).unwrap();
+    }
+    repo
+}
+
+/// Real API servers send resourceVersion as a string; the corpus
+/// normalizes some to numbers.
+fn stringify_rvs(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k == "resourceVersion" && x.is_number() {
+                    *x = Value::String(x.to_string());
+                } else {
+                    stringify_rvs(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(stringify_rvs),
+        _ => {}
+    }
+}
+
+/// The finalizer deletion: the corpus records when present (the deleter
+/// and the finalizer patch, then the Terminating object), else the same
+/// shape by hand. Returns (audit events, object, expected deleter, its auditID).
+fn finalizer_deletion() -> (Vec<Value>, Value, String, String) {
+    let timeline = Path::new(CORPUS).join("timeline.jsonl");
+    match std::fs::read_to_string(&timeline) {
+        Ok(text) => {
+            let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let mut audits: Vec<Value> = lines.iter().filter_map(|l| l.get("audit").cloned()).collect();
+            audits.iter_mut().for_each(stringify_rvs);
+            let mut object = lines.iter().find_map(|l| l.get("watch")).unwrap()["object"].clone();
+            stringify_rvs(&mut object);
+            // Served in this test's namespace; the audit events name theirs.
+            let delete = audits.iter().find(|a| a["verb"] == "delete").unwrap();
+            let (who, id) = (delete["user"]["username"].as_str().unwrap(), delete["auditID"].as_str().unwrap());
+            let (who, id) = (who.to_owned(), id.to_owned());
+            for a in &mut audits {
+                a["objectRef"]["namespace"] = "default".into();
+                a["responseObject"]["metadata"]["namespace"] = "default".into();
+            }
+            object["metadata"]["namespace"] = "default".into();
+            (audits, object, who, id)
+        }
+        Err(_) => {
+            println!("SKIP corpus: {} is absent; using hand-written finalizer-delete records", timeline.display());
+            let mut del = audit("delete", "carol", "default", "cm-hold", "u-hold", "41");
+            del["responseObject"]["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z".into();
+            del["responseObject"]["metadata"]["finalizers"] = json!(["example.com/hold"]);
+            let patch =
+                audit("patch", "system:serviceaccount:kube-system:cleaner", "default", "cm-hold", "u-hold", "41");
+            let mut object = configmap("default", "cm-hold", "u-hold", "41");
+            object["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z".into();
+            object["metadata"]["finalizers"] = json!(["example.com/hold"]);
+            (vec![del, patch], object, "carol".into(), "audit-delete-cm-hold-41".into())
+        }
+    }
+}
+
+#[test]
+fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
+    let k = Kubectl::new();
+    let api = FakeApi::start();
+    let kc = api.kubeconfig(k.dir.path());
+    let sidecar = Sidecar::start(&["default:configmaps"]);
+    let (hold_events, hold_object, deleter, delete_id) = finalizer_deletion();
+    let repo = mirror(k.dir.path(), (&deleter, &delete_id));
+    let repo = repo.to_str().unwrap();
+
+    let mut events = vec![
+        audit("create", "alice", "default", "web", "u-web", "10"),
+        audit("create", "alice", "default", "app", "u-app", "20"),
+        audit("update", "bob", "default", "app", "u-app", "21"),
+    ];
+    events.extend(hold_events);
+    assert_eq!(sidecar.post("default", &events), 200);
+    api.put("configmaps", configmap("default", "web", "u-web", "10"));
+    api.put("configmaps", configmap("default", "app", "u-app", "21"));
+    api.put("configmaps", hold_object);
+    api.put("configmaps", configmap("default", "orphan", "u-orphan", "90"));
+    api.put("deployments", json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "uid": "u-deploy", "resourceVersion": "5"}}));
+    let socket = sidecar.socket.to_str().unwrap();
+
+    // A create: the table names the author, tier, verb, auditID and history.
+    let out = why(&k, &kc, &["configmap/web", "--socket", socket, "--repo", repo]);
+    assert!(out.contains("Author of the current state: alice [user]"), "{out}");
+    assert!(out.contains("tier:        exact (this actor produced this exact version)"), "{out}");
+    assert!(out.contains("verb:        create") && out.contains("audit-create-web-10"), "{out}");
+    assert!(out.contains("core/v1/configmaps/default/web.yaml"), "{out}");
+    assert!(out.contains("History (newest first)") && out.contains("create"), "{out}");
+
+    // An update (TYPE NAME form, short name): bob, on the exact tier; JSON.
+    let r = why_json(&k, &kc, &["cm", "app", "--socket", socket, "--repo", repo]);
+    assert_eq!(r["verdict"]["author"], "bob", "{r:#}");
+    assert_eq!(r["verdict"]["tier"], "exact");
+    assert_eq!(r["verdict"]["verb"], "update");
+    assert_eq!(r["verdict"]["auditID"], "audit-update-app-21");
+    assert_eq!(r["verdict"]["source"], "evidence");
+    assert_eq!(r["history"].as_array().unwrap().len(), 2, "{r:#}");
+    assert_eq!(r["history"][0]["authorName"], "bob");
+    assert_eq!(r["history"][1]["change"], "create");
+    assert_eq!(r["evidenceSource"], format!("socket {socket}"));
+
+    // A finalizer deletion: the deleter, on the sticky removal pointer; the
+    // finalizer patch competed and lost.
+    let r = why_json(&k, &kc, &["configmaps/cm-hold", "--socket", socket, "--repo", repo]);
+    assert_eq!(r["object"]["deleting"], true, "{r:#}");
+    assert_eq!(r["verdict"]["author"], deleter.as_str(), "{r:#}");
+    assert_eq!(r["verdict"]["tier"], "delete_sticky");
+    assert_eq!(r["verdict"]["auditID"], delete_id.as_str());
+    let competing = r["competing"].as_array().unwrap();
+    assert!(
+        competing.iter().any(|c| c["verb"] == "patch" && c["lostBecause"].as_str().unwrap().contains("delete_sticky")),
+        "{r:#}"
+    );
+    assert_eq!(r["history"][0]["change"], "delete");
+    let out = why(&k, &kc, &["configmaps/cm-hold", "--socket", socket]);
+    assert!(out.contains("Author of the removal") && out.contains("Competing facts"), "{out}");
+
+    // The same through the API server's pod proxy to the ops port, as YAML.
+    api.pod("default", "watcher-0", 9090, sidecar.metrics_port);
+    let out = why(&k, &kc, &["cm/cm-hold", "--pod", "watcher-0", "-o", "yaml"]);
+    let y: Value = serde_norway::from_str(&out).unwrap_or_else(|e| panic!("-o yaml is not YAML ({e}):\n{out}"));
+    assert_eq!(y["verdict"]["author"], deleter.as_str(), "{out}");
+    assert_eq!(y["evidenceSource"], "pod default/watcher-0:9090");
+    // A sidecar pod in another namespace than the object, on another port.
+    api.pod("ops", "reverser-1", 9191, sidecar.metrics_port);
+    let r = why_json(&k, &kc, &["cm/web", "--pod", "reverser-1", "--pod-namespace", "ops", "--pod-port", "9191"]);
+    assert_eq!(
+        (r["verdict"]["author"].as_str(), r["evidenceSource"].as_str()),
+        (Some("alice"), Some("pod ops/reverser-1:9191")),
+        "{r:#}"
+    );
+
+    // Unresolved, facts flow for the type but none names the object: that
+    // cause, how to check it, and the Git commit's unresolved author.
+    let r = why_json(&k, &kc, &["cm/orphan", "--socket", socket, "--repo", repo]);
+    assert_eq!(r["verdict"]["resolved"], false, "{r:#}");
+    assert_eq!(r["verdict"]["tier"], "absent");
+    assert_eq!(r["causes"][0]["cause"], "no_fact_for_object", "{r:#}");
+    assert_eq!(r["history"][0]["unresolved"], true);
+    let out = why(&k, &kc, &["cm/orphan", "--socket", socket]);
+    assert!(out.contains("UNRESOLVED") && out.contains("how to check:"), "{out}");
+    // A type the sidecar does not follow: the follower is not reading it.
+    let r = why_json(&k, &kc, &["deploy/web", "--socket", socket]);
+    assert_eq!(r["object"]["group"], "apps");
+    assert_eq!(r["causes"][0]["cause"], "follower_not_reading", "{r:#}");
+    assert_eq!(r["causes"][0]["detail"]["following"], false);
+    assert!(r["causes"][0]["check"].as_str().unwrap().contains("--follow"), "{r:#}");
+
+    // A deleted object is answered from Git: the commit that removed it.
+    let r = why_json(&k, &kc, &["cm/gone", "--socket", socket, "--repo", repo]);
+    assert_eq!(r["object"]["deleted"], true, "{r:#}");
+    assert_eq!(r["verdict"]["author"], "erin");
+    assert_eq!(r["verdict"]["tier"], "delete_sticky");
+    assert_eq!(r["verdict"]["source"], "git");
+    assert_eq!(r["verdict"]["auditID"], "audit-delete-gone-31");
+}
+
+#[test]
+fn why_with_redis_streams_in_the_reference_format_and_no_sidecar() {
+    let k = Kubectl::new();
+    let api = FakeApi::start();
+    let kc = api.kubeconfig(k.dir.path());
+    let redis = RedisServer::start().expect("redis-server must be installed (apt-get install redis-server)");
+    let stream = "gitops-reverser:author:v2:audit:route:prod%3Aeu:configmaps";
+    let facts = json!([
+        {"author": "alice", "namespace": "default", "name": "web", "uid": "u-web", "resourceVersion": "10", "verb": "create", "auditID": "a-1", "stageTimestamp": "2026-11-29T12:00:00.000000Z"},
+        {"author": "alice", "namespace": "default", "name": "app", "uid": "u-app", "resourceVersion": "20", "verb": "create", "auditID": "a-2"},
+    ]);
+    redis.cli(&["XADD", stream, "*", "facts", &facts.to_string()]).unwrap();
+    let later = json!([
+        {"author": "bob", "displayName": "Bob B", "namespace": "default", "name": "app", "uid": "u-app", "resourceVersion": "21", "verb": "update", "auditID": "a-3"},
+        {"author": "carol", "namespace": "default", "name": "cm-hold", "uid": "u-hold", "resourceVersion": "41", "verb": "delete", "auditID": "a-del"},
+        {"author": "system:serviceaccount:kube-system:cleaner", "namespace": "default", "name": "cm-hold", "uid": "u-hold", "resourceVersion": "41", "verb": "patch", "auditID": "a-patch"},
+    ]);
+    redis.cli(&["XADD", stream, "*", "facts", &later.to_string()]).unwrap();
+    api.put("configmaps", configmap("default", "web", "u-web", "10"));
+    api.put("configmaps", configmap("default", "app", "u-app", "21"));
+    let mut hold = configmap("default", "cm-hold", "u-hold", "41");
+    hold["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z".into();
+    api.put("configmaps", hold);
+    api.put("configmaps", configmap("default", "orphan", "u-orphan", "90"));
+    api.put("deployments", json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "uid": "u-deploy", "resourceVersion": "5"}}));
+    let url = redis.url();
+    let from = |extra: &[&str]| {
+        let mut a = extra.to_vec();
+        a.extend_from_slice(&["--redis-url", &url, "--route", "prod:eu"]);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let run = |extra: &[&str]| {
+        let args = from(extra);
+        why_json(&k, &kc, &args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let r = run(&["cm/web"]);
+    assert_eq!(
+        (r["verdict"]["author"].as_str(), r["verdict"]["tier"].as_str()),
+        (Some("alice"), Some("exact")),
+        "{r:#}"
+    );
+    assert_eq!(r["verdict"]["verb"], "create");
+    assert_eq!(r["evidence"]["following"], true);
+    let r = run(&["configmap", "app"]);
+    assert_eq!(
+        (r["verdict"]["author"].as_str(), r["verdict"]["displayName"].as_str()),
+        (Some("bob"), Some("Bob B")),
+        "{r:#}"
+    );
+    assert_eq!(r["verdict"]["auditID"], "a-3");
+    let r = run(&["cm/cm-hold"]);
+    assert_eq!(
+        (r["verdict"]["author"].as_str(), r["verdict"]["tier"].as_str()),
+        (Some("carol"), Some("delete_sticky")),
+        "{r:#}"
+    );
+    assert!(
+        r["competing"].as_array().unwrap().iter().any(|c| c["author"] == "system:serviceaccount:kube-system:cleaner")
+    );
+    // Unresolved: facts for the type, none for the object.
+    let r = run(&["cm/orphan"]);
+    assert_eq!(r["causes"][0]["cause"], "no_fact_for_object", "{r:#}");
+    // The route is fed (its configmaps stream exists), deployments never are.
+    let r = run(&["deploy/web"]);
+    assert_eq!(r["causes"][0]["cause"], "audit_policy_drops_type", "{r:#}");
+    assert_eq!(r["causes"].as_array().unwrap().len(), 1);
+    // A route nothing ever wrote to.
+    let args = ["cm/web", "--redis-url", &url, "--route", "nowhere", "-o", "json"];
+    let r: Value = serde_json::from_str(&why(&k, &kc, &args)).unwrap();
+    assert_eq!(r["causes"][0]["cause"], "route_never_resolved", "{r:#}");
+    let out = why(&k, &kc, &["cm/web", "--redis-url", &url, "--route", "nowhere"]);
+    assert!(out.contains("the route has never resolved") && out.contains("/audit-webhook/nowhere"), "{out}");
+}
+
+#[test]
+fn why_errors_are_clear_and_non_zero() {
+    let k = Kubectl::new();
+    let api = FakeApi::start();
+    let kc = api.kubeconfig(k.dir.path());
+    let empty_repo = k.dir.path().join("empty.git");
+    git2::Repository::init_bare(&empty_repo).unwrap();
+    let fail = |args: &[&str], kc: &Path, code: i32, needle: &str| {
+        let out = why_raw(&k, kc, args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}{stdout}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+    };
+    fail(&["widgets/x"], &kc, 1, "doesn't have a resource type \"widgets\"");
+    fail(&["cm"], &kc, 1, "expected one object as TYPE/NAME or TYPE NAME");
+    fail(
+        &["cm/nothing", "--repo", empty_repo.to_str().unwrap()],
+        &kc,
+        2,
+        "configmaps \"nothing\" in namespace \"default\" not found",
+    );
+    fail(&["cm/nothing"], &kc, 2, "pass --repo");
+    api.put("configmaps", configmap("default", "web", "u-web", "10"));
+    let missing = k.dir.path().join("no.sock");
+    fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 3, "cannot reach the sidecar at socket");
+    fail(&["cm/web", "--pod", "watcher-0"], &kc, 3, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
+    let port = shared::test_support::free_port().unwrap();
+    let url = format!("redis://127.0.0.1:{port}");
+    fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 3, "cannot read the fact stream");
+    // Bad kubeconfigs: absent, not YAML, pointing at nothing.
+    fail(&["cm/web"], &k.dir.path().join("absent"), 1, "cannot read kubeconfig");
+    let garbage = k.dir.path().join("garbage");
+    std::fs::write(&garbage, "{{{ not yaml").unwrap();
+    fail(&["cm/web"], &garbage, 1, "kubeconfig");
+    let dead = k.dir.path().join("dead");
+    std::fs::write(&dead, std::fs::read_to_string(&kc).unwrap().replace(&api.port.to_string(), &port.to_string()))
+        .unwrap();
+    fail(&["cm/web"], &dead, 1, "cannot reach the API server");
+}

@@ -1,0 +1,27 @@
+//! `kubectl reverser why` (issue 9): the pure parts of explaining an
+//! object's attribution. The plugin GETs the object, asks the evidence
+//! (a sidecar's `Explain`, or its own engine following the streams) and reads
+//! the Git mirror; these modules turn that into one [`report::Report`].
+//!
+//! - [`discovery`]: resolve `TYPE` as kubectl does (kind, plural, singular,
+//!   short name, `resource.group`).
+//! - [`explanation`]: the evidence's one JSON shape, shared by the sidecar's
+//!   gRPC `Explain`, its `GET /v1/explain`, and the plugin.
+//! - [`history`]: the commits that touched the object's file, with trailers.
+//! - [`cause`]: which known cause fits an unresolved attribution.
+//! - [`report`]: the answer.
+
+pub mod cause;
+pub mod discovery;
+pub mod explanation;
+pub mod history;
+pub mod report;
+
+pub use cause::Cause;
+pub use discovery::{ApiResource, resolve_type, resources_of};
+pub use explanation::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
+pub use history::{FileChange, HistoryEntry, read_history};
+pub use report::{Inputs, ObjectState, Report, Source, Verdict, build_report};
+
+#[cfg(test)]
+mod tests;
