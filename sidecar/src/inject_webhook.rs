@@ -124,20 +124,6 @@ async fn inject(State(config): State<Arc<WebhookConfig>>, body: Bytes) -> impl I
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
-
 /// Runs the webhook until SIGTERM.
 pub async fn run(args: Args) -> Result<(), String> {
     let config = tls::server_config(&ServerTls {
@@ -159,7 +145,7 @@ pub async fn run(args: Args) -> Result<(), String> {
         excluded = ?webhook.excluded_namespaces,
         "inject-webhook listening"
     );
-    tls::serve(listener, config, router(webhook), terminated()).await;
+    tls::serve(listener, config, router(webhook), crate::serve::terminated()).await;
     tracing::info!("inject-webhook stopped");
     Ok(())
 }

@@ -65,7 +65,7 @@ fn parse_follow(s: &str) -> Result<Scope, String> {
 }
 
 /// Resolves on SIGTERM or SIGINT.
-async fn terminated() {
+pub(crate) async fn terminated() {
     use tokio::signal::unix::{SignalKind, signal};
     match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
         (Ok(mut term), Ok(mut int)) => {

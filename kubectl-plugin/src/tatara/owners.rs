@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::Serialize;
 use shared::ownership::decision::{Artifact, Snapshot, is_controller};
 use shared::ownership::executor::Executor;
@@ -118,23 +119,22 @@ pub fn artifact_findings(snap: &Snapshot, a: &Artifact) -> Vec<Finding> {
     out
 }
 
+/// One owner reference, resolved against the Tasks of the snapshot.
+fn owner_node(snap: &Snapshot, r: &OwnerReference) -> OwnerNode {
+    let task = (r.kind == Task::KIND).then(|| task_by_uid(snap, &r.name, &r.uid)).flatten();
+    OwnerNode {
+        kind: r.kind.clone(),
+        name: r.name.clone(),
+        uid: r.uid.clone(),
+        controller: is_controller(r),
+        block_owner_deletion: r.block_owner_deletion == Some(true),
+        exists: task.is_some(),
+        stage: task.map(|t| stage_text(&t.stage())),
+    }
+}
+
 fn artifact_tree(snap: &Snapshot, a: &Artifact) -> Tree {
-    let owners = a
-        .owner_references
-        .iter()
-        .map(|r| {
-            let task = (r.kind == Task::KIND).then(|| task_by_uid(snap, &r.name, &r.uid)).flatten();
-            OwnerNode {
-                kind: r.kind.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
-                controller: is_controller(r),
-                block_owner_deletion: r.block_owner_deletion == Some(true),
-                exists: task.is_some(),
-                stage: task.map(|t| stage_text(&t.stage())),
-            }
-        })
-        .collect();
+    let owners = a.owner_references.iter().map(|r| owner_node(snap, r)).collect();
     Tree {
         kind: match a.kind {
             ArtifactKind::Issue => "Issue".into(),
@@ -168,22 +168,7 @@ fn task_tree(snap: &Snapshot, t: &Task) -> Tree {
             }
         })
         .collect();
-    let owners = t
-        .owner_refs()
-        .iter()
-        .map(|r| {
-            let task = (r.kind == Task::KIND).then(|| task_by_uid(snap, &r.name, &r.uid)).flatten();
-            OwnerNode {
-                kind: r.kind.clone(),
-                name: r.name.clone(),
-                uid: r.uid.clone(),
-                controller: is_controller(r),
-                block_owner_deletion: r.block_owner_deletion == Some(true),
-                exists: task.is_some(),
-                stage: task.map(|t| stage_text(&t.stage())),
-            }
-        })
-        .collect();
+    let owners = t.owner_refs().iter().map(|r| owner_node(snap, r)).collect();
     Tree {
         kind: "Task".into(),
         name: t.name().to_string(),

@@ -272,9 +272,8 @@ impl Sidecar {
     /// development client certificate; returns the HTTP status.
     pub fn post(&self, route: &str, events: &[Value]) -> u16 {
         let certs = self.dir.path().join("certs");
-        let body = json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": events});
         let file = self.dir.path().join(format!("batch-{}.json", free_port().unwrap()));
-        std::fs::write(&file, body.to_string()).unwrap();
+        std::fs::write(&file, shared::test_support::event_list(events.to_vec())).unwrap();
         let out = Command::new("curl")
             .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
             .arg(certs.join("ca.pem"))
@@ -300,16 +299,4 @@ impl Drop for Sidecar {
     }
 }
 
-/// One audit event as the API server sends it.
-pub fn audit(verb: &str, user: &str, ns: &str, name: &str, uid: &str, rv: &str) -> Value {
-    json!({
-        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
-        "auditID": format!("audit-{verb}-{name}-{rv}"), "stage": "ResponseComplete", "verb": verb,
-        "requestURI": format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
-        "user": {"username": user},
-        "objectRef": {"resource": "configmaps", "namespace": ns, "name": name, "apiVersion": "v1"},
-        "responseStatus": {"code": 200},
-        "responseObject": {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name, "namespace": ns, "uid": uid, "resourceVersion": rv}},
-        "stageTimestamp": "2026-11-29T12:00:00.000000Z"
-    })
-}
+pub use shared::test_support::audit_event as audit;

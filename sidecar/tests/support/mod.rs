@@ -150,24 +150,8 @@ pub fn http_get(port: u16, path: &str) -> String {
     out
 }
 
-/// One audit event as the API server sends it.
-pub fn audit_event(verb: &str, user: &str, ns: &str, name: &str, uid: &str, rv: &str) -> serde_json::Value {
-    serde_json::json!({
-        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
-        "auditID": format!("audit-{verb}-{name}-{rv}"), "stage": "ResponseComplete", "verb": verb,
-        "requestURI": format!("/api/v1/namespaces/{ns}/configmaps/{name}"),
-        "user": {"username": user},
-        "objectRef": {"resource": "configmaps", "namespace": ns, "name": name, "apiVersion": "v1"},
-        "responseStatus": {"code": 200},
-        "responseObject": {"kind": "ConfigMap", "metadata": {"name": name, "namespace": ns, "uid": uid, "resourceVersion": rv}},
-        "stageTimestamp": "2026-11-29T12:00:00.000000Z"
-    })
-}
-
-pub fn event_list(items: Vec<serde_json::Value>) -> Vec<u8> {
-    serde_json::to_vec(&serde_json::json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": items}))
-        .unwrap()
-}
+#[allow(unused_imports)] // not every test binary posts audit events
+pub use shared::test_support::{audit_event, event_list};
 
 pub fn watch_object(ns: &str, name: &str, uid: &str, rv: &str, deleting: bool) -> Vec<u8> {
     let mut meta = serde_json::json!({"name": name, "namespace": ns, "uid": uid, "resourceVersion": rv});
