@@ -346,9 +346,9 @@ impl Store {
         })
     }
 
-    /// Insert an object as-is (seeding): uid, resourceVersion and
-    /// creationTimestamp are filled when missing; status is kept.
-    pub fn seed(&mut self, plural: &str, ns: &str, mut obj: Value) -> Result<Value, ApiError> {
+    /// Checks a written body is an object with object metadata on a known
+    /// kind, and returns its name (empty when it has none).
+    fn body_name(plural: &str, obj: &Value) -> Result<String, ApiError> {
         Self::known(plural)?;
         if !obj.is_object() || !obj.get("metadata").is_none_or(Value::is_object) {
             return Err(ApiError::new(
@@ -357,7 +357,13 @@ impl Store {
                 format!("{plural}: the body is not an object with object metadata"),
             ));
         }
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        Ok(obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string())
+    }
+
+    /// Insert an object as-is (seeding): uid, resourceVersion and
+    /// creationTimestamp are filled when missing; status is kept.
+    pub fn seed(&mut self, plural: &str, ns: &str, mut obj: Value) -> Result<Value, ApiError> {
+        let name = Self::body_name(plural, &obj)?;
         self.check(plural, &name, &obj)?;
         self.stamp_new(plural, ns, &mut obj);
         self.objects.insert((plural.into(), ns.into(), name), obj.clone());
@@ -416,15 +422,7 @@ impl Store {
 
     /// POST. As for any CRD with a status subresource, status is dropped.
     pub fn create(&mut self, plural: &str, ns: &str, mut obj: Value) -> Result<Value, ApiError> {
-        Self::known(plural)?;
-        if !obj.is_object() || !obj.get("metadata").is_none_or(Value::is_object) {
-            return Err(ApiError::new(
-                400,
-                "BadRequest",
-                format!("{plural}: the body is not an object with object metadata"),
-            ));
-        }
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = Self::body_name(plural, &obj)?;
         if name.is_empty() {
             return Err(ApiError::new(
                 422,
