@@ -364,3 +364,16 @@ fn history_reads_the_commits_the_writer_made_newest_first() {
     assert!(read_history(&repo, Some("nope"), &[path], 1).is_err());
     assert!(read_history(&tmp.path().join("nope"), None, &[], 1).is_err());
 }
+
+#[test]
+fn timestamps_survive_a_json_round_trip_exactly() {
+    // `GET /v1/explain` must carry exactly what gRPC Explain carries, the
+    // follower's last-success timestamp included; serde_json parses floats
+    // exactly only with its `float_roundtrip` feature (set in the workspace).
+    let mut x = 1_795_999_267.476_768_3_f64;
+    for _ in 0..100_000 {
+        let back: f64 = serde_json::from_str(&serde_json::to_string(&x).unwrap()).unwrap();
+        assert_eq!(back.to_bits(), x.to_bits(), "{x}");
+        x = f64::from_bits(x.to_bits() + 7919);
+    }
+}
