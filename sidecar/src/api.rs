@@ -105,16 +105,22 @@ impl Api {
 
     /// Takes one reference on `scope`; returns the count after.
     pub fn acquire(&self, scope: &Scope) -> u32 {
-        let mut refs = self.refs();
+        Self::take(&mut self.refs(), &self.follower, scope)
+    }
+
+    fn take(refs: &mut HashMap<Scope, u32>, follower: &AnyFollower, scope: &Scope) -> u32 {
         let n = refs.entry(scope.clone()).or_default();
         *n += 1;
-        self.follower.acquire(scope);
+        follower.acquire(scope);
         *n
     }
 
+    /// The first Resolve of a type takes its one reference; the check and
+    /// the take happen under one lock, so concurrent first Resolves take one.
     fn ensure_following(&self, scope: &Scope) {
-        if !self.refs().contains_key(scope) {
-            self.acquire(scope);
+        let mut refs = self.refs();
+        if !refs.contains_key(scope) {
+            Self::take(&mut refs, &self.follower, scope);
         }
     }
 }

@@ -339,11 +339,6 @@ impl Index {
         self.scope(scope).map_or(0, ScopeIndex::len)
     }
 
-    /// Whether a fact of this scope is held.
-    pub fn knows(&self, scope: &Scope) -> bool {
-        self.scope(scope).is_some_and(|s| s.len() > 0)
-    }
-
     /// Files a fact; returns the keys it filled (the waiters to wake). A fact
     /// that names no key (no uid, rv or name, not a collection) files nothing.
     pub fn insert(&mut self, scope: &Scope, fact: Fact, at_ms: u64) -> Vec<IndexKey> {
