@@ -698,7 +698,15 @@ fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_ma
 
 #[test]
 fn two_racing_sweeps_mint_each_orphan_once() {
-    let Some(w) = World::new(|_| {}, backlog()) else {
+    // Both passes must plan from the same state for the race to be the
+    // interesting one (each mint contended); otherwise the later pass sees
+    // the earlier one's mints and, rightly, spends its own budget on the
+    // next five orphans. The fake GitHub holds both pull listings (read
+    // after the snapshot and the issue scan, before any mint) until both
+    // arrived.
+    let mut gh = backlog();
+    gh.hold_pull_lists_until = 2;
+    let Some(w) = World::new(|_| {}, gh) else {
         return;
     };
     let args = ["sweep", "--project", "tatara", "--apply", "-o", "json"];
@@ -706,22 +714,50 @@ fn two_racing_sweeps_mint_each_orphan_once() {
     let b = w.spawn_forge(&args, "tok-maint");
     let (ra, rb) = (ok_json(&a.wait_with_output().unwrap()), ok_json(&b.wait_with_output().unwrap()));
     let keys = |r: &Value, field: &str| -> Vec<String> {
-        r[field].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()).collect()
+        let mut v: Vec<String> =
+            r[field].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()).collect();
+        v.sort();
+        v
     };
-    // Both planned the same five; between them each was minted once, and
-    // whatever one found already done it reports as not minted.
+    let planned = |r: &Value| -> Vec<String> {
+        let mut v: Vec<String> = r["issues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["decision"] == "mint")
+            .map(|l| l["key"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(planned(&ra), planned(&rb), "both passes planned from the same state");
+    assert_eq!(planned(&ra).len(), 5);
+    // Between them each planned orphan was minted (its Task created) exactly
+    // once. What a pass found already minted it reports as not minted, or as
+    // completed when it finished the other writer's mint (the mirror).
     let (ma, mb) = (keys(&ra, "minted"), keys(&rb, "minted"));
     println!(
-        "racing sweeps: {} + {} mints, {} + {} not minted",
+        "racing sweeps: {} + {} minted, {} + {} completed, {} + {} not minted",
         ma.len(),
         mb.len(),
+        keys(&ra, "completed").len(),
+        keys(&rb, "completed").len(),
         keys(&ra, "notMinted").len(),
         keys(&rb, "notMinted").len()
     );
+    assert!(ma.iter().all(|k| !mb.contains(k)), "minted twice:\n{ra}\n{rb}");
     let mut all: Vec<String> = ma.iter().chain(mb.iter()).cloned().collect();
     all.sort();
-    all.dedup();
-    assert_eq!(all.len(), 5, "{ra}\n{rb}");
+    assert_eq!(all, planned(&ra), "{ra}\n{rb}");
+    for r in [&ra, &rb] {
+        let mut accounted: Vec<String> =
+            ["minted", "completed", "notMinted"].iter().flat_map(|f| keys(r, f)).collect();
+        accounted.sort();
+        assert_eq!(accounted, planned(&ra), "each pass accounts for every planned mint once: {r}");
+        for m in r["completed"].as_array().unwrap() {
+            assert!(m["task"].as_str().unwrap().starts_with("mt-"), "{m}");
+        }
+    }
     let minted_tasks =
         w.all("tasks").into_iter().filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-")).count();
     assert_eq!(minted_tasks, 5);

@@ -87,7 +87,11 @@ pub struct SweepResult {
     pub issues: Vec<IssueLine>,
     pub pull_requests: Vec<PullLine>,
     pub cap_hits: Vec<CapHit>,
+    /// Planned mints this pass carried out (it created the Task).
     pub minted: Vec<MintLine>,
+    /// Planned mints another writer had started (the Task existed) that this
+    /// pass finished, e.g. by creating or adopting the Issue mirror.
+    pub completed: Vec<MintLine>,
     /// Planned mints `--apply` found nothing to do for, with why.
     pub not_minted: Vec<IssueLine>,
 }
@@ -142,6 +146,12 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
         }
         for m in &r.minted {
             writeln!(out, "  {} -> {}", m.key, m.task)?;
+            for s in &m.steps {
+                writeln!(out, "      {s}")?;
+            }
+        }
+        for m in &r.completed {
+            writeln!(out, "  {} -> {}: another writer minted the Task; this pass finished it", m.key, m.task)?;
             for s in &m.steps {
                 writeln!(out, "      {s}")?;
             }
@@ -253,6 +263,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                     Ok(decide(snap, &project, repo, &ns, issue, *stage))
                 })
                 .await?;
+            // The Task another writer may have created is found through the
+            // controller reference this pass wrote.
             let task = report
                 .applied
                 .iter()
@@ -260,6 +272,9 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                     Action::CreateTask { task, .. } => Some(task.name().to_string()),
                     Action::SetOwners { owner_references, .. } => {
                         owner_references.iter().find(|r| r.controller == Some(true)).map(|r| r.name.clone())
+                    }
+                    Action::CreateIssue { issue, .. } => {
+                        issue.owner_refs().iter().find(|r| r.controller == Some(true)).map(|r| r.name.clone())
                     }
                     _ => None,
                 })
@@ -275,11 +290,13 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                 });
                 continue;
             }
-            result.minted.push(MintLine {
-                key,
-                task,
-                steps: report.applied.iter().map(|a| a.why().to_string()).collect(),
-            });
+            let created = report.applied.iter().any(|a| matches!(a, Action::CreateTask { .. }));
+            let line = MintLine { key, task, steps: report.applied.iter().map(|a| a.why().to_string()).collect() };
+            if created {
+                result.minted.push(line);
+            } else {
+                result.completed.push(line);
+            }
         }
     }
     print_output(args.output.output, &result, out, render)

@@ -74,6 +74,12 @@ pub struct State {
     pub pulls: BTreeMap<String, Vec<PullData>>,
     pub writes: Vec<Write>,
     pub requests: u64,
+    /// Hold every pull-request listing until this many have arrived (0: no
+    /// hold), so racing processes are known to have planned from the same
+    /// state before either writes. A listing still goes on after 30 s, so a
+    /// caller that never comes fails the test's assertions instead of hanging.
+    pub hold_pull_lists_until: usize,
+    pull_lists_arrived: usize,
     next_id: u64,
 }
 
@@ -103,10 +109,27 @@ pub async fn serve(state: State) -> FakeGitHub {
     let st = shared.clone();
     let app = axum::Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
         let st = st.clone();
-        async move { handle(&st, method, uri, headers, body) }
+        async move {
+            if method == Method::GET && uri.path().ends_with("/pulls") {
+                hold_pull_list(&st).await;
+            }
+            handle(&st, method, uri, headers, body)
+        }
     });
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     FakeGitHub { addr, state: shared }
+}
+
+async fn hold_pull_list(st: &Mutex<State>) {
+    let want = {
+        let mut s = st.lock().unwrap();
+        s.pull_lists_arrived += 1;
+        s.hold_pull_lists_until
+    };
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while st.lock().unwrap().pull_lists_arrived < want && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 fn user(login: &str, ty: &str) -> Value {
