@@ -750,8 +750,7 @@ fn two_racing_sweeps_mint_each_orphan_once() {
     all.sort();
     assert_eq!(all, planned(&ra), "{ra}\n{rb}");
     for r in [&ra, &rb] {
-        let mut accounted: Vec<String> =
-            ["minted", "completed", "notMinted"].iter().flat_map(|f| keys(r, f)).collect();
+        let mut accounted: Vec<String> = ["minted", "completed", "notMinted"].iter().flat_map(|f| keys(r, f)).collect();
         accounted.sort();
         assert_eq!(accounted, planned(&ra), "each pass accounts for every planned mint once: {r}");
         for m in r["completed"].as_array().unwrap() {

@@ -230,12 +230,7 @@ impl GitWriter {
                 }
                 Attempt::Rejected(why) => {
                     tracing::info!(attempt, %why, remote = %remote.url, "push rejected; fetching and replaying");
-                    // A little jitter so two writers do not collide in step.
-                    let nanos = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.subsec_nanos())
-                        .unwrap_or(0);
-                    std::thread::sleep(Duration::from_millis(u64::from(attempt) * 5 + u64::from(nanos % 20)));
+                    std::thread::sleep(retry_delay(attempt));
                     self.fetch()?;
                     last_reason = why;
                 }
@@ -404,4 +399,16 @@ impl GitWriter {
         tracing::info!(replayed, dropped, onto = %onto, "replayed our commits on top of the remote");
         Ok((replayed, dropped))
     }
+}
+
+/// The pause before retrying a rejected push: exponential (10 ms doubling,
+/// capped at 640 ms) with equal jitter. A fixed short pause let a writer that
+/// pushes continuously starve the other for all ten attempts under load; a
+/// growing one lets the busy writer's burst end, and the jitter keeps two
+/// writers from colliding in step.
+pub(super) fn retry_delay(attempt: u32) -> Duration {
+    let cap_ms = 10u64 << attempt.saturating_sub(1).min(6);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    Duration::from_millis(cap_ms / 2 + u64::from(nanos) % (cap_ms / 2 + 1))
 }
