@@ -29,6 +29,7 @@ use git2::{
 };
 
 use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, signature};
+use crate::attribution::transport::Backoff;
 use crate::{Error, Result};
 
 /// Pushes of fewer commits than this copy loose objects into a local
@@ -198,6 +199,7 @@ impl GitWriter {
         };
         let mut outcome = PushOutcome::default();
         let mut last_reason = String::new();
+        let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
         for attempt in 1..=remote.max_push_attempts.max(1) {
             let tracking = self.ref_target(&self.tracking_ref())?;
             // Our commits must sit on top of what the remote has.
@@ -230,7 +232,7 @@ impl GitWriter {
                 }
                 Attempt::Rejected(why) => {
                     tracing::info!(attempt, %why, remote = %remote.url, "push rejected; fetching and replaying");
-                    std::thread::sleep(retry_delay(attempt));
+                    std::thread::sleep(equal_jitter(backoff.next_delay()));
                     self.fetch()?;
                     last_reason = why;
                 }
@@ -401,14 +403,18 @@ impl GitWriter {
     }
 }
 
-/// The pause before retrying a rejected push: exponential (10 ms doubling,
-/// capped at 640 ms) with equal jitter. A fixed short pause let a writer that
+/// The pause before retrying a rejected push doubles from `RETRY_MIN` to
+/// `RETRY_MAX`, with [`equal_jitter`]. A fixed short pause let a writer that
 /// pushes continuously starve the other for all ten attempts under load; a
-/// growing one lets the busy writer's burst end, and the jitter keeps two
-/// writers from colliding in step.
-pub(super) fn retry_delay(attempt: u32) -> Duration {
-    let cap_ms = 10u64 << attempt.saturating_sub(1).min(6);
+/// growing one lets the busy writer's burst end.
+pub(super) const RETRY_MIN: Duration = Duration::from_millis(10);
+pub(super) const RETRY_MAX: Duration = Duration::from_millis(640);
+
+/// Somewhere in the upper half of `delay`, so two writers rejected together
+/// do not retry in step.
+pub(super) fn equal_jitter(delay: Duration) -> Duration {
+    let half = delay.as_millis() as u64 / 2;
     let nanos =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    Duration::from_millis(cap_ms / 2 + u64::from(nanos) % (cap_ms / 2 + 1))
+    Duration::from_millis(half + u64::from(nanos) % (half + 1))
 }

@@ -704,17 +704,20 @@ fn a_push_the_remote_always_declines_ends_in_a_typed_error_with_the_reason() {
 
 #[test]
 fn a_rejected_push_backs_off_exponentially_with_jitter_and_a_cap() {
-    use super::push::retry_delay;
-    let ms = |a| retry_delay(a).as_millis() as u64;
+    use super::push::{RETRY_MAX, RETRY_MIN, equal_jitter};
+    use crate::attribution::transport::Backoff;
     for _ in 0..50 {
-        assert!((5..=10).contains(&ms(1)), "{}", ms(1));
-        assert!((10..=20).contains(&ms(2)), "{}", ms(2));
-        assert!((160..=320).contains(&ms(6)), "{}", ms(6));
-        for a in [7, 10, 100, u32::MAX] {
-            assert!((320..=640).contains(&ms(a)), "attempt {a}: {}", ms(a));
+        // The delays of attempts 1..=100, as the push loop draws them.
+        let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
+        let ms: Vec<u64> = (0..100).map(|_| equal_jitter(backoff.next_delay()).as_millis() as u64).collect();
+        assert!((5..=10).contains(&ms[0]), "{}", ms[0]);
+        assert!((10..=20).contains(&ms[1]), "{}", ms[1]);
+        assert!((160..=320).contains(&ms[5]), "{}", ms[5]);
+        for a in [7, 10, 100] {
+            assert!((320..=640).contains(&ms[a - 1]), "attempt {a}: {}", ms[a - 1]);
         }
+        // Ten attempts wait long enough in total for a busy writer's burst to end.
+        let total: u64 = ms[..10].iter().sum();
+        assert!(total >= 1500, "{total}");
     }
-    // Ten attempts wait long enough in total for a busy writer's burst to end.
-    let total: u64 = (1..=10).map(ms).sum();
-    assert!(total >= 1500, "{total}");
 }

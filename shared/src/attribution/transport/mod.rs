@@ -397,8 +397,8 @@ impl FollowerCore {
     }
 }
 
-/// Doubling retry delay between `min` and `max` ("follower errors retried
-/// with backoff").
+/// Doubling retry delay between `min` and `max`: the follower's ("follower
+/// errors retried with backoff") and the Git writer's rejected pushes.
 #[derive(Debug)]
 pub(crate) struct Backoff {
     min: Duration,
