@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 
 use serde::Serialize;
-use shared::ownership::decision::{Action, Artifact};
+use shared::ownership::decision::{Action, Artifact, is_controller};
 use shared::ownership::executor::Executor;
 use shared::ownership::naming::natural_key;
 use shared::ownership::sweep::{
@@ -144,14 +144,9 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
         for l in &r.not_minted {
             writeln!(out, "  {} not minted: {}", l.key, l.why)?;
         }
-        for m in &r.minted {
-            writeln!(out, "  {} -> {}", m.key, m.task)?;
-            for s in &m.steps {
-                writeln!(out, "      {s}")?;
-            }
-        }
-        for m in &r.completed {
-            writeln!(out, "  {} -> {}: another writer minted the Task; this pass finished it", m.key, m.task)?;
+        let finished = ": another writer minted the Task; this pass finished it";
+        for (m, note) in r.minted.iter().map(|m| (m, "")).chain(r.completed.iter().map(|m| (m, finished))) {
+            writeln!(out, "  {} -> {}{note}", m.key, m.task)?;
             for s in &m.steps {
                 writeln!(out, "      {s}")?;
             }
@@ -268,15 +263,14 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             let task = report
                 .applied
                 .iter()
-                .find_map(|a| match a {
-                    Action::CreateTask { task, .. } => Some(task.name().to_string()),
-                    Action::SetOwners { owner_references, .. } => {
-                        owner_references.iter().find(|r| r.controller == Some(true)).map(|r| r.name.clone())
-                    }
-                    Action::CreateIssue { issue, .. } => {
-                        issue.owner_refs().iter().find(|r| r.controller == Some(true)).map(|r| r.name.clone())
-                    }
-                    _ => None,
+                .find_map(|a| {
+                    let refs = match a {
+                        Action::CreateTask { task, .. } => return Some(task.name().to_string()),
+                        Action::SetOwners { owner_references, .. } => owner_references.as_slice(),
+                        Action::CreateIssue { issue, .. } => issue.owner_refs(),
+                        _ => return None,
+                    };
+                    refs.iter().find(|r| is_controller(r)).map(|r| r.name.clone())
                 })
                 .unwrap_or_default();
             if report.applied.is_empty() {

@@ -99,3 +99,31 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert!(tree(&snap, "pod/a").is_err());
     assert_eq!(stage_text(&shared::ownership::types::Stage::Failed("x".into())), "failed(x)");
 }
+
+#[test]
+fn the_sweep_table_lists_minted_and_completed_mints_apart() {
+    use super::sweep::{MintLine, SweepResult, render};
+    let line = |n: u32, step: &str| MintLine {
+        key: format!("tatara-operator#{n}"),
+        task: format!("mt-tatara-operator-{n}"),
+        steps: vec![step.into()],
+    };
+    let r = SweepResult {
+        apply: true,
+        minted: vec![line(1, "mint the Task")],
+        completed: vec![line(2, "create the mirror")],
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    render(&r, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("minted 1 Task(s):\n"), "{text}");
+    assert!(text.contains("  tatara-operator#1 -> mt-tatara-operator-1\n      mint the Task\n"), "{text}");
+    assert!(
+        text.contains(
+            "  tatara-operator#2 -> mt-tatara-operator-2: another writer minted the Task; this pass finished it\n      \
+             create the mirror\n"
+        ),
+        "{text}"
+    );
+}

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 
-use super::decision::{Action, Artifact, Snapshot};
+use super::decision::{Action, Artifact, Snapshot, is_controller};
 use super::naming::{intake_task_name, issue_cr_name, natural_key};
 use super::types::{BACKLOG_SWEEP, Issue, IssueSpec, Project, Repository, Task};
 
@@ -103,10 +103,8 @@ pub fn orphan(
     if issue.state != "open" {
         return OrphanVerdict { orphan: false, why: format!("{key} is {} on the forge (clause a)", issue.state) };
     }
-    if let Some(owned) = index
-        .get(&issue.repository_ref, issue.number)
-        .iter()
-        .find(|a| a.owner_references.iter().any(|r| r.controller == Some(true)))
+    if let Some(owned) =
+        index.get(&issue.repository_ref, issue.number).iter().find(|a| a.owner_references.iter().any(is_controller))
     {
         return OrphanVerdict {
             orphan: false,
@@ -216,7 +214,7 @@ pub fn adopt_or_create(
     let controller = OwnerReference { controller: Some(true), block_owner_deletion: Some(true), ..task_ref.clone() };
     match existing {
         Some(iss) => {
-            if let Some(c) = iss.owner_refs().iter().find(|r| r.controller == Some(true)) {
+            if let Some(c) = iss.owner_refs().iter().find(|r| is_controller(r)) {
                 return IssueWrite::Skip { why: format!("{} is already controlled by {}", iss.name(), c.name) };
             }
             let mut updated = iss.clone();
