@@ -1,37 +1,30 @@
-//! The octocrab forge (`kubectl_plugin::tatara::forge::GitHub`) as the
+//! The octocrab forge (`runtime::ownership::forge::GitHub`) as the
 //! shared executor's `Forge`: the reaper's terminal path ("failed releases
 //! its Issues immediately") applied to the fake Kubernetes API and a fake
 //! GitHub. Comments, the tatara-parked label, closing the bot's pull request
 //! and deleting its head branch land on the forge in the spec's order around
 //! the ownership release; a 403 on a blocking step stops everything after it.
-//! Skips, saying so, when `../shared` (the CRD schemas) is absent.
+//! The CRD schemas are the vendored fixtures (`testkit::fixtures`).
 
-// `Executor::converge` fixes its decision closures to return `shared::Error`.
+// `Executor::converge` fixes its decision closures to return `rules::Error`.
 #![allow(clippy::result_large_err)]
 
 mod fake_github;
 
-use std::path::PathBuf;
-
 use fake_github::{FakeGitHub, IssueData, PullData};
-use kubectl_plugin::tatara::forge::{ForgeArgs, GitHub, RepoCoords};
+use rules::ownership::reap;
+use rules::ownership::types::Project;
+use runtime::ownership::executor::Executor;
+use runtime::ownership::forge::{ForgeArgs, GitHub, RepoCoords};
 use serde_json::{Value, json};
-use shared::ownership::executor::Executor;
-use shared::ownership::fakeapi::{self, FakeApi, Store};
-use shared::ownership::reap;
-use shared::ownership::types::Project;
+use testkit::fakeapi::{self, FakeApi, Store};
 
 const NS: &str = "tatara";
 const REPO: &str = "acme/tatara-operator";
 
-async fn world(refuse_writes: bool) -> Option<(FakeApi, FakeGitHub, GitHub)> {
-    let shared = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/compat/tatara-crds"));
-    if !shared.is_dir() {
-        println!("SKIP: {} is absent; the tatara CRD schemas are needed to seed valid objects", shared.display());
-        return None;
-    }
+async fn world(refuse_writes: bool) -> (FakeApi, FakeGitHub, GitHub) {
     let mut store = Store::new();
-    store.load_crd_schemas(&shared).unwrap();
+    store.load_crd_schemas(&testkit::fixtures::tatara_crds()).unwrap();
     fakeapi::seed_world(&mut store, NS).unwrap();
     // member-b stands down: parked, so the reaper runs its terminal path.
     store
@@ -70,7 +63,7 @@ async fn world(refuse_writes: bool) -> Option<(FakeApi, FakeGitHub, GitHub)> {
     let gh = fake_github::serve(gh_state).await;
     let mut forge = GitHub::new(&ForgeArgs { github_token: Some("tok".into()), forge_url: gh.url() }).unwrap();
     forge.register("tatara-operator", RepoCoords { owner: "acme".into(), repo: "tatara-operator".into() });
-    Some((api, gh, forge))
+    (api, gh, forge)
 }
 
 fn get(api: &FakeApi, plural: &str, name: &str) -> Value {
@@ -79,9 +72,7 @@ fn get(api: &FakeApi, plural: &str, name: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_terminal_path_reaches_the_forge_in_the_spec_order() {
-    let Some((api, gh, forge)) = world(false).await else {
-        return;
-    };
+    let (api, gh, forge) = world(false).await;
     let exec = Executor::new(api.client(NS).unwrap(), NS);
     let project: Project = serde_json::from_value(get(&api, "projects", "tatara")).unwrap();
     let report = exec
@@ -118,9 +109,7 @@ async fn the_terminal_path_reaches_the_forge_in_the_spec_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_blocking_comment_stops_the_release() {
-    let Some((api, gh, forge)) = world(true).await else {
-        return;
-    };
+    let (api, gh, forge) = world(true).await;
     let before = api.store.lock().unwrap().all("issues", NS);
     let exec = Executor::new(api.client(NS).unwrap(), NS);
     let project: Project = serde_json::from_value(get(&api, "projects", "tatara")).unwrap();

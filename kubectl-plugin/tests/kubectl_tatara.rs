@@ -1,34 +1,24 @@
 //! `kubectl tatara` through the real `kubectl`: kubectl finds the plugin on
 //! the PATH and runs it against the fake Kubernetes API
-//! (`shared::ownership::fakeapi`, seeded with objects valid under the real
-//! CRD schemas in `../shared/compat/tatara-crds/`) and a fake GitHub serving
-//! GitHub's REST shapes to octocrab. Each test checks what changed on both.
-//! Tests that need `../shared` skip, saying so, when it is absent.
+//! (`testkit::fakeapi`, seeded with objects valid under the real CRD
+//! schemas, vendored in `shared/testkit/fixtures/crds/tatara/`) and a fake
+//! GitHub serving GitHub's REST shapes to octocrab. Each test checks what
+//! changed on both.
 
 mod fake_github;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 
 use fake_github::{Comment, FakeGitHub, IssueData, PullData};
+use rules::ownership::naming::takeover_task_name;
 use serde_json::{Value, json};
-use shared::ownership::fakeapi::{self, FakeApi, Store};
-use shared::ownership::naming::takeover_task_name;
+use testkit::fakeapi::{self, FakeApi, Store};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
 const NS: &str = "tatara";
 const REPO: &str = "acme/tatara-operator";
 const REFUSAL: &str = "author not in maintainer set: only a project maintainer may hand this merge request over";
-
-fn shared_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared"));
-    if p.join("compat/tatara-crds").is_dir() {
-        Some(p)
-    } else {
-        println!("SKIP: {} is absent; the tatara CRD schemas are needed to seed valid objects", p.display());
-        None
-    }
-}
 
 /// The fake API, the fake GitHub, and a directory holding only the plugin
 /// (a link to the binary cargo built) and a kubeconfig for the fake API.
@@ -41,12 +31,10 @@ struct World {
 }
 
 impl World {
-    /// `None` (the test skips) when `../shared` is absent.
-    fn new(seed: impl FnOnce(&mut Store), gh: fake_github::State) -> Option<Self> {
-        let shared = shared_dir()?;
+    fn new(seed: impl FnOnce(&mut Store), gh: fake_github::State) -> Self {
         assert!(Path::new(KUBECTL).exists(), "{KUBECTL} is missing: install kubectl to run these tests");
         let mut store = Store::new();
-        store.load_crd_schemas(&shared.join("compat/tatara-crds")).unwrap();
+        store.load_crd_schemas(&testkit::fixtures::tatara_crds()).unwrap();
         fakeapi::seed_world(&mut store, NS).unwrap();
         seed(&mut store);
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -59,7 +47,7 @@ impl World {
             api.url()
         );
         std::fs::write(dir.path().join("kubeconfig"), kubeconfig).unwrap();
-        Some(World { _rt: rt, api, gh, dir })
+        World { _rt: rt, api, gh, dir }
     }
 
     fn command(&self, args: &[&str], token: Option<&str>) -> Command {
@@ -235,7 +223,7 @@ fn help_explains_every_flag_of_every_command() {
 
 #[test]
 fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
-    let Some(w) = World::new(
+    let w = World::new(
         |s| {
             let member = s.get("tasks", NS, "member-a").unwrap();
             let umbrella = s.get("tasks", NS, "umbrella").unwrap();
@@ -252,9 +240,7 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
             .unwrap();
         },
         gh_state(&[]),
-    ) else {
-        return;
-    };
+    );
     let tree = ok_json(&w.tatara(&["owners", "tatara-operator#412", "-o", "json"], None));
     assert_eq!(tree["kind"], "Issue");
     assert_eq!(tree["name"], "iss-tatara-operator-412");
@@ -288,7 +274,7 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
 #[test]
 fn two_racing_repair_applies_end_with_exactly_one_controller_each() {
     const BROKEN: i64 = 40;
-    let Some(w) = World::new(
+    let w = World::new(
         |s| {
             let t: Vec<Value> =
                 ["member-a", "member-b", "umbrella"].iter().map(|n| s.get("tasks", NS, n).unwrap()).collect();
@@ -309,9 +295,7 @@ fn two_racing_repair_applies_end_with_exactly_one_controller_each() {
             }
         },
         gh_state(&[]),
-    ) else {
-        return;
-    };
+    );
     // The plan alone changes nothing.
     let before = w.everything();
     let plan = ok_json(&w.tatara(&["repair", "-o", "json"], None));
@@ -416,9 +400,7 @@ fn backlog() -> fake_github::State {
 
 #[test]
 fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
-    let Some(w) = World::new(|_| {}, backlog()) else {
-        return;
-    };
+    let w = World::new(|_| {}, backlog());
     // The plan alone changes nothing on either side.
     let before = w.everything();
     let plan = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "-o", "json"], "tok-maint"));
@@ -532,9 +514,7 @@ fn takeover_gh() -> fake_github::State {
 
 #[test]
 fn a_non_maintainer_takeover_changes_nothing_and_exits_with_the_403_text() {
-    let Some(w) = World::new(external_mr, takeover_gh()) else {
-        return;
-    };
+    let w = World::new(external_mr, takeover_gh());
     let before = w.everything();
     let out = w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "json"], "tok-mallory");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -552,9 +532,7 @@ fn a_non_maintainer_takeover_changes_nothing_and_exits_with_the_403_text() {
 
 #[test]
 fn a_maintainer_takeover_leaves_exactly_the_spec_state_and_reuses_its_task() {
-    let Some(w) = World::new(external_mr, takeover_gh()) else {
-        return;
-    };
+    let w = World::new(external_mr, takeover_gh());
     let live = "fff000fff000fff000fff000fff000fff000fff0";
     let task_name = takeover_task_name("tatara", "tatara-operator", 9);
     let tasks_before = w.all("tasks").len();
@@ -641,7 +619,7 @@ fn a_maintainer_takeover_leaves_exactly_the_spec_state_and_reuses_its_task() {
 
 #[test]
 fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_max_open_tasks() {
-    let Some(w) = World::new(
+    let w = World::new(
         |s| {
             s.patch("projects", NS, "tatara", &json!({"spec": {"maxNewTasksPerSweep": 10}}), false).unwrap();
         },
@@ -663,9 +641,7 @@ fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_ma
             s.issues.insert(REPO.into(), issues);
             s
         },
-    ) else {
-        return;
-    };
+    );
     // Seeded: umbrella, member-a, member-b are active (3 of maxOpenTasks 6);
     // old-failed is failed and does not count.
     let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok"));
@@ -706,9 +682,7 @@ fn two_racing_sweeps_mint_each_orphan_once() {
     // arrived.
     let mut gh = backlog();
     gh.hold_pull_lists_until = 2;
-    let Some(w) = World::new(|_| {}, gh) else {
-        return;
-    };
+    let w = World::new(|_| {}, gh);
     let args = ["sweep", "--project", "tatara", "--apply", "-o", "json"];
     let a = w.spawn_forge(&args, "tok-maint");
     let b = w.spawn_forge(&args, "tok-maint");

@@ -3,7 +3,7 @@
 //! `reverser-sidecar serve` over its real Unix socket (and through the API
 //! server's pod proxy to its ops port), and separately (b) a real
 //! `redis-server` holding entries in the reference format with no sidecar;
-//! history from a real Git repository written by `shared::attribution::commit`.
+//! history from a real Git repository written by `runtime::attribution::commit`.
 //!
 //! The sidecar binary is found next to the plugin binary (the same target
 //! directory): `cargo test --workspace` builds every binary first.
@@ -14,14 +14,16 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::SystemTime;
 
+use rules::attribution::render::ObjectKey;
+use rules::attribution::{ActorKind, Tier};
+use runtime::attribution::commit::{Action, Change, GitWriter, Identity, ResolvedAuthor, WriterConfig};
 use serde_json::{Value, json};
-use shared::attribution::commit::{Action, Change, GitWriter, Identity, ResolvedAuthor, WriterConfig};
-use shared::attribution::render::ObjectKey;
-use shared::attribution::{ActorKind, Tier};
-use shared::test_support::RedisServer;
 use support::*;
+use testkit::RedisServer;
 
-const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/configmap/finalizer-delete");
+fn corpus() -> std::path::PathBuf {
+    testkit::fixtures::corpus_scenario("configmap/finalizer-delete")
+}
 
 fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
@@ -124,7 +126,7 @@ fn stringify_rvs(v: &mut Value) {
 /// and the finalizer patch, then the Terminating object), else the same
 /// shape by hand. Returns (audit events, object, expected deleter, its auditID).
 fn finalizer_deletion() -> (Vec<Value>, Value, String, String) {
-    let timeline = Path::new(CORPUS).join("timeline.jsonl");
+    let timeline = corpus().join("timeline.jsonl");
     match std::fs::read_to_string(&timeline) {
         Ok(text) => {
             let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -360,7 +362,7 @@ fn why_errors_are_clear_and_non_zero() {
     let missing = k.dir.path().join("no.sock");
     fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 3, "cannot reach the sidecar at socket");
     fail(&["cm/web", "--pod", "watcher-0"], &kc, 3, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
-    let port = shared::test_support::free_port().unwrap();
+    let port = testkit::free_port().unwrap();
     let url = format!("redis://127.0.0.1:{port}");
     fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 3, "cannot read the fact stream");
     // Bad kubeconfigs: absent, not YAML, pointing at nothing.

@@ -11,7 +11,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use shared::proto::ResolveRequest;
+use runtime::proto::ResolveRequest;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

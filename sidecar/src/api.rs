@@ -4,24 +4,24 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use shared::attribution::commit::{Action as CommitAction, Change, GitWriter, ResolvedAuthor};
-use shared::attribution::index::Query;
-use shared::attribution::intent::{Action, IntentTracker};
-use shared::attribution::render::ObjectKey;
-use shared::attribution::transport::{AnyFollower, FactFollower};
-use shared::attribution::watch::{WatchEvent, WatchKind};
-use shared::attribution::why::Explanation;
-use shared::attribution::{Engine, GroupResource, Scope};
-use shared::proto::{self, attribution_server::Attribution};
+use rules::attribution::index::Query;
+use rules::attribution::intent::Action;
+use rules::attribution::render::ObjectKey;
+use rules::attribution::watch::{WatchEvent, WatchKind};
+use rules::attribution::{GroupResource, Scope};
+use runtime::attribution::commit::{Action as CommitAction, Change, GitWriter, ResolvedAuthor};
+use runtime::attribution::transport::{AnyFollower, FactFollower};
+use runtime::attribution::{Attributed, Attributor, Engine};
+use runtime::proto::{self, attribution_server::Attribution};
 use tonic::{Request, Response, Status};
 
 pub struct Api {
-    engine: Arc<Engine>,
+    /// Deletion intent, then the author: the one sequence replay runs too.
+    attributor: Attributor,
     /// Git authoring, when the sidecar runs with --git-repo. Blocking: used
     /// from a blocking thread, one window at a time.
     git: Option<Arc<Mutex<GitWriter>>>,
     follower: AnyFollower,
-    intent: Mutex<IntentTracker>,
     /// References held per scope: explicit Acquires, plus one the first
     /// Resolve of a type takes (a watcher asking about a type covers it).
     refs: Mutex<HashMap<Scope, u32>>,
@@ -43,14 +43,16 @@ fn watch_kind(s: &str) -> Result<WatchKind, Status> {
 
 impl Api {
     pub fn new(engine: Arc<Engine>, follower: AnyFollower, git: Option<GitWriter>) -> Self {
-        let ttl = engine.config().index.ttl_ms;
         Self {
-            engine,
+            attributor: Attributor::new(engine),
             git: git.map(|g| Arc::new(Mutex::new(g))),
             follower,
-            intent: Mutex::new(IntentTracker::new(ttl)),
             refs: Mutex::new(HashMap::new()),
         }
+    }
+
+    fn engine(&self) -> &Arc<Engine> {
+        self.attributor.engine()
     }
 
     /// Deletion intent, then (for a write or a removal) the author. Returns
@@ -68,15 +70,16 @@ impl Api {
                 .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
         };
         let event = WatchEvent { kind, object };
-        let now = self.engine.clock().now_ms();
-        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(&scope, &event, now);
-        let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
-        if !matches!(action, Action::Write | Action::Delete) {
-            return Ok((out, None));
+        // A watcher asking about a type covers it: follow its stream.
+        if event.is_change() {
+            self.ensure_following(&scope);
         }
-        self.ensure_following(&scope);
-        let q = event.query(action == Action::Delete, now);
-        let r = self.engine.resolve(&scope, &version, &q).await;
+        let Attributed { intent, resolution } = self.attributor.attribute(&scope, &version, &event).await;
+        let action = intent.action;
+        let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
+        let (Some(r), Some(q)) = (resolution, intent.query) else {
+            return Ok((out, None));
+        };
         out.tier = r.tier.label().into();
         out.author = r.author().unwrap_or_default().into();
         out.actor_kind = r.actor_kind().label().into();
@@ -173,9 +176,9 @@ impl Attribution for Api {
             name: req.name,
             labels: req.labels.into_iter().collect(),
             removal: req.removal,
-            observed_at_ms: self.engine.clock().now_ms(),
+            observed_at_ms: self.engine().clock().now_ms(),
         };
-        let e = Explanation::from_engine(&self.engine, &scope, &q, self.follower.subscriptions().contains(&scope));
+        let e = self.engine().explanation(&scope, &q, self.follower.subscriptions().contains(&scope));
         Ok(Response::new(proto::ExplainResponse::from(&e)))
     }
 

@@ -5,10 +5,12 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use shared::attribution::EngineConfig;
-use shared::attribution::index::IndexConfig;
-use shared::attribution::transport::redis::RedisOptions;
-use shared::attribution::transport::{TransportConfig, TransportKind, TransportOptions};
+use rules::attribution::index::IndexConfig;
+use runtime::attribution::EngineConfig;
+use runtime::attribution::transport::redis::RedisOptions;
+use runtime::attribution::transport::{TransportConfig, TransportKind, TransportOptions};
+
+use crate::error::{Error, Result};
 
 /// Parses `250ms`, `3s`, `10m`, `1h` (a bare number is seconds).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -61,7 +63,7 @@ pub struct Attribution {
     #[arg(long, env = "REVERSER_REDIS_CA")]
     pub redis_ca: Option<PathBuf>,
     /// Stream key prefix (gitops-reverser's default).
-    #[arg(long, env = "REVERSER_STREAM_PREFIX", default_value = shared::attribution::DEFAULT_STREAM_PREFIX)]
+    #[arg(long, env = "REVERSER_STREAM_PREFIX", default_value = rules::attribution::DEFAULT_STREAM_PREFIX)]
     pub stream_prefix: String,
     /// Replicas of this Deployment; the memory transport is refused above 1.
     #[arg(long, env = "REVERSER_REPLICA_COUNT", default_value_t = 1)]
@@ -81,9 +83,9 @@ impl Attribution {
         }
     }
 
-    pub fn transport_options(&self) -> Result<TransportOptions, String> {
+    pub fn transport_options(&self) -> Result<TransportOptions> {
         let kind = match &self.transport {
-            Some(t) => t.parse::<TransportKind>().map_err(|e| e.to_string())?,
+            Some(t) => t.parse::<TransportKind>()?,
             None if self.redis_url.is_some() => TransportKind::Redis,
             None => TransportKind::Memory,
         };
@@ -91,7 +93,7 @@ impl Attribution {
             Some(url) => {
                 let ca_cert_pem = match &self.redis_ca {
                     Some(p) => {
-                        Some(std::fs::read(p).map_err(|e| format!("cannot read --redis-ca {}: {e}", p.display()))?)
+                        Some(std::fs::read(p).map_err(Error::io(format!("cannot read --redis-ca {}", p.display())))?)
                     }
                     None => None,
                 };
@@ -192,8 +194,8 @@ pub struct Git {
 }
 
 impl Git {
-    pub fn writer_config(&self) -> Option<shared::attribution::commit::WriterConfig> {
-        use shared::attribution::commit::{Identity, RemoteAuth, RemoteConfig, WriterConfig};
+    pub fn writer_config(&self) -> Option<runtime::attribution::commit::WriterConfig> {
+        use runtime::attribution::commit::{Identity, RemoteAuth, RemoteConfig, WriterConfig};
         let repo_dir = self.git_repo.clone()?;
         let remote = self.git_remote.as_ref().map(|url| {
             let mut r = RemoteConfig::new(url.clone());

@@ -1,6 +1,6 @@
 //! `reverser-sidecar inject-webhook`: the HTTPS server behind the chart's
 //! MutatingWebhookConfiguration. A thin executor: every decision (which pod,
-//! which patch) is `shared::inject::review`, the same rule
+//! which patch) is `rules::inject::review`, the same rule
 //! `kubectl reverser inject` applies, so the two can never disagree.
 
 use std::net::SocketAddr;
@@ -13,9 +13,10 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use shared::inject::{InjectOptions, SidecarMode, WatcherSelector, WebhookConfig};
+use rules::inject::{InjectOptions, SidecarMode, WatcherSelector, WebhookConfig};
 use tokio::net::TcpListener;
 
+use crate::error::{Error, Result};
 use crate::tls::{self, ServerTls};
 
 /// The path the webhook configuration's `clientConfig.service.path` names.
@@ -42,7 +43,7 @@ pub struct Args {
     #[arg(long, env = "REVERSER_TLS_KEY")]
     pub tls_key: PathBuf,
     /// Image of the injected sidecar.
-    #[arg(long, env = "REVERSER_SIDECAR_IMAGE", default_value_t = shared::inject::default_image())]
+    #[arg(long, env = "REVERSER_SIDECAR_IMAGE", default_value_t = rules::inject::default_image())]
     pub sidecar_image: String,
     /// Inject a plain container instead of a native sidecar (an init
     /// container with restartPolicy Always).
@@ -58,7 +59,7 @@ pub struct Args {
     /// Give every injected sidecar its Redis URL from this Secret key
     /// (NAME/KEY, looked up in the pod's namespace) as REVERSER_REDIS_URL.
     #[arg(long, env = "REVERSER_SIDECAR_REDIS_URL_SECRET", value_name = "NAME/KEY")]
-    pub sidecar_redis_url_secret: Option<shared::inject::SecretKeyRef>,
+    pub sidecar_redis_url_secret: Option<rules::inject::SecretKeyRef>,
     /// A namespace never injected; repeat for several. kube-system always is.
     #[arg(long = "exclude-namespace")]
     pub exclude_namespaces: Vec<String>,
@@ -108,11 +109,14 @@ async fn inject(State(config): State<Arc<WebhookConfig>>, body: Bytes) -> impl I
     // Always a 200 with an AdmissionReview: `review` answers even a review it
     // cannot act on (allowed, with status.message saying why), so the API
     // server's failurePolicy is reserved for an injector that is down.
-    let review = shared::inject::review(&body, &config);
-    // (`review` logs the reviews it could not act on itself.)
+    let review = rules::inject::review(&body, &config);
     let response = &review["response"];
     if response.get("patch").is_some() {
         tracing::info!(uid = %response["uid"], "injected the reverser sidecar");
+    } else if let Some(message) = response.pointer("/status/message").and_then(serde_json::Value::as_str) {
+        tracing::warn!(uid = %response["uid"], message, "admission review not injected");
+    } else {
+        tracing::debug!(uid = %response["uid"], "admitted without injecting");
     }
     match serde_json::to_vec(&review) {
         Ok(bytes) => (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], bytes),
@@ -125,7 +129,7 @@ async fn inject(State(config): State<Arc<WebhookConfig>>, body: Bytes) -> impl I
 }
 
 /// Runs the webhook until SIGTERM.
-pub async fn run(args: Args) -> Result<(), String> {
+pub async fn run(args: Args) -> Result<()> {
     let config = tls::server_config(&ServerTls {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -133,10 +137,12 @@ pub async fn run(args: Args) -> Result<(), String> {
         // webhook configuration has no client certificate to present.
         client_ca: None,
     })?;
-    let listener = TcpListener::bind(args.listen).await.map_err(|e| {
-        format!("cannot listen for the injection webhook on {}: {e}; choose another --listen", args.listen)
+    let listener = TcpListener::bind(args.listen).await.map_err(|source| Error::Listen {
+        what: "the injection webhook",
+        addr: args.listen.to_string(),
+        source,
     })?;
-    let addr = listener.local_addr().map_err(|e| format!("cannot read the injection webhook's address: {e}"))?;
+    let addr = listener.local_addr().map_err(Error::io("reading the injection webhook's address"))?;
     let webhook = webhook_config(&args);
     tracing::info!(
         %addr,
@@ -145,7 +151,7 @@ pub async fn run(args: Args) -> Result<(), String> {
         excluded = ?webhook.excluded_namespaces,
         "inject-webhook listening"
     );
-    tls::serve(listener, config, router(webhook), crate::serve::terminated()).await;
+    tls::serve(listener, config, router(webhook), runtime::shutdown::terminated()).await;
     tracing::info!("inject-webhook stopped");
     Ok(())
 }

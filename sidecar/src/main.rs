@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod api;
 mod config;
 mod devcerts;
+mod error;
 mod inject_webhook;
 mod ops;
 mod receiver;
@@ -23,6 +24,8 @@ mod tls;
     about = "Attribution sidecar: who authored each change mirrored into Git"
 )]
 struct Cli {
+    #[command(flatten)]
+    log: runtime::telemetry::LogArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -47,11 +50,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("REVERSER_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    runtime::telemetry::init(&cli.log, "info");
     let result = match cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::serve(args))),
@@ -67,6 +66,6 @@ fn main() -> ExitCode {
     }
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("starting the runtime: {e}"))
+fn runtime() -> error::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(error::Error::io("starting the runtime"))
 }

@@ -11,10 +11,10 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use shared::attribution::Engine;
-use shared::attribution::transport::{AnyFollower, FactFollower};
-use shared::attribution::why::{ExplainParams, Explanation};
-use shared::metrics::Metrics;
+use rules::attribution::why::ExplainParams;
+use runtime::attribution::Engine;
+use runtime::attribution::transport::{AnyFollower, FactFollower};
+use runtime::metrics::Metrics;
 use tokio::sync::watch;
 
 pub fn router(metrics: Arc<Metrics>, ready: watch::Receiver<bool>) -> Router {
@@ -63,7 +63,7 @@ pub fn explain_router(engine: Arc<Engine>, follower: AnyFollower) -> Router {
                 };
                 let q = params.query(engine.clock().now_ms());
                 let following = follower.subscriptions().contains(&scope);
-                Json(Explanation::from_engine(&engine, &scope, &q, following)).into_response()
+                Json(engine.explanation(&scope, &q, following)).into_response()
             }
         }),
     )

@@ -13,10 +13,10 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http_body_util::BodyExt;
-use shared::attribution::audit::{self, EventList, Published};
-use shared::attribution::transport::{AnyPublisher, FactPublisher};
-use shared::attribution::{Fact, Scope};
-use shared::metrics::Metrics;
+use rules::attribution::audit::{self, EventList, Published};
+use rules::attribution::{Fact, Scope};
+use runtime::attribution::transport::{AnyPublisher, FactPublisher};
+use runtime::metrics::Metrics;
 
 pub struct ReceiverState {
     pub publisher: AnyPublisher,
@@ -119,7 +119,7 @@ async fn ingest(s: &ReceiverState, list: EventList, route_of: impl Fn(&audit::Ev
             rejected += 1;
             continue;
         };
-        match audit::publish_counted(&route, ev, &s.metrics) {
+        match runtime::metrics::publish_counted(&route, ev, &s.metrics) {
             Published::Fact { scope, fact, .. } => facts.push((scope, fact)),
             Published::Rejected(_) => rejected += 1,
         }

@@ -3,8 +3,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use shared::attribution::index::IndexConfig;
-use shared::attribution::replay::{self, ReplayOptions};
+use rules::attribution::index::IndexConfig;
+use rules::attribution::replay::{self, ReplayOptions};
+
+use crate::error::{Error, Result};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -28,10 +30,11 @@ pub struct Args {
     max_facts_per_type: usize,
 }
 
-pub fn run(args: Args) -> Result<(), String> {
+pub fn run(args: Args) -> Result<()> {
     let text = std::fs::read_to_string(&args.timeline)
-        .map_err(|e| format!("cannot read timeline {}: {e}", args.timeline.display()))?;
-    let records = replay::parse_timeline(&text).map_err(|e| format!("{}: {e}", args.timeline.display()))?;
+        .map_err(Error::io(format!("cannot read timeline {}", args.timeline.display())))?;
+    let records = replay::parse_timeline(&text)
+        .map_err(|e| Error::Config(format!("{}: {e}; fix that line and replay again", args.timeline.display())))?;
     let opts = ReplayOptions {
         grace_ms: args.grace_ms,
         index: IndexConfig {
@@ -41,11 +44,12 @@ pub fn run(args: Args) -> Result<(), String> {
             max_facts_per_type: args.max_facts_per_type,
         },
     };
-    let (lines, summary) = replay::run(records, opts).map_err(|e| e.to_string())?;
+    let (lines, summary) = runtime::attribution::replay::run(records, opts);
     let mut out = std::io::stdout().lock();
     for l in &lines {
-        let json = serde_json::to_string(l).map_err(|e| e.to_string())?;
-        writeln!(out, "{json}").map_err(|e| format!("writing stdout: {e}"))?;
+        // A line is plain strings and numbers: it always serializes.
+        let json = serde_json::to_string(l).expect("a replay line serializes");
+        writeln!(out, "{json}").map_err(Error::io("writing stdout"))?;
     }
     eprintln!("{summary}");
     Ok(())

@@ -1,23 +1,34 @@
 //! `serve` (the sidecar) and `receive` (the audit receiver alone): wiring,
-//! the startup banner, and shutdown on SIGTERM: stop accepting, let
-//! in-flight resolutions return their best answer, remove the socket, exit 0.
+//! the startup banner (logged), and shutdown on SIGTERM: stop accepting, let
+//! in-flight resolutions return their best answer, stop the follower and the
+//! sweeper, all within a deadline, remove the socket, exit 0.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use shared::attribution::clock::SystemClock;
-use shared::attribution::transport::{FactFollower, Transport, TransportKind};
-use shared::attribution::{Engine, GroupResource, Scope};
-use shared::metrics::Metrics;
-use shared::proto::attribution_server::AttributionServer;
+use std::time::Duration;
+
+use rules::attribution::{GroupResource, Scope};
+use runtime::attribution::Engine;
+use runtime::attribution::clock::SystemClock;
+use runtime::attribution::transport::{FactFollower, Transport, TransportKind};
+use runtime::metrics::Metrics;
+use runtime::proto::attribution_server::AttributionServer;
+use runtime::redact::redact_url;
+use runtime::shutdown::{Tasks, terminated};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 
 use crate::api::Api;
 use crate::config;
 use crate::devcerts;
+use crate::error::{Error, Result};
 use crate::receiver::{self, ReceiverState};
 use crate::tls::{self, ServerTls};
+
+/// How long shutdown waits for in-flight work (resolutions answering,
+/// connections draining, a Git push) before aborting it.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
@@ -64,46 +75,26 @@ fn parse_follow(s: &str) -> Result<Scope, String> {
     Ok(Scope::new(route, GroupResource::from_path_form(gr)))
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub(crate) async fn terminated() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
-
-async fn wait(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await;
-}
-
-async fn bind(addr: std::net::SocketAddr, what: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr).await.map_err(|e| format!("cannot listen for {what} on {addr}: {e}"))
+async fn bind(addr: std::net::SocketAddr, what: &'static str) -> Result<TcpListener> {
+    TcpListener::bind(addr).await.map_err(|source| Error::Listen { what, addr: addr.to_string(), source })
 }
 
 /// Binds the Unix socket, replacing a stale file (one no process answers on).
-fn bind_socket(path: &Path, mode: u32) -> Result<UnixListener, String> {
+fn bind_socket(path: &Path, mode: u32) -> Result<UnixListener> {
+    let problem = |problem: String| Error::Socket { path: path.to_path_buf(), problem };
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(format!(
-                "{} is in use by a running process: stop it, or pass another --socket",
-                path.display()
-            ));
+            return Err(problem("it is in use by a running process: stop it, or pass another --socket".into()));
         }
-        std::fs::remove_file(path).map_err(|e| format!("cannot replace the stale socket {}: {e}", path.display()))?;
+        std::fs::remove_file(path).map_err(|e| problem(format!("the stale socket cannot be removed: {e}")))?;
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| problem(format!("its directory cannot be created: {e}")))?;
     }
-    let l = UnixListener::bind(path).map_err(|e| format!("cannot bind the socket {}: {e}", path.display()))?;
+    let l = UnixListener::bind(path).map_err(|e| problem(format!("bind failed: {e}")))?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| format!("cannot set mode {mode:o} on {}: {e}", path.display()))?;
+        .map_err(|e| problem(format!("mode {mode:o} cannot be set: {e}")))?;
     Ok(l)
 }
 
@@ -112,13 +103,16 @@ struct Tls {
     dev: Option<devcerts::DevCerts>,
 }
 
-fn receiver_tls(r: &config::Receiver) -> Result<Tls, String> {
+fn receiver_tls(r: &config::Receiver) -> Result<Tls> {
     match (&r.tls_cert, &r.tls_key) {
         (Some(cert), Some(key)) => {
-            let client_ca = r.audit_client_ca.clone().ok_or(
-                "--audit-client-ca is required with --tls-cert: the receiver only accepts clients \
-                 whose certificate the audit CA signed",
-            )?;
+            let client_ca = r.audit_client_ca.clone().ok_or_else(|| {
+                Error::Config(
+                    "--audit-client-ca is required with --tls-cert: the receiver only accepts clients \
+                     whose certificate the audit CA signed"
+                        .into(),
+                )
+            })?;
             Ok(Tls {
                 server: ServerTls { cert: cert.clone(), key: key.clone(), client_ca: Some(client_ca) },
                 dev: None,
@@ -129,14 +123,6 @@ fn receiver_tls(r: &config::Receiver) -> Result<Tls, String> {
             let client_ca = Some(r.audit_client_ca.clone().unwrap_or_else(|| dev.ca()));
             Ok(Tls { server: ServerTls { cert: dev.server_cert(), key: dev.server_key(), client_ca }, dev: Some(dev) })
         }
-    }
-}
-
-/// A URL with any userinfo password hidden, fit for printing.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_owned(),
     }
 }
 
@@ -155,57 +141,76 @@ fn curl_hint(dev: &devcerts::DevCerts, addr: std::net::SocketAddr) -> String {
     )
 }
 
-/// Starts the mTLS audit receiver on `addr`; returns its banner lines.
+/// Starts the mTLS audit receiver on `addr` and logs where it listens.
 async fn start_receiver(
     addr: std::net::SocketAddr,
     r: &config::Receiver,
     a: &config::Attribution,
     transport: &Transport,
     metrics: &Arc<Metrics>,
-    tasks: &mut tokio::task::JoinSet<()>,
-    stop: &watch::Receiver<bool>,
-) -> Result<String, String> {
+    tasks: &mut Tasks,
+) -> Result<()> {
     let tls = receiver_tls(r)?;
     let config = tls::server_config(&tls.server)?;
     let listener = bind(addr, "the audit webhook").await?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let local = listener.local_addr().map_err(Error::io("reading the audit webhook's address"))?;
     let state = Arc::new(ReceiverState {
         publisher: transport.publisher(),
         metrics: metrics.clone(),
         route_annotation_key: a.route_annotation_key.clone(),
         body_limit: r.audit_body_limit,
     });
-    tasks.spawn(tls::serve(listener, config, receiver::router(state), wait(stop.clone())));
-    let mut line = format!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
+    let stopping = tasks.stopping();
+    tasks.spawn("audit receiver", tls::serve(listener, config, receiver::router(state), stopping));
+    tracing::info!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
     if let Some(dev) = &tls.dev {
-        line += &format!(
-            "\ndev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)\ntry it         {}",
-            abs(&dev.dir),
-            curl_hint(dev, local)
+        tracing::info!(
+            "dev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)",
+            abs(&dev.dir)
         );
+        tracing::info!("try it         {}", curl_hint(dev, local));
     }
-    Ok(line)
+    Ok(())
 }
 
-pub async fn serve(args: ServeArgs) -> Result<(), String> {
+/// Serves /metrics, /healthz, /readyz (and, with an engine, /v1/explain).
+async fn start_ops(addr: std::net::SocketAddr, router: axum::Router, tasks: &mut Tasks) -> Result<()> {
+    let listener = bind(addr, "metrics").await?;
+    let local = listener.local_addr().map_err(Error::io("reading the metrics listener's address"))?;
+    let stopping = tasks.stopping();
+    tasks.spawn("metrics listener", async move {
+        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopping).await {
+            tracing::error!(error = %e, "metrics listener failed");
+        }
+    });
+    tracing::info!("metrics        http://{local}/metrics  (probes: /healthz /readyz)");
+    Ok(())
+}
+
+pub async fn serve(args: ServeArgs) -> Result<()> {
     let metrics = Arc::new(Metrics::new());
     let opts = args.attribution.transport_options()?;
-    let transport = Transport::build(opts, metrics.clone()).map_err(|e| e.to_string())?;
-    let follow: Vec<Scope> = args.follow.iter().map(|s| parse_follow(s)).collect::<Result<_, _>>()?;
+    let transport = Transport::build(opts, metrics.clone())?;
+    let follow: Vec<Scope> =
+        args.follow.iter().map(|s| parse_follow(s)).collect::<Result<_, _>>().map_err(Error::Config)?;
     let engine = Arc::new(Engine::new(args.attribution.engine_config(), Arc::new(SystemClock), metrics.clone()));
     let follower = transport.follower();
-    let (stop_tx, stop_rx) = watch::channel(false);
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        transport = transport.kind().label(),
+        "reverser-sidecar serving"
+    );
 
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut tasks = Tasks::new();
     {
         let (f, sink) = (follower.clone(), engine.clone());
-        tokio::spawn(async move { f.follow(sink).await });
+        tasks.spawn_until_stopped("fact follower", async move { f.follow(sink).await });
     }
     {
         // Expiry is decided on read; this only bounds memory.
         let e = engine.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+        tasks.spawn_until_stopped("index sweeper", async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(10));
             loop {
                 tick.tick().await;
                 e.sweep();
@@ -215,114 +220,90 @@ pub async fn serve(args: ServeArgs) -> Result<(), String> {
 
     let git = match args.git.writer_config() {
         Some(c) => {
-            let dir = c.repo_dir.display().to_string();
-            let w = tokio::task::spawn_blocking(move || {
-                shared::attribution::commit::GitWriter::open(c).map_err(|e| e.to_string())
-            })
-            .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("cannot open the Git mirror {dir}: {e}"))?;
+            let w = tokio::task::spawn_blocking(move || runtime::attribution::commit::GitWriter::open(c))
+                .await
+                .map_err(|e| Error::Config(format!("opening the Git mirror stopped: {e}")))??;
+            if let Some(d) = &args.git.git_repo {
+                let remote = args
+                    .git
+                    .git_remote
+                    .as_deref()
+                    .map(|r| format!(", pushing to {}", redact_url(r)))
+                    .unwrap_or_default();
+                tracing::info!("git mirror     {} (branch {}{remote})", abs(d), args.git.git_branch);
+            }
             Some(w.with_metrics(metrics.clone()))
         }
         None => None,
     };
-    let git_line = args.git.git_repo.as_ref().map(|d| {
-        let remote = args.git.git_remote.as_deref().map(|r| format!(", pushing to {}", redact(r))).unwrap_or_default();
-        format!("git mirror     {} (branch {}{remote})", abs(d), args.git.git_branch)
-    });
     let api = Arc::new(Api::new(engine.clone(), follower.clone(), git));
     for s in &follow {
         api.acquire(s);
     }
 
     // Receiver (optional in this process).
-    let receiver_line = match args.receiver.listen()? {
-        Some(addr) => Some(
-            start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks, &stop_rx).await?,
-        ),
-        None => None,
-    };
+    if let Some(addr) = args.receiver.listen().map_err(Error::Config)? {
+        start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
+    }
 
-    // Ops listener.
-    let ops_listener = bind(args.ops.metrics_listen, "metrics").await?;
-    let ops_local = ops_listener.local_addr().map_err(|e| e.to_string())?;
-    let ready = follower.caught_up();
-    let ops =
-        crate::ops::router(metrics.clone(), ready).merge(crate::ops::explain_router(engine.clone(), follower.clone()));
-    let stop = stop_rx.clone();
-    tasks.spawn(async move {
-        if let Err(e) = axum::serve(ops_listener, ops).with_graceful_shutdown(wait(stop)).await {
-            tracing::error!(error = %e, "metrics listener failed");
-        }
-    });
+    let ops = crate::ops::router(metrics.clone(), follower.caught_up())
+        .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
+    start_ops(args.ops.metrics_listen, ops, &mut tasks).await?;
 
     // Unix socket API.
     let socket = args.socket.clone();
     let uds = bind_socket(&socket, args.socket_mode)?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AttributionServer<Api>>().await;
-    let stop = stop_rx.clone();
+    let stopping = tasks.stopping();
     let api_service = AttributionServer::from_arc(api);
-    tasks.spawn(async move {
+    tasks.spawn("socket API", async move {
         let incoming = tokio_stream::wrappers::UnixListenerStream::new(uds);
         if let Err(e) = tonic::transport::Server::builder()
             .add_service(health_service)
             .add_service(api_service)
-            .serve_with_incoming_shutdown(incoming, wait(stop))
+            .serve_with_incoming_shutdown(incoming, stopping)
             .await
         {
             tracing::error!(error = %e, "socket API failed");
         }
     });
-
-    println!("reverser-sidecar {} serving", env!("CARGO_PKG_VERSION"));
-    println!("transport      {}", transport.kind().label());
-    println!("socket         {} (gRPC reverser.v1 + grpc.health.v1)", abs(&socket));
-    if let Some(l) = receiver_line {
-        println!("{l}");
-    }
-    if let Some(l) = git_line {
-        println!("{l}");
-    }
-    println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
+    tracing::info!("socket         {} (gRPC reverser.v1 + grpc.health.v1)", abs(&socket));
 
     terminated().await;
     tracing::info!("shutting down: in-flight resolutions return their best answer");
     engine.shutdown();
-    stop_tx.send_replace(true);
-    while tasks.join_next().await.is_some() {}
+    tasks.shutdown(SHUTDOWN_DEADLINE).await;
     let _ = std::fs::remove_file(&socket);
     Ok(())
 }
 
-pub async fn receive(args: ReceiveArgs) -> Result<(), String> {
+pub async fn receive(args: ReceiveArgs) -> Result<()> {
     let metrics = Arc::new(Metrics::new());
     let opts = args.attribution.transport_options()?;
     if opts.kind == TransportKind::Memory {
-        return Err("`receive` runs the receiver alone, so its facts must reach followers in other processes: \
-                    use --author-attribution-transport redis with --redis-url (or run `serve`)"
-            .into());
+        return Err(Error::Config(
+            "`receive` runs the receiver alone, so its facts must reach followers in other processes: \
+             use --author-attribution-transport redis with --redis-url (or run `serve`)"
+                .into(),
+        ));
     }
-    let transport = Transport::build(opts, metrics.clone()).map_err(|e| e.to_string())?;
-    let addr = args.receiver.listen()?.ok_or("`receive` needs --audit-listen host:port")?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut tasks = tokio::task::JoinSet::new();
-    let receiver_line =
-        start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks, &stop_rx).await?;
-    let ops_listener = bind(args.ops.metrics_listen, "metrics").await?;
-    let ops_local = ops_listener.local_addr().map_err(|e| e.to_string())?;
+    let transport = Transport::build(opts, metrics.clone())?;
+    let addr = args
+        .receiver
+        .listen()
+        .map_err(Error::Config)?
+        .ok_or_else(|| Error::Config("`receive` needs --audit-listen host:port".into()))?;
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        transport = transport.kind().label(),
+        "reverser-sidecar receiving"
+    );
+    let mut tasks = Tasks::new();
+    start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
     // A receiver has no follower: it is ready once it listens.
-    let ops = crate::ops::router(metrics, watch::channel(true).1);
-    let stop = stop_rx.clone();
-    tasks.spawn(async move {
-        let _ = axum::serve(ops_listener, ops).with_graceful_shutdown(wait(stop)).await;
-    });
-    println!("reverser-sidecar {} receiving", env!("CARGO_PKG_VERSION"));
-    println!("transport      {}", transport.kind().label());
-    println!("{receiver_line}");
-    println!("metrics        http://{ops_local}/metrics  (probes: /healthz /readyz)");
+    start_ops(args.ops.metrics_listen, crate::ops::router(metrics, watch::channel(true).1), &mut tasks).await?;
     terminated().await;
-    stop_tx.send_replace(true);
-    while tasks.join_next().await.is_some() {}
+    tasks.shutdown(SHUTDOWN_DEADLINE).await;
     Ok(())
 }

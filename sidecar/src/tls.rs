@@ -16,6 +16,8 @@ use rustls::server::WebPkiClientVerifier;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::error::{Error, Result};
+
 /// A handshake that has not finished by then is dropped, so a slow or
 /// silent client cannot hold an accept slot.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -30,48 +32,48 @@ pub struct ServerTls {
     pub client_ca: Option<PathBuf>,
 }
 
-fn read(path: &Path, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("cannot read the {what} {}: {e}", path.display()))
+fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::Tls(format!("cannot read the {what} {}: {e}", path.display())))
 }
 
-fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+fn certs(path: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>> {
     let pem = read(path, what)?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("the {what} {} is not PEM: {e}", path.display()))?;
+        .map_err(|e| Error::Tls(format!("the {what} {} is not PEM: {e}", path.display())))?;
     if certs.is_empty() {
-        return Err(format!("the {what} {} holds no CERTIFICATE block", path.display()));
+        return Err(Error::Tls(format!("the {what} {} holds no CERTIFICATE block", path.display())));
     }
     Ok(certs)
 }
 
 /// Builds the rustls server configuration; errors name the file at fault.
-pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>, String> {
+pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let chain = certs(&tls.cert, "server certificate")?;
     let key_pem = read(&tls.key, "server key")?;
     let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_slice())
-        .map_err(|e| format!("the server key {} is not PEM: {e}", tls.key.display()))?
-        .ok_or_else(|| format!("the server key {} holds no private key", tls.key.display()))?;
+        .map_err(|e| Error::Tls(format!("the server key {} is not PEM: {e}", tls.key.display())))?
+        .ok_or_else(|| Error::Tls(format!("the server key {} holds no private key", tls.key.display())))?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS protocol setup: {e}"))?;
+        .map_err(|e| Error::Tls(format!("TLS protocol setup: {e}")))?;
     let builder = match &tls.client_ca {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
             for c in certs(ca, "client CA")? {
-                roots.add(c).map_err(|e| format!("the client CA {} is not usable: {e}", ca.display()))?;
+                roots.add(c).map_err(|e| Error::Tls(format!("the client CA {} is not usable: {e}", ca.display())))?;
             }
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
-                .map_err(|e| format!("client verification setup: {e}"))?;
+                .map_err(|e| Error::Tls(format!("client verification setup: {e}")))?;
             builder.with_client_cert_verifier(verifier)
         }
         None => builder.with_no_client_auth(),
     };
-    let mut config = builder
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("the server certificate {} and key do not form a usable pair: {e}", tls.cert.display()))?;
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| {
+        Error::Tls(format!("the server certificate {} and key do not form a usable pair: {e}", tls.cert.display()))
+    })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

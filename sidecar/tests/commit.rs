@@ -6,7 +6,7 @@ mod support;
 
 use std::process::Command;
 
-use shared::proto::{CommitRequest, ResolveRequest};
+use runtime::proto::{CommitRequest, ResolveRequest};
 use support::*;
 
 fn git(dir: &std::path::Path, args: &[&str]) -> String {

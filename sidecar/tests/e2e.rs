@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use shared::proto::{ExplainRequest, ResolveRequest};
-use shared::test_support::RedisServer;
+use runtime::proto::{ExplainRequest, ResolveRequest};
 use support::*;
+use testkit::RedisServer;
 
 /// Where facts are posted, and where they are resolved.
 struct Deployment {
@@ -43,7 +43,7 @@ impl Deployment {
     }
 }
 
-async fn resolve(d: &Deployment, event_type: &str, object: Vec<u8>) -> shared::proto::ResolveResponse {
+async fn resolve(d: &Deployment, event_type: &str, object: Vec<u8>) -> runtime::proto::ResolveResponse {
     let mut c = d.api().client().await;
     c.resolve(ResolveRequest { r#type: configmaps("lab"), event_type: event_type.into(), object_json: object })
         .await
@@ -309,7 +309,7 @@ async fn reference_format_entries_written_with_redis_cli_resolve() {
     .unwrap();
     let r = c
         .resolve(ResolveRequest {
-            r#type: Some(shared::proto::TypeRef {
+            r#type: Some(runtime::proto::TypeRef {
                 route: "prod:eu".into(),
                 group: "apps".into(),
                 version: "v1".into(),

@@ -4,7 +4,7 @@
 
 mod support;
 
-use shared::attribution::why::{ExplainParams, Explanation};
+use rules::attribution::why::{ExplainParams, Explanation};
 use support::*;
 
 fn body(response: &str) -> &str {
@@ -30,7 +30,7 @@ async fn the_json_endpoint_explains_what_grpc_explains() {
         removal: true,
         ..ExplainParams::default()
     };
-    let grpc = s.client().await.explain(params.to_proto()).await.unwrap().into_inner();
+    let grpc = s.client().await.explain(runtime::proto::ExplainRequest::from(&params)).await.unwrap().into_inner();
     let grpc = Explanation::try_from(grpc).unwrap();
     let response = http_get(s.metrics_port, &format!("/v1/explain?{}", params.to_query_string()));
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");

@@ -6,7 +6,7 @@
 mod support;
 
 use bytes::{Buf, BufMut};
-use shared::proto::ResolveRequest;
+use runtime::proto::ResolveRequest;
 use support::*;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;

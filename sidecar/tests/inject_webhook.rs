@@ -1,7 +1,7 @@
 //! `reverser-sidecar inject-webhook`, the real binary over real TLS
 //! (certificates generated here with rcgen): an opted-in pod's JSONPatch,
 //! applied, equals what `kubectl reverser inject` writes for the same pod
-//! (`shared::inject::inject_manifests`, the function the plugin runs); an
+//! (`rules::inject::inject_manifests`, the function the plugin runs); an
 //! opted-out pod is allowed with no patch; a malformed review gets a clear
 //! error response and the server keeps serving.
 
@@ -16,9 +16,9 @@ use base64::Engine as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
 };
+use rules::inject::{InjectOptions, inject_manifests};
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
-use shared::inject::{InjectOptions, inject_manifests};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;

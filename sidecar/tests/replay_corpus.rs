@@ -1,16 +1,15 @@
 //! `reverser-sidecar replay` against every scenario of the captured corpus
-//! (`../shared/corpus`): the printed lines must match `expected.jsonl`
-//! (only the keys present; `waited_ms` within 50 ms), and be byte-identical
-//! run to run. Skips, saying so, when `../shared` is absent.
+//! (vendored in `shared/testkit/fixtures/corpus`): the printed lines must
+//! match `expected.jsonl` (only the keys present; `waited_ms` within 50 ms),
+//! and be byte-identical run to run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus");
-    p.is_dir().then_some(p)
+fn corpus() -> PathBuf {
+    testkit::fixtures::corpus()
 }
 
 fn scenarios(root: &Path) -> Vec<PathBuf> {
@@ -46,10 +45,7 @@ fn rows(text: &str) -> Vec<Value> {
 
 #[test]
 fn replay_prints_every_expected_jsonl_of_the_corpus() {
-    let Some(root) = corpus() else {
-        eprintln!("SKIP: ../shared/corpus is absent; the corpus replay test needs it");
-        return;
-    };
+    let root = corpus();
     let cases = scenarios(&root);
     assert!(!cases.is_empty(), "no scenarios under {}", root.display());
     let mut failures = Vec::new();

@@ -1,5 +1,5 @@
-//! What `serve` prints and reports about itself: the ready-to-paste curl
-//! works as printed, and /readyz follows the follower.
+//! What `serve` logs and reports about itself: the ready-to-paste curl in
+//! its startup banner works as logged, and /readyz follows the follower.
 
 mod support;
 
@@ -7,8 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use shared::test_support::{RedisServer, free_port};
 use support::*;
+use testkit::{RedisServer, free_port};
 
 #[test]
 fn the_printed_curl_posts_an_audit_event_as_is() {
@@ -23,27 +23,32 @@ fn the_printed_curl_posts_an_audit_event_as_is() {
             "--metrics-listen",
             &format!("127.0.0.1:{metrics}"),
         ])
-        .env("REVERSER_LOG", "warn")
+        .env("REVERSER_LOG", "info")
+        .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut printed = Vec::new();
+    // The banner is logged on stderr; the socket line comes last.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut logged = Vec::new();
     for line in lines.by_ref() {
         let line = line.unwrap();
-        let done = line.starts_with("metrics");
-        printed.push(line);
+        let done = line.contains("socket ");
+        logged.push(line);
         if done {
             break;
         }
     }
-    let text = printed.join("\n");
-    assert!(text.contains("transport      memory"), "{text}");
+    let text = logged.join("\n");
+    assert!(text.contains("reverser-sidecar serving") && text.contains("transport=\"memory\""), "{text}");
     assert!(text.contains(&format!("{}", dir.path().join("reverser.sock").display())), "{text}");
-    let curl = printed.iter().find_map(|l| l.strip_prefix("try it")).expect("a curl line").trim();
+    let curl = logged.iter().find_map(|l| l.split_once("try it").map(|(_, c)| c)).expect("a curl line").trim();
     let out = Command::new("sh").arg("-c").arg(curl).current_dir("/").output().unwrap();
     let _ = child.kill();
     let _ = child.wait();
+    let stdout = std::io::read_to_string(child.stdout.take().unwrap()).unwrap();
+    assert!(stdout.is_empty(), "serve writes nothing on stdout: {stdout}");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r#"{"events":1,"facts":1,"rejected":0}"#);
 }

@@ -336,7 +336,7 @@ def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
     with running(sidecar_args, log) as proc:
         wait_healthy(proc, log, sidecar_ports["--metrics-listen"])
         assert (run_dir / "reverser.sock").is_socket()
-        assert "transport      redis" in log.read_text()
+        assert 'transport="redis"' in log.read_text()
 
 
 @pytest.mark.skipif(not PLUGIN.is_file() or not shutil.which("kubectl"), reason="needs kubectl-reverser and kubectl")

@@ -7,5 +7,7 @@ use kubectl_plugin::common;
 use kubectl_plugin::reverser::{self, Cli};
 
 fn main() -> ExitCode {
-    common::exit(reverser::run(Cli::parse()))
+    let cli = Cli::parse();
+    runtime::telemetry::init(&cli.log, common::DEFAULT_LOG_FILTER);
+    common::exit(reverser::run(cli))
 }

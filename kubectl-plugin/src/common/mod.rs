@@ -103,6 +103,12 @@ pub struct CompletionArgs {
     pub shell: clap_complete::Shell,
 }
 
+/// The plugins' log filter unless `REVERSER_LOG`/`RUST_LOG` says otherwise:
+/// warnings only, since a human reads this stderr, and nothing from the
+/// Kubernetes client or the fact follower, whose failures the plugin reports
+/// itself, once, as `error:`.
+pub const DEFAULT_LOG_FILTER: &str = "warn,kube_client=off,runtime::attribution::transport=off";
+
 /// A failure a plugin reports to its user: printed as `error: <message>`
 /// with a non-zero exit. The message says what failed, on which object, and
 /// what to do, so build it with that in mind.
@@ -144,12 +150,26 @@ impl std::fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-impl From<shared::Error> for CliError {
-    fn from(e: shared::Error) -> Self {
-        // The shared crate's messages already say what failed and what to do.
-        Self::new(e.to_string())
-    }
+/// The rules' and the runtime's messages already say what failed and what
+/// to do; they reach the user as they are.
+macro_rules! cli_error_from {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for CliError {
+            fn from(e: $t) -> Self {
+                Self::new(e.to_string())
+            }
+        }
+    )*};
 }
+
+cli_error_from!(
+    rules::Error,
+    runtime::Error,
+    runtime::attribution::transport::TransportError,
+    runtime::attribution::commit::GitError,
+    runtime::ownership::executor::ExecutorError,
+    runtime::ownership::forge::ForgeError,
+);
 
 /// Ends a plugin's `main`: success exits 0; a failure prints
 /// `error: <message>` on stderr and exits with its code.

@@ -1,11 +1,11 @@
 //! `kubectl reverser inject -f FILE|-`: read manifests, write them back with
-//! the sidecar added ([`shared::inject`]), and say on stderr what happened
+//! the sidecar added ([`rules::inject`]), and say on stderr what happened
 //! to each object so stdout stays pipeable into `kubectl apply -f -`.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use shared::inject::{InjectOptions, Outcome, SidecarMode, WatcherSelector, inject_manifests};
+use rules::inject::{InjectOptions, Outcome, SidecarMode, WatcherSelector, inject_manifests};
 
 use crate::common::CliError;
 
@@ -21,7 +21,7 @@ pub struct Args {
     pub filename: PathBuf,
 
     /// The sidecar image.
-    #[arg(long, value_name = "IMAGE", default_value_t = shared::inject::default_image())]
+    #[arg(long, value_name = "IMAGE", default_value_t = rules::inject::default_image())]
     pub image: String,
 
     /// Add the sidecar as a plain container instead of a native sidecar (an
@@ -42,10 +42,10 @@ pub struct Args {
     /// workload's namespace) as REVERSER_REDIS_URL, instead of an argument
     /// that shows the URL and its password in the pod spec.
     #[arg(long, value_name = "NAME/KEY")]
-    pub redis_url_secret: Option<shared::inject::SecretKeyRef>,
+    pub redis_url_secret: Option<rules::inject::SecretKeyRef>,
 
     /// Where the socket directory is mounted in the sidecar and watchers.
-    #[arg(long, value_name = "DIR", default_value = shared::inject::DEFAULT_SOCKET_DIR)]
+    #[arg(long, value_name = "DIR", default_value = rules::inject::DEFAULT_SOCKET_DIR)]
     pub socket_dir: String,
 }
 

@@ -20,6 +20,8 @@ mod tests;
     about = "Attribution for Git-mirrored cluster state: explain who authored an object, inject the reverser sidecar"
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub log: runtime::telemetry::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }

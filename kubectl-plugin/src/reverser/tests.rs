@@ -1,5 +1,5 @@
 use clap::Parser;
-use shared::inject::{InjectOptions, SidecarMode, WatcherSelector};
+use rules::inject::{InjectOptions, SidecarMode, WatcherSelector};
 
 use super::{Cli, Command, inject};
 

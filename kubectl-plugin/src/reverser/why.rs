@@ -2,7 +2,7 @@
 //! through discovery, GETs the object, asks the evidence (a sidecar's
 //! `Explain` over its socket or through the API server's pod proxy, or the
 //! plugin's own follower over the fact streams), reads the Git mirror, and
-//! prints [`shared::attribution::why::Report`].
+//! prints [`rules::attribution::why::Report`].
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,15 +11,16 @@ use std::time::Duration;
 
 use http::Request;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
-use serde_json::Value;
-use shared::attribution::clock::SystemClock;
-use shared::attribution::render::{ObjectKey, layout_path};
-use shared::attribution::transport::{
+use rules::attribution::render::{ObjectKey, layout_path};
+use rules::attribution::why::{self, ApiResource, ExplainParams, Explanation, ObjectState, Report};
+use rules::attribution::{GroupResource, Scope};
+use runtime::attribution::clock::SystemClock;
+use runtime::attribution::transport::{
     FactFollower, RedisOptions, Transport, TransportConfig, TransportKind, TransportOptions,
 };
-use shared::attribution::why::{self, ApiResource, ExplainParams, Explanation, ObjectState, Report};
-use shared::attribution::{Engine, EngineConfig, GroupResource, Scope};
-use shared::metrics::Metrics;
+use runtime::attribution::{Engine, EngineConfig};
+use runtime::metrics::Metrics;
+use serde_json::Value;
 
 use crate::common::{self, CliError, KubeArgs, OutputArgs};
 
@@ -76,7 +77,7 @@ pub struct Args {
     pub redis_ca_cert: Option<PathBuf>,
 
     /// The stream key prefix, with --redis-url.
-    #[arg(long, value_name = "PREFIX", default_value = shared::attribution::DEFAULT_STREAM_PREFIX)]
+    #[arg(long, value_name = "PREFIX", default_value = rules::attribution::DEFAULT_STREAM_PREFIX)]
     pub redis_prefix: String,
 
     /// How far back the streams are read, with --redis-url
@@ -170,7 +171,9 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
     state.path = paths.first().cloned();
 
     let history = match &args.repo {
-        Some(repo) => Some(why::read_history(repo, args.branch.as_deref(), &paths, args.history.max(1))?),
+        Some(repo) => {
+            Some(runtime::attribution::why::read_history(repo, args.branch.as_deref(), &paths, args.history.max(1))?)
+        }
         None => None,
     };
     if state.deleted {
@@ -215,7 +218,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         (Some(e), Some(format!("pod {pod_ns}/{pod}:{}", args.pod_port)), None)
     } else if let Some(url) = &args.redis_url {
         let (e, fed) = explain_redis(args, url, &params, timeout).await?;
-        (Some(e), Some(format!("redis {}", shared::attribution::transport::redis::redact_url(url))), fed)
+        (Some(e), Some(format!("redis {}", runtime::redact::redact_url(url))), fed)
     } else {
         (None, None, None)
     };
@@ -282,7 +285,7 @@ async fn explain_socket(
     timeout: Duration,
 ) -> Result<Explanation, CliError> {
     use hyper_util::rt::TokioIo;
-    use shared::proto::attribution_client::AttributionClient;
+    use runtime::proto::attribution_client::AttributionClient;
     use tonic::transport::{Endpoint, Uri};
 
     let unreachable = |cause: String| {
@@ -304,7 +307,7 @@ async fn explain_socket(
         .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
         .map_err(|e| unreachable(source_chain(&e)))?;
     let mut client = AttributionClient::new(channel);
-    let response = tokio::time::timeout(timeout, client.explain(params.to_proto()))
+    let response = tokio::time::timeout(timeout, client.explain(runtime::proto::ExplainRequest::from(params)))
         .await
         .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
         .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
@@ -356,7 +359,7 @@ async fn explain_redis(
     timeout: Duration,
 ) -> Result<(Explanation, Option<bool>), CliError> {
     let scope = Scope::new(&args.route, GroupResource::new(&params.group, &params.resource));
-    let redacted = shared::attribution::transport::redis::redact_url(url);
+    let redacted = runtime::redact::redact_url(url);
     let metrics = Arc::new(Metrics::new());
     let ttl = Duration::from_secs(args.ttl.max(1));
     let config = TransportConfig { prefix: args.redis_prefix.clone(), ttl, ..TransportConfig::default() };
@@ -399,7 +402,7 @@ async fn explain_redis(
         .with_code(3));
     }
     let q = params.query(engine.clock().now_ms());
-    let explanation = Explanation::from_engine(&engine, &scope, &q, true);
+    let explanation = engine.explanation(&scope, &q, true);
     let fed = route_has_streams(url, &scope, &args.redis_prefix).await;
     Ok((explanation, fed))
 }

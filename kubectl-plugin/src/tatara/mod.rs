@@ -1,22 +1,21 @@
 //! `kubectl tatara`: the ownership plugin's command line (`spec/ownership.md`).
 //! Each subcommand is a module here; they read the tatara CRs, ask
-//! `shared::ownership` for decisions, print the plan (every line says why),
+//! `rules::ownership` for decisions, print the plan (every line says why),
 //! and change something only with `--apply` (or, for `takeover`, only once
 //! the caller is proven a maintainer), through the shared executor's guarded
 //! writes.
 
-// `shared::Error` is the shared crate's one error type, and
+// `rules::Error` is the shared crate's one error type, and
 // `Executor::converge` fixes its decision closures to return it; boxing it
 // here would only add a conversion at every call.
 #![allow(clippy::result_large_err)]
 
 use clap::{Parser, Subcommand};
 use kube::Api;
-use shared::ownership::types::{Project, Repository};
+use rules::ownership::types::{Project, Repository};
 
 use crate::common::{self, CliError, CompletionArgs};
 
-pub mod forge;
 pub mod owners;
 pub mod repair;
 pub mod sweep;
@@ -34,6 +33,8 @@ mod tests;
     about = "Ownership of tatara's SCM artifacts: show, repair, sweep, take over"
 )]
 pub struct Cli {
+    #[command(flatten)]
+    pub log: runtime::telemetry::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -6,11 +6,11 @@
 use std::io::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use rules::ownership::decision::{Artifact, Snapshot, is_controller};
+use rules::ownership::owners::{Finding, Owned, Violation, check};
+use rules::ownership::types::{ArtifactKind, Stage, Task};
+use runtime::ownership::executor::Executor;
 use serde::Serialize;
-use shared::ownership::decision::{Artifact, Snapshot, is_controller};
-use shared::ownership::executor::Executor;
-use shared::ownership::owners::{Finding, Owned, Violation, check};
-use shared::ownership::types::{ArtifactKind, Stage, Task};
 
 use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
 

@@ -10,11 +10,11 @@ use std::io::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
+use rules::ownership::decision::{Action, is_controller};
+use rules::ownership::owners::decide_repairs;
+use rules::ownership::types::{ArtifactKind, Issue, MergeRequest};
+use runtime::ownership::executor::Executor;
 use serde::Serialize;
-use shared::ownership::decision::{Action, is_controller};
-use shared::ownership::executor::Executor;
-use shared::ownership::owners::decide_repairs;
-use shared::ownership::types::{ArtifactKind, Issue, MergeRequest};
 
 use crate::common::{AllNamespacesArgs, CliError, KubeArgs, OutputArgs, print_output, table};
 

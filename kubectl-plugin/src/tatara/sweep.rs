@@ -10,17 +10,17 @@
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use serde::Serialize;
-use shared::ownership::decision::{Action, Artifact, is_controller};
-use shared::ownership::executor::Executor;
-use shared::ownership::naming::natural_key;
-use shared::ownership::sweep::{
-    CapHit, ForgeIssue, IssueKeyIndex, MintStage, PrDisposition, decide, mint_stage_for, orphan, plan_mints,
-    pr_disposition,
+use rules::ownership::decision::Artifact;
+use rules::ownership::naming::natural_key;
+use rules::ownership::sweep::{
+    CapHit, ForgeIssue, IssueKeyIndex, IssueLine, MintOutcome, MintStage, PrDisposition, decide, mint_outcome,
+    mint_stage_for, orphan, plan_lines, plan_mints, pr_disposition,
 };
+use runtime::ownership::executor::Executor;
+use serde::Serialize;
 
-use super::forge::{ForgeArgs, GitHub, repo_coords};
 use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// The flags of `kubectl tatara sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -39,18 +39,6 @@ pub struct Args {
     pub kube: KubeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
-}
-
-/// What the pass decided for one open forge issue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IssueLine {
-    pub key: String,
-    /// `mint`, `deferred` or `skip`.
-    pub decision: String,
-    /// The mint stage of an orphan: `triaging` or `parked(backlog-sweep)`.
-    pub stage: Option<String>,
-    pub why: String,
 }
 
 /// The disposition of one open pull request.
@@ -94,13 +82,6 @@ pub struct SweepResult {
     pub completed: Vec<MintLine>,
     /// Planned mints `--apply` found nothing to do for, with why.
     pub not_minted: Vec<IssueLine>,
-}
-
-fn stage_name(s: MintStage) -> String {
-    match s {
-        MintStage::Triaging => "triaging".into(),
-        MintStage::ParkedBacklogSweep => "parked(backlog-sweep)".into(),
-    }
 }
 
 /// The table form.
@@ -197,9 +178,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
         gh.register(repo.name(), coords.clone());
         for (gh_issue, issue) in gh.open_issues(repo.name(), &coords).await? {
             let verdict = orphan(&issue, &index, &project, Some(repo));
-            let key = natural_key(&issue.repository_ref, issue.number);
             if !verdict.orphan {
-                result.issues.push(IssueLine { key, decision: "skip".into(), stage: None, why: verdict.why });
+                result.issues.push(IssueLine::skip(&issue, verdict.why));
                 continue;
             }
             // Only orphans need their thread's last comment: it decides what
@@ -224,29 +204,7 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     for hit in &plan.cap_hits {
         tracing::warn!(project = %args.project, cap = %hit.cap, why = %hit.why, "sweep mint cap hit");
     }
-    let caps = plan.cap_hits.iter().map(|c| c.why.clone()).collect::<Vec<_>>().join("; ");
-    for (issue, stage) in &plan.mint {
-        let why = match stage {
-            MintStage::Triaging => "orphan; the thread's last comment is human-authored: a human is waiting",
-            MintStage::ParkedBacklogSweep => {
-                "orphan; cron-discovered backlog with no human waiting: parked, spawns zero pods"
-            }
-        };
-        result.issues.push(IssueLine {
-            key: natural_key(&issue.repository_ref, issue.number),
-            decision: "mint".into(),
-            stage: Some(stage_name(*stage)),
-            why: why.into(),
-        });
-    }
-    for issue in &plan.deferred {
-        result.issues.push(IssueLine {
-            key: natural_key(&issue.repository_ref, issue.number),
-            decision: "deferred".into(),
-            stage: None,
-            why: format!("orphan, left for the next pass: {caps}"),
-        });
-    }
+    result.issues.extend(plan_lines(&plan));
     result.cap_hits = plan.cap_hits.clone();
 
     if args.apply {
@@ -258,38 +216,16 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                     Ok(decide(snap, &project, repo, &ns, issue, *stage))
                 })
                 .await?;
-            // The Task another writer may have created is found through the
-            // controller reference this pass wrote.
-            let task = report
-                .applied
-                .iter()
-                .find_map(|a| {
-                    let refs = match a {
-                        Action::CreateTask { task, .. } => return Some(task.name().to_string()),
-                        Action::SetOwners { owner_references, .. } => owner_references.as_slice(),
-                        Action::CreateIssue { issue, .. } => issue.owner_refs(),
-                        _ => return None,
-                    };
-                    refs.iter().find(|r| is_controller(r)).map(|r| r.name.clone())
-                })
-                .unwrap_or_default();
-            if report.applied.is_empty() {
-                result.not_minted.push(IssueLine {
+            let steps = || report.applied.iter().map(|a| a.why().to_string()).collect();
+            match mint_outcome(&report.applied) {
+                MintOutcome::Minted { task } => result.minted.push(MintLine { key, task, steps: steps() }),
+                MintOutcome::Completed { task } => result.completed.push(MintLine { key, task, steps: steps() }),
+                MintOutcome::NothingToDo => result.not_minted.push(IssueLine {
                     key,
                     decision: "skip".into(),
                     stage: None,
-                    why: "on a fresh read it is no longer an orphan (another writer minted it), or a same-named Task \
-                          is terminal and must be reaped first"
-                        .into(),
-                });
-                continue;
-            }
-            let created = report.applied.iter().any(|a| matches!(a, Action::CreateTask { .. }));
-            let line = MintLine { key, task, steps: report.applied.iter().map(|a| a.why().to_string()).collect() };
-            if created {
-                result.minted.push(line);
-            } else {
-                result.completed.push(line);
+                    why: MintOutcome::NOTHING_TO_DO_WHY.into(),
+                }),
             }
         }
     }

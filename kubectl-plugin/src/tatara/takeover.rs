@@ -11,17 +11,17 @@
 
 use std::io::Write;
 
+use rules::Error;
+use rules::ownership::decision::{Action, Snapshot};
+use rules::ownership::merge_request::{TAKEOVER_REQUESTED_BY, TATARA};
+use rules::ownership::naming::{natural_key, takeover_task_name};
+use rules::ownership::takeover::{TakeoverPlan, TakeoverTask, takeover};
+use rules::ownership::types::{MergeRequest, Project, Repository};
+use runtime::ownership::executor::Executor;
 use serde::Serialize;
-use shared::Error;
-use shared::ownership::decision::{Action, Snapshot};
-use shared::ownership::executor::Executor;
-use shared::ownership::merge_request::{TAKEOVER_REQUESTED_BY, TATARA};
-use shared::ownership::naming::{natural_key, takeover_task_name};
-use shared::ownership::takeover::{TakeoverPlan, TakeoverTask, takeover};
-use shared::ownership::types::{MergeRequest, Project, Repository};
 
-use super::forge::{ForgeArgs, GitHub, repo_coords};
 use crate::common::{CliError, KubeArgs, OutputArgs, print_output};
+use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// Exit code of a refused takeover (the caller is not a maintainer).
 pub const EXIT_REFUSED: u8 = 3;
@@ -148,9 +148,9 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     // The maintainer check comes before any other forge read or any write:
     // "If the author is not a maintainer, the endpoint answers HTTP 403 ...
     // and nothing changes. No comment is posted".
-    let maintainers = shared::ownership::sweep::effective_maintainers(&project, Some(&repo));
+    let maintainers = rules::ownership::sweep::effective_maintainers(&project, Some(&repo));
     if login.is_empty() || !maintainers.contains(&login) {
-        let refusal = Error::Refused { status: 403, message: shared::ownership::takeover::REFUSAL_BODY.into() };
+        let refusal = Error::Refused { status: 403, message: rules::ownership::takeover::REFUSAL_BODY.into() };
         return Err(CliError::new(format!("{refusal} (caller {login:?}, {key})")).with_code(EXIT_REFUSED));
     }
     let (live_head, open) = gh.pull_head(&coords, number).await?;
@@ -192,7 +192,7 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
         result.comment = Some(body);
         let report = exec
             .converge(&format!("takeover of {key}"), None, |snap| {
-                remaining(snap, &project, &repo, number, &login, &live_head).map(|(_, a)| a)
+                remaining(snap, &project, &repo, number, &login, &live_head).map(|(_, a)| a).map_err(Into::into)
             })
             .await?;
         result.steps = report.applied.iter().map(|a| a.why().to_string()).collect();

@@ -1,12 +1,12 @@
 use clap::CommandFactory;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use shared::ownership::decision::Snapshot;
-use shared::ownership::types::{Issue, Project, Repository, Task, task_owner_ref};
+use rules::ownership::decision::Snapshot;
+use rules::ownership::types::{Issue, Project, Repository, Task, task_owner_ref};
 
-use super::forge::{RepoCoords, repo_coords};
 use super::owners::{stage_text, tree};
 use super::takeover::parse_target;
 use super::*;
+use runtime::ownership::forge::{RepoCoords, repo_coords};
 
 #[test]
 fn the_command_line_is_well_formed_and_every_flag_is_explained() {
@@ -97,7 +97,7 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert!(tree(&snap, "nope").is_err());
     assert!(tree(&snap, "r#x").is_err());
     assert!(tree(&snap, "pod/a").is_err());
-    assert_eq!(stage_text(&shared::ownership::types::Stage::Failed("x".into())), "failed(x)");
+    assert_eq!(stage_text(&rules::ownership::types::Stage::Failed("x".into())), "failed(x)");
 }
 
 #[test]

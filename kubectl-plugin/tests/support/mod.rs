@@ -15,7 +15,7 @@ use axum::body::Bytes;
 use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use shared::test_support::free_port;
+use testkit::free_port;
 
 pub const KUBECTL: &str = "/usr/bin/kubectl";
 
@@ -273,7 +273,7 @@ impl Sidecar {
     pub fn post(&self, route: &str, events: &[Value]) -> u16 {
         let certs = self.dir.path().join("certs");
         let file = self.dir.path().join(format!("batch-{}.json", free_port().unwrap()));
-        std::fs::write(&file, shared::test_support::event_list(events.to_vec())).unwrap();
+        std::fs::write(&file, testkit::event_list(events.to_vec())).unwrap();
         let out = Command::new("curl")
             .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
             .arg(certs.join("ca.pem"))
@@ -299,4 +299,4 @@ impl Drop for Sidecar {
     }
 }
 
-pub use shared::test_support::audit_event as audit;
+pub use testkit::audit_event as audit;

@@ -1,6 +1,6 @@
-//! The crate's one error type.
+//! The rules crate's one error type: every way a pure rule refuses its input.
 
-/// Everything that can fail in the shared crate. Messages say what failed, on
+/// Everything a rule can refuse. Messages say what failed, on
 /// which object, and what to do about it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -25,88 +25,11 @@ pub enum Error {
     #[error("label selector {selector:?} is not valid: {message}")]
     Selector { selector: String, message: String },
 
-    /// An I/O failure with what we were doing at the time.
-    #[error("{context}: {source}")]
-    Io {
-        context: String,
-        #[source]
-        source: std::io::Error,
-    },
-
-    // --- transport (issue 3: the fact transports) ---
-    /// `--transport` named something else.
-    #[error("unknown transport {0:?}: use `memory` or `redis`")]
-    UnknownTransport(String),
-
-    /// The memory transport with more than one replica.
-    #[error(
-        "the memory transport is refused with --replica-count {replicas}: facts published on one replica would never reach the watchers of another; run one replica or use --transport redis with a Redis URL"
-    )]
-    MemoryTransportReplicas { replicas: u32 },
-
-    /// `--transport redis` without a URL.
-    #[error("the redis transport needs a Redis URL (redis://[:password@]host:port[/db] or rediss:// for TLS)")]
-    RedisUrlMissing,
-
-    /// The Redis URL (or its TLS material) could not be used.
-    #[error(
-        "Redis URL {url} is not usable: {source}; fix the URL (redis:// or rediss://, password in the userinfo) or the CA certificate"
-    )]
-    RedisConfig {
-        /// The URL with any password redacted.
-        url: String,
-        #[source]
-        source: ::redis::RedisError,
-    },
-
-    /// A Redis command failed.
-    #[error(
-        "Redis {op} on {target} failed: {source}; check that Redis at {url} is reachable and the credentials are right"
-    )]
-    Redis {
-        op: &'static str,
-        target: String,
-        /// The URL with any password redacted.
-        url: String,
-        #[source]
-        source: ::redis::RedisError,
-    },
-
     // --- ownership (spec/ownership.md) ---
-    /// The Kubernetes API refused a write or read with a Status.
-    #[error("Kubernetes API refused {verb} on {kind}/{name}: {message} (HTTP {code}); {hint}")]
-    KubeRefused { verb: String, kind: String, name: String, code: u16, message: String, hint: String },
-
-    /// The Kubernetes API could not be reached or answered garbage.
-    #[error(
-        "Kubernetes API call {verb} on {kind}/{name} failed: {source}; check the kubeconfig and that the API server is reachable"
-    )]
-    Kube {
-        verb: String,
-        kind: String,
-        name: String,
-        #[source]
-        source: Box<kube::Error>,
-    },
-
-    /// A decision kept conflicting with other writers.
-    #[error(
-        "{what}: still conflicting after {attempts} recomputations from fresh objects; another writer keeps changing them, retry later"
-    )]
-    ConflictsExhausted { what: String, attempts: usize },
-
-    /// A decision contains a forge step and no forge client was given.
-    #[error("decision step needs the forge ({why}); run with a forge client or apply the printed plan by hand")]
-    ForgeUnavailable { why: String },
-
     /// An ownership rule refused the request (the fold's liveness gate, a
     /// takeover by a non-maintainer); the status is the HTTP answer.
     #[error("refused with HTTP {status}: {message}")]
     Refused { status: u16, message: String },
-
-    /// The forge refused a blocking step; the decision is requeued.
-    #[error("forge refused a blocking step ({why}): {message}; nothing after it was applied, the decision is requeued")]
-    ForgeRefused { why: String, message: String },
 
     // inject: adding the reverser sidecar to manifests (`inject`).
     /// A workload's manifest does not have the shape its kind requires.
@@ -140,29 +63,6 @@ pub enum Error {
          the watch event is corrupt, fix its source"
     )]
     LayoutPath { object: String, component: &'static str, value: String, problem: &'static str },
-
-    /// A git operation failed.
-    #[error("git: {context}: {source}")]
-    Git {
-        context: String,
-        #[source]
-        source: git2::Error,
-    },
-
-    /// Every push attempt was rejected, each time after fetching and
-    /// replaying on top of what the remote had.
-    #[error(
-        "push of {branch} to {remote} was rejected {attempts} times, fetching and replaying \
-         after each (last: {last_reason}); the commits are kept in the local clone and \
-         pushed with the next commit. If it persists, check the remote's branch protection \
-         and hooks, and that nothing force-pushes that branch"
-    )]
-    PushExhausted { remote: String, branch: String, attempts: u32, last_reason: String },
-
-    // kubectl tatara (issue 7): the forge, reached through octocrab.
-    /// A forge (GitHub) request failed or answered something unusable.
-    #[error("forge request {op} on {target} failed: {message}; {hint}")]
-    Forge { op: String, target: String, message: String, hint: String },
 
     // `kubectl reverser why` (`attribution::why`).
     /// `why`'s TYPE is served by no API group.

@@ -1,21 +1,18 @@
-//! Every rule of the attribution and ownership specs, as plain data and pure
-//! decisions; the binaries (`reverser-sidecar`, `kubectl-reverser`,
-//! `kubectl-tatara`) are thin executors over this crate.
+//! Every rule of the attribution and ownership specs, as pure functions over
+//! plain data that return decisions. No I/O: the `runtime` crate and the
+//! binaries apply these decisions to Redis, Git, the Kubernetes API and the
+//! forge.
 //!
 //! - [`attribution`]: audit events become facts, watch events find their fact
 //!   in an index within a grace window (`spec/attribution.md`).
 //! - [`ownership`]: forge artifacts mirrored as CRs, owned by Tasks through
 //!   owner references (`spec/ownership.md`).
 //! - [`inject`]: add the sidecar to Kubernetes manifests and admission
-//!   reviews (issue 9's `kubectl reverser inject`).
+//!   reviews (`kubectl reverser inject`, the injection webhook).
 
 pub mod attribution;
 mod error;
 pub mod inject;
-pub mod metrics;
 pub mod ownership;
-pub mod proto;
-#[cfg(any(test, feature = "test-support"))]
-pub mod test_support;
 
 pub use error::{Error, Result};

@@ -1,15 +1,15 @@
 //! Git authoring throughput for 10,000 objects: files/s and commits/s.
 //!
-//! `cargo bench -p shared --bench commit` (add `-- 2000` for another object
+//! `cargo bench -p runtime --bench commit` (add `-- 2000` for another object
 //! count). Prints figures and ratios against baselines measured in the same
 //! run: rendering alone, and raw git2 blob writes of the same bytes.
 
 use std::time::{Duration, Instant, SystemTime};
 
+use rules::attribution::render::{ObjectKey, render_manifest};
+use rules::attribution::{ActorKind, Tier};
+use runtime::attribution::commit::{Action, Change, GitWriter, Identity, RemoteConfig, ResolvedAuthor, WriterConfig};
 use serde_json::{Value, json};
-use shared::attribution::commit::{Action, Change, GitWriter, Identity, RemoteConfig, ResolvedAuthor, WriterConfig};
-use shared::attribution::render::{ObjectKey, render_manifest};
-use shared::attribution::{ActorKind, Tier};
 
 fn object(i: usize, round: usize) -> (ObjectKey, Value) {
     let ns = format!("team-{:03}", i % 100);

@@ -6,19 +6,20 @@
 //! - publish-side throughput: audit EventList JSON decoded and reduced to
 //!   facts, beside a bare `serde_json::Value` parse of the same bytes.
 //!
-//! Run: `cargo bench -p shared --bench engine`
+//! Run: `cargo bench -p runtime --bench engine`
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use shared::attribution::audit::{EventList, Published, publish};
-use shared::attribution::clock::SystemClock;
-use shared::attribution::index::Query;
-use shared::attribution::transport::FactBatch;
-use shared::attribution::{Engine, EngineConfig, Fact, GroupResource, Scope};
-use shared::metrics::Metrics;
+use rules::attribution::audit::{EventList, Published, publish};
+use rules::attribution::index::Query;
+use rules::attribution::{Fact, GroupResource, Scope};
+use runtime::attribution::clock::SystemClock;
+use runtime::attribution::transport::FactBatch;
+use runtime::attribution::{Engine, EngineConfig};
+use runtime::metrics::Metrics;
 
 fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -52,7 +53,7 @@ fn engine_with(n: usize, scope: &Scope) -> Arc<Engine> {
     config.index.max_facts = n + 1;
     config.index.max_facts_per_type = n + 1;
     let e = Arc::new(Engine::new(config, Arc::new(SystemClock), Arc::new(Metrics::new())));
-    let now = shared::attribution::clock::Clock::now_ms(&SystemClock);
+    let now = runtime::attribution::clock::Clock::now_ms(&SystemClock);
     for chunk in (0..n).collect::<Vec<_>>().chunks(512) {
         e.apply_batch(FactBatch { scope: scope.clone(), facts: chunk.iter().map(|&i| fact(i)).collect(), at_ms: now });
     }

@@ -5,19 +5,19 @@
 //! - the follower's apply rate (facts/s delivered into a sink) re-warming a
 //!   full stream, for Redis and for memory.
 //!
-//! Run: `cargo bench -p shared --features test-support --bench transport`
+//! Run: `cargo bench -p runtime --bench transport`
 
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use shared::attribution::transport::{
+use rules::attribution::{Fact, GroupResource, Scope};
+use runtime::attribution::transport::{
     FactBatch, FactFollower, FactPublisher, FactSink, MemoryTransport, RedisOptions, RedisTransport, TransportConfig,
 };
-use shared::attribution::{Fact, GroupResource, Scope};
-use shared::metrics::Metrics;
-use shared::test_support::RedisServer;
+use runtime::metrics::Metrics;
+use testkit::RedisServer;
 
 const CLIENTS: usize = 50;
 

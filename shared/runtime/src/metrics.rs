@@ -10,6 +10,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use rules::attribution::audit::{Event, Published, publish};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResolutionLabels {
@@ -224,6 +225,25 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");
         out
     }
+}
+
+/// The publish side ([`publish`]), counted on `gitopsreverser_audit_events_total` (a fact, or
+/// the rejection's gate) and, for a collection fact without a uid set, on
+/// `gitopsreverser_attribution_collection_without_uidset_total`.
+pub fn publish_counted(route: &str, ev: &Event, metrics: &Metrics) -> Published {
+    let p = publish(route, ev);
+    let (group, resource) =
+        ev.object_ref.as_ref().map(|r| (r.api_group.as_str(), r.resource.as_str())).unwrap_or(("", ""));
+    match &p {
+        Published::Fact { without_uidset, .. } => {
+            metrics.audit_event(group, resource, &ev.verb, "fact", "");
+            if let Some(reason) = without_uidset {
+                metrics.collection_without_uidset(reason);
+            }
+        }
+        Published::Rejected(r) => metrics.audit_event(group, resource, &ev.verb, r.result(), r.label()),
+    }
+    p
 }
 
 #[cfg(test)]

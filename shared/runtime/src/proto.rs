@@ -1,30 +1,139 @@
 //! The sidecar's Unix-socket API (`reverser.v1`), generated from
-//! `proto/reverser/v1/reverser.proto`, and conversions from the engine's types.
+//! `proto/reverser/v1/reverser.proto`, and conversions between it and the
+//! rules' plain data.
 
 #![allow(clippy::all, missing_docs, rust_2018_idioms)]
 
 tonic::include_proto!("reverser.v1");
 
-use crate::attribution::index::StoredFact;
+use rules::attribution::Fact as WireFact;
+use rules::attribution::index::StoredFact;
+use rules::attribution::why::explanation::{parse_labels, parse_tier};
+use rules::attribution::why::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
 
 impl From<&StoredFact> for Fact {
     fn from(s: &StoredFact) -> Self {
-        let f = &s.fact;
-        Fact {
-            author: f.author.clone(),
-            namespace: f.namespace.clone(),
-            name: f.name.clone(),
-            uid: f.uid.clone(),
-            resource_version: f.resource_version.clone(),
-            display_name: f.display_name.clone(),
-            email: f.email.clone(),
-            verb: f.verb.clone(),
-            audit_id: f.audit_id.clone(),
-            stage_timestamp: f.stage_timestamp.clone(),
-            label_selector: f.label_selector.clone(),
-            uids: f.uids.clone().unwrap_or_default(),
-            has_uids: f.uids.is_some(),
-            appended_at_ms: s.at_ms,
+        fact_to_proto(&EvidenceFact::from(s))
+    }
+}
+
+fn fact_from_proto(f: Fact) -> EvidenceFact {
+    EvidenceFact {
+        fact: WireFact {
+            author: f.author,
+            namespace: f.namespace,
+            name: f.name,
+            uid: f.uid,
+            resource_version: f.resource_version,
+            display_name: f.display_name,
+            email: f.email,
+            verb: f.verb,
+            audit_id: f.audit_id,
+            stage_timestamp: f.stage_timestamp,
+            label_selector: f.label_selector,
+            uids: f.has_uids.then_some(f.uids),
+        },
+        appended_at_ms: f.appended_at_ms,
+    }
+}
+
+fn fact_to_proto(f: &EvidenceFact) -> Fact {
+    let x = &f.fact;
+    Fact {
+        author: x.author.clone(),
+        namespace: x.namespace.clone(),
+        name: x.name.clone(),
+        uid: x.uid.clone(),
+        resource_version: x.resource_version.clone(),
+        display_name: x.display_name.clone(),
+        email: x.email.clone(),
+        verb: x.verb.clone(),
+        audit_id: x.audit_id.clone(),
+        stage_timestamp: x.stage_timestamp.clone(),
+        label_selector: x.label_selector.clone(),
+        uids: x.uids.clone().unwrap_or_default(),
+        has_uids: x.uids.is_some(),
+        appended_at_ms: f.appended_at_ms,
+    }
+}
+
+impl TryFrom<ExplainResponse> for Explanation {
+    type Error = rules::Error;
+
+    fn try_from(r: ExplainResponse) -> Result<Self, rules::Error> {
+        let candidates = r
+            .candidates
+            .into_iter()
+            .map(|c| {
+                Ok(CandidateView {
+                    tier: parse_tier(&c.tier)?,
+                    asserts: c.asserts,
+                    fact: fact_from_proto(c.fact.unwrap_or_default()),
+                    wins: c.wins,
+                    excluded: (!c.excluded.is_empty()).then_some(c.excluded),
+                })
+            })
+            .collect::<Result<_, rules::Error>>()?;
+        Ok(Self {
+            winner_tier: parse_tier(&r.winner_tier)?,
+            settled: r.settled,
+            candidates,
+            route: r.route.map(|h| RouteHealthView {
+                ever_resolved: h.ever_resolved,
+                unresolved_in_a_row: h.unresolved_in_a_row,
+                misrouted: h.misrouted,
+            }),
+            following: r.following,
+            follower_last_success: r.follower_last_success,
+            facts_for_type: r.facts_for_type,
+        })
+    }
+}
+
+impl From<&Explanation> for ExplainResponse {
+    fn from(e: &Explanation) -> Self {
+        ExplainResponse {
+            winner_tier: e.winner_tier.label().into(),
+            settled: e.settled,
+            candidates: e
+                .candidates
+                .iter()
+                .map(|c| Candidate {
+                    tier: c.tier.label().into(),
+                    asserts: c.asserts.clone(),
+                    fact: Some(fact_to_proto(&c.fact)),
+                    wins: c.wins,
+                    excluded: c.excluded.clone().unwrap_or_default(),
+                })
+                .collect(),
+            route: e.route.map(|h| RouteHealth {
+                ever_resolved: h.ever_resolved,
+                unresolved_in_a_row: h.unresolved_in_a_row,
+                misrouted: h.misrouted,
+            }),
+            following: e.following,
+            follower_last_success: e.follower_last_success,
+            facts_for_type: e.facts_for_type,
+        }
+    }
+}
+
+impl From<&ExplainParams> for ExplainRequest {
+    /// The gRPC request asking what the `GET /v1/explain` parameters ask.
+    fn from(p: &ExplainParams) -> Self {
+        ExplainRequest {
+            r#type: Some(TypeRef {
+                route: p.route.clone(),
+                group: p.group.clone(),
+                version: p.version.clone(),
+                resource: p.resource.clone(),
+            }),
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            uid: p.uid.clone(),
+            resource_version: p.resource_version.clone(),
+            removal: p.removal,
+            labels: parse_labels(&p.labels).into_iter().collect(),
         }
     }
 }

@@ -11,11 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
-use shared::attribution::clock::{Clock, TokioClock};
-use shared::attribution::index::Query;
-use shared::attribution::transport::FactBatch;
-use shared::attribution::{Engine, EngineConfig, Fact, GroupResource, Scope};
-use shared::metrics::Metrics;
+use rules::attribution::index::Query;
+use rules::attribution::{Fact, GroupResource, Scope};
+use runtime::attribution::clock::{Clock, TokioClock};
+use runtime::attribution::transport::FactBatch;
+use runtime::attribution::{Engine, EngineConfig};
+use runtime::metrics::Metrics;
 
 const ROUTES: [&str; 2] = ["a", "b"];
 const TYPES: [&str; 2] = ["configmaps", "secrets"];

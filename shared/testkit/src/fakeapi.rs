@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
-use super::types::{API_VERSION, GROUP, VERSION};
+use rules::ownership::types::{API_VERSION, GROUP, VERSION};
 
 /// An API error, rendered as a `Status` object.
 #[derive(Debug, Clone, PartialEq, Eq)]

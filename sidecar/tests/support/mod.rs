@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hyper_util::rt::TokioIo;
-use shared::proto::attribution_client::AttributionClient;
-use shared::test_support::free_port;
+use runtime::proto::attribution_client::AttributionClient;
+use testkit::free_port;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_reverser-sidecar");
@@ -151,7 +151,7 @@ pub fn http_get(port: u16, path: &str) -> String {
 }
 
 #[allow(unused_imports)] // not every test binary posts audit events
-pub use shared::test_support::{audit_event, event_list};
+pub use testkit::{audit_event, event_list};
 
 pub fn watch_object(ns: &str, name: &str, uid: &str, rv: &str, deleting: bool) -> Vec<u8> {
     let mut meta = serde_json::json!({"name": name, "namespace": ns, "uid": uid, "resourceVersion": rv});
@@ -161,8 +161,8 @@ pub fn watch_object(ns: &str, name: &str, uid: &str, rv: &str, deleting: bool) -
     serde_json::to_vec(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})).unwrap()
 }
 
-pub fn configmaps(route: &str) -> Option<shared::proto::TypeRef> {
-    Some(shared::proto::TypeRef {
+pub fn configmaps(route: &str) -> Option<runtime::proto::TypeRef> {
+    Some(runtime::proto::TypeRef {
         route: route.into(),
         group: String::new(),
         version: "v1".into(),

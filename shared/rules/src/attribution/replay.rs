@@ -1,23 +1,18 @@
-//! Replay (`spec/replay.md`): the real engine (publish side, index, waiters,
-//! resolver) over a recorded timeline on a virtual clock. Deterministic: a
-//! current-thread runtime with tokio's clock paused, so time only advances
-//! when every task is waiting, and `biased` selects throughout.
+//! Replay (`spec/replay.md`): the timeline's records, the options, and the
+//! lines and summary replay prints. The driver that runs the real engine
+//! over a timeline on a virtual clock is the runtime's
+//! (`runtime::attribution::replay`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::audit::{Event, Published, Rejection};
-use super::clock::{Clock, TokioClock};
+use super::audit::Event;
 use super::index::IndexConfig;
-use super::intent::{Action, IntentTracker};
-use super::transport::FactBatch;
+use super::intent::Action;
 use super::watch::WatchEvent;
-use super::{ActorKind, Engine, EngineConfig, GroupResource, Scope, Tier};
-use crate::metrics::Metrics;
+use super::{ActorKind, GroupResource, Scope, Tier};
 use crate::{Error, Result};
 
 /// One timeline record.
@@ -123,7 +118,7 @@ pub struct Line {
 }
 
 impl Line {
-    fn bare(line: usize, action: Action) -> Self {
+    pub fn bare(line: usize, action: Action) -> Self {
         Line { line, action: action.label(), tier: None, author: None, actor_kind: None, waited_ms: None }
     }
 }
@@ -160,71 +155,23 @@ impl std::fmt::Display for Summary {
     }
 }
 
-/// Runs the engine over `records` on a virtual clock.
-pub fn run(records: Vec<(usize, Record)>, opts: ReplayOptions) -> Result<(Vec<Line>, Summary)> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .map_err(|source| Error::Io { context: "starting the replay runtime".into(), source })?;
-    Ok(rt.block_on(drive(records, opts)))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-async fn drive(records: Vec<(usize, Record)>, opts: ReplayOptions) -> (Vec<Line>, Summary) {
-    let clock = TokioClock::starting_now();
-    let config = EngineConfig { grace: Duration::from_millis(opts.grace_ms), index: opts.index };
-    let engine = Arc::new(Engine::new(config, Arc::new(clock), Arc::new(Metrics::new())));
-    let mut intent = IntentTracker::new(opts.index.ttl_ms);
-    let mut summary = Summary::default();
-    let mut lines = Vec::new();
-    let mut pending = Vec::new();
-
-    for (line, rec) in records {
-        tokio::time::sleep_until(clock.base() + Duration::from_millis(rec.at_ms())).await;
-        let now = clock.now_ms();
-        match rec {
-            Record::Audit { route, event, .. } => {
-                summary.audit_records += 1;
-                match engine.publish_event(&route, &event) {
-                    Published::Fact { scope, fact, .. } => {
-                        summary.facts_published += 1;
-                        engine.apply_batch(FactBatch { scope, facts: vec![fact], at_ms: now });
-                    }
-                    Published::Rejected(r) => *summary.rejected.entry(Rejection::label(r)).or_default() += 1,
-                }
-            }
-            Record::Watch { scope, version, event, .. } => {
-                summary.watch_records += 1;
-                let action = intent.observe(&scope, &event, now);
-                if !matches!(action, Action::Write | Action::Delete) {
-                    lines.push(Line::bare(line, action));
-                    continue;
-                }
-                let q = event.query(action == Action::Delete, now);
-                let engine = engine.clone();
-                pending.push(tokio::spawn(async move {
-                    let r = engine.resolve(&scope, &version, &q).await;
-                    Line {
-                        line,
-                        action: action.label(),
-                        tier: Some(r.tier),
-                        author: Some(r.author().map(str::to_owned)),
-                        actor_kind: Some(r.actor_kind()),
-                        waited_ms: Some(r.waited.as_millis() as u64),
-                    }
-                }));
-            }
+    #[test]
+    fn malformed_lines_are_errors_naming_the_line() {
+        const WATCH: &str = r#"{"at_ms": 0, "route": "lab", "group": "", "version": "v1", "resource": "configmaps", "watch": {"type": "ADDED", "object": {"metadata": {"name": "cm"}}}}"#;
+        const LATER: &str = r#"{"at_ms": 5, "route": "lab", "group": "", "version": "v1", "resource": "configmaps", "watch": {"type": "ADDED", "object": {"metadata": {"name": "cm"}}}}"#;
+        for (text, needle) in [
+            (format!("{WATCH}\nnot json\n"), "timeline line 2: not a timeline record"),
+            (format!("{LATER}\n{WATCH}\n"), "timeline line 2: at_ms 0 goes back in time"),
+            (r#"{"at_ms": 1}"#.to_string(), "timeline line 1: a record carries exactly one"),
+            (r#"{"at_ms": 1, "watch": {"type": "ADDED"}}"#.to_string(), "needs its type's \"resource\""),
+            (r#"{"at_ms": 1, "watch": {"type": "RENAMED"}, "resource": "x"}"#.to_string(), "not a watch event"),
+        ] {
+            let err = parse_timeline(&text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{err}");
         }
     }
-    for p in pending {
-        // A resolution task only panics on a bug; surface it rather than drop a line.
-        let l = p.await.expect("a replay resolution panicked");
-        *summary.resolutions.entry(l.tier.map_or("absent", Tier::label)).or_default() += 1;
-        lines.push(l);
-    }
-    lines.sort_by_key(|l| l.line);
-    (lines, summary)
 }
-
-#[cfg(test)]
-mod tests;

@@ -160,10 +160,7 @@ pub fn review(request: &[u8], config: &WebhookConfig) -> Value {
             }),
             Err(e) => error_response(&uid, &format!("cannot encode the JSONPatch: {e}")),
         },
-        Ok(ReviewDecision { uid, action: Action::Allow(reason) }) => {
-            tracing::debug!(%uid, ?reason, "admitted without injecting");
-            json!({ "uid": uid, "allowed": true })
-        }
+        Ok(ReviewDecision { uid, action: Action::Allow(_) }) => json!({ "uid": uid, "allowed": true }),
         Err(ReviewError { uid, message }) => error_response(&uid, &message),
     };
     json!({
@@ -174,7 +171,6 @@ pub fn review(request: &[u8], config: &WebhookConfig) -> Value {
 }
 
 fn error_response(uid: &str, message: &str) -> Value {
-    tracing::warn!(%uid, message, "admission review not injected");
     let message = format!("reverser sidecar not injected: {message}");
     json!({
         "uid": uid,

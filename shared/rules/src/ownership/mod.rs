@@ -4,10 +4,10 @@
 //!
 //! Every rule is a pure function over plain data ([`types`], the
 //! [`decision::Snapshot`] of a namespace) returning serializable decisions
-//! ([`decision::Action`], each with a human-readable `why`). The
-//! [`executor`] applies them to the Kubernetes API with resourceVersion
-//! preconditions and recomputes on 409; forge steps go to a
-//! [`executor::Forge`] the caller supplies.
+//! ([`decision::Action`], each with a human-readable `why`). The `runtime`
+//! crate's executor applies them to the Kubernetes API with resourceVersion
+//! preconditions and recomputes on 409; forge steps go to a forge the caller
+//! supplies.
 //!
 //! - [`types`]: Project, Repository, Task, Issue, MergeRequest (lossless).
 //! - [`naming`]: `IntakeTaskName`, mirror CR names, the natural key.
@@ -15,17 +15,12 @@
 //! - [`fold`]: the refine fold. [`reap`]: retention, settling, the terminal
 //!   path. [`sweep`]: orphans, mint, budgets, pull requests.
 //! - [`merge_request`]: MR ownership and the merge gate. [`takeover`].
-//! - [`budget`]: the 800,000-byte object guard. [`metrics`].
-//! - `fakeapi` (feature `test-support`): a Kubernetes API fake for tests.
+//! - [`budget`]: the 800,000-byte object guard.
 
 pub mod budget;
 pub mod decision;
-pub mod executor;
-#[cfg(any(test, feature = "test-support"))]
-pub mod fakeapi;
 pub mod fold;
 pub mod merge_request;
-pub mod metrics;
 pub mod naming;
 pub mod owners;
 pub mod reap;
@@ -33,7 +28,5 @@ pub mod sweep;
 pub mod takeover;
 pub mod types;
 
-#[cfg(test)]
-mod interleavings;
 #[cfg(test)]
 mod testkit;

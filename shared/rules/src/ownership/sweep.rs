@@ -388,6 +388,108 @@ pub fn pr_disposition(
     PrDisposition::Ignore { why: "human-authored but out of reaction scope".to_string() }
 }
 
+// --- What a sweep pass reports (the plugin prints it; it decides nothing) ---
+
+impl MintStage {
+    /// The stage as the report names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            MintStage::Triaging => "triaging",
+            MintStage::ParkedBacklogSweep => "parked(backlog-sweep)",
+        }
+    }
+
+    /// Why an orphan is minted at this stage ("The mint stage says what it costs").
+    pub fn why(self) -> &'static str {
+        match self {
+            MintStage::Triaging => "orphan; the thread's last comment is human-authored: a human is waiting",
+            MintStage::ParkedBacklogSweep => {
+                "orphan; cron-discovered backlog with no human waiting: parked, spawns zero pods"
+            }
+        }
+    }
+}
+
+/// What the pass decided for one open forge issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IssueLine {
+    pub key: String,
+    /// `mint`, `deferred` or `skip`.
+    pub decision: String,
+    /// The mint stage of an orphan: `triaging` or `parked(backlog-sweep)`.
+    pub stage: Option<String>,
+    pub why: String,
+}
+
+impl IssueLine {
+    /// An issue the orphan predicate passes by, with the predicate's why.
+    pub fn skip(issue: &ForgeIssue, why: String) -> Self {
+        IssueLine { key: natural_key(&issue.repository_ref, issue.number), decision: "skip".into(), stage: None, why }
+    }
+}
+
+/// The plan as report lines: each orphan minted this pass with its stage and
+/// why, then each one deferred with the caps that bound the pass.
+pub fn plan_lines(plan: &MintPlan) -> Vec<IssueLine> {
+    let caps = plan.cap_hits.iter().map(|c| c.why.as_str()).collect::<Vec<_>>().join("; ");
+    let minted = plan.mint.iter().map(|(issue, stage)| IssueLine {
+        key: natural_key(&issue.repository_ref, issue.number),
+        decision: "mint".into(),
+        stage: Some(stage.label().into()),
+        why: stage.why().into(),
+    });
+    let deferred = plan.deferred.iter().map(|issue| IssueLine {
+        key: natural_key(&issue.repository_ref, issue.number),
+        decision: "deferred".into(),
+        stage: None,
+        why: format!("orphan, left for the next pass: {caps}"),
+    });
+    minted.chain(deferred).collect()
+}
+
+/// What carrying out one planned mint came to, read off the writes the
+/// executor applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MintOutcome {
+    /// This pass created the Task `task` (and its mirror).
+    Minted { task: String },
+    /// Another writer had created the Task `task`; this pass finished the
+    /// mint (created or adopted the Issue mirror). Racing passes thus report
+    /// each mint once as minted, never twice.
+    Completed { task: String },
+    /// A fresh read found nothing to do.
+    NothingToDo,
+}
+
+impl MintOutcome {
+    /// Why a planned mint found nothing to do on a fresh read.
+    pub const NOTHING_TO_DO_WHY: &'static str = "on a fresh read it is no longer an orphan (another writer minted it), \
+         or a same-named Task is terminal and must be reaped first";
+}
+
+/// The outcome of a mint whose converged decision applied `applied`. The
+/// Task another writer may have created is found through the controller
+/// reference this pass wrote.
+pub fn mint_outcome(applied: &[Action]) -> MintOutcome {
+    let task = applied.iter().find_map(|a| {
+        let refs = match a {
+            Action::CreateTask { task, .. } => return Some(task.name().to_string()),
+            Action::SetOwners { owner_references, .. } => owner_references.as_slice(),
+            Action::CreateIssue { issue, .. } => issue.owner_refs(),
+            _ => return None,
+        };
+        refs.iter().find(|r| is_controller(r)).map(|r| r.name.clone())
+    });
+    match task {
+        _ if applied.is_empty() => MintOutcome::NothingToDo,
+        task if applied.iter().any(|a| matches!(a, Action::CreateTask { .. })) => {
+            MintOutcome::Minted { task: task.unwrap_or_default() }
+        }
+        task => MintOutcome::Completed { task: task.unwrap_or_default() },
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -73,7 +73,7 @@ macro_rules! custom_resource {
             }
         }
 
-        impl kube::Resource for $name {
+        impl kube_core::Resource for $name {
             type DynamicType = ();
             type Scope = k8s_openapi::NamespaceResourceScope;
             fn kind(_: &()) -> Cow<'_, str> {

@@ -11,16 +11,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use rules::attribution::audit::{Event, Published};
+use rules::attribution::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
+use rules::attribution::why::{CandidateView, EvidenceFact, Explanation, RouteHealthView};
+use rules::attribution::{ActorKind, Scope, Tier};
 use tokio::sync::watch;
-use tokio::time::Instant;
 
-use super::audit::{Event, Published};
 use super::clock::Clock;
-use super::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
 use super::transport::{FactBatch, FactSink};
 use super::waiters::WaiterRegistry;
-use super::{ActorKind, Scope, Tier};
-use crate::metrics::{Metrics, ResolutionLabels, WaitLabels};
+use crate::metrics::{Metrics, ResolutionLabels, WaitLabels, publish_counted};
 
 /// A route that never resolved and has this many unresolved events in a row
 /// is misrouted ("a lone miss is ordinary; a run of them with nothing ever
@@ -133,9 +133,9 @@ impl Engine {
     }
 
     /// The publish side for one audit event, counted on
-    /// `gitopsreverser_audit_events_total` (see [`super::audit::publish_counted`]).
+    /// `gitopsreverser_audit_events_total` (see [`publish_counted`]).
     pub fn publish_event(&self, route: &str, ev: &Event) -> Published {
-        super::audit::publish_counted(route, ev, &self.metrics)
+        publish_counted(route, ev, &self.metrics)
     }
 
     /// Files a batch and wakes the resolvers its facts could answer.
@@ -187,6 +187,37 @@ impl Engine {
         self.read().explain(scope, q, self.clock.now_ms())
     }
 
+    /// What the evidence says about the object `q` describes, as `Explain`
+    /// answers it. `following`: whether this process follows the type.
+    pub fn explanation(&self, scope: &Scope, q: &Query, following: bool) -> Explanation {
+        let engine = self;
+        let winner = engine.lookup(scope, q);
+        let candidates = engine
+            .explain(scope, q)
+            .into_iter()
+            .map(|c| CandidateView {
+                wins: winner.best.as_ref().is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact)),
+                tier: c.tier,
+                asserts: c.tier.asserts().into(),
+                fact: EvidenceFact::from(&*c.fact),
+                excluded: c.excluded.map(str::to_owned),
+            })
+            .collect();
+        Explanation {
+            winner_tier: winner.best.as_ref().map_or(Tier::Absent, |m| m.tier),
+            settled: winner.settled,
+            candidates,
+            route: engine.route_health(&scope.route).map(|h| RouteHealthView {
+                ever_resolved: h.ever_resolved,
+                unresolved_in_a_row: h.unresolved_in_a_row,
+                misrouted: h.warned,
+            }),
+            following,
+            follower_last_success: engine.metrics().fact_follower_last_success_timestamp_seconds.get(),
+            facts_for_type: engine.facts_for_type(scope) as u64,
+        }
+    }
+
     /// Facts held for `scope` (see [`Index::scope_len`]).
     pub fn facts_for_type(&self, scope: &Scope) -> usize {
         self.read().scope_len(scope)
@@ -199,8 +230,8 @@ impl Engine {
 
     /// Resolves one watch event's author. `version` only labels metrics.
     pub async fn resolve(&self, scope: &Scope, version: &str, q: &Query) -> Resolution {
-        let start = Instant::now();
-        let deadline = start + self.config.grace;
+        let start = self.clock.monotonic();
+        let deadline_ms = self.clock.now_ms().saturating_add(self.config.grace.as_millis() as u64);
         // Fast path: a read that settles needs no waiter (nothing to wait for).
         let first = self.lookup(scope, q);
         if first.settled {
@@ -210,6 +241,7 @@ impl Engine {
         // Register BEFORE the read that decides to wait, so a fact landing
         // in between still wakes us.
         let mut waiter = self.waiters.register(scope, &q.waiter_keys());
+        let mut grace_over = self.clock.sleep_until(deadline_ms);
         let best = loop {
             let l = self.lookup(scope, q);
             if l.settled || *shutdown.borrow_and_update() {
@@ -219,7 +251,7 @@ impl Engine {
                 biased;
                 _ = waiter.woken() => continue,
                 _ = shutdown.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
+                _ = &mut grace_over => {}
             }
             // Grace over or shutting down: what is there now is the answer.
             break self.lookup(scope, q).best;
@@ -228,11 +260,11 @@ impl Engine {
         self.finish(scope, version, q, best, start)
     }
 
-    fn finish(&self, scope: &Scope, version: &str, q: &Query, best: Option<Match>, start: Instant) -> Resolution {
+    fn finish(&self, scope: &Scope, version: &str, q: &Query, best: Option<Match>, start: Duration) -> Resolution {
         let r = Resolution {
             tier: best.as_ref().map_or(Tier::Absent, |m| m.tier),
             fact: best.map(|m| m.fact),
-            waited: start.elapsed(),
+            waited: self.clock.monotonic().saturating_sub(start),
         };
         self.observe(scope, version, q, &r);
         r

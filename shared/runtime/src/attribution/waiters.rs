@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::mpsc;
 
-use super::Scope;
-use super::index::IndexKey;
+use rules::attribution::Scope;
+use rules::attribution::index::IndexKey;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct WaitKey {
@@ -118,7 +118,7 @@ impl WaiterRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attribution::GroupResource;
+    use rules::attribution::GroupResource;
 
     fn scope(r: &str) -> Scope {
         Scope::new(r, GroupResource::new("", "configmaps"))

@@ -13,7 +13,12 @@ use super::commit::GitError;
 /// bare clone whose HEAD names an unborn branch, `main` or its only branch)
 /// that touched any of `paths` (the object's file under each version it may
 /// have been mirrored at), newest first. An empty repository has no history.
-pub fn read_history(repo: &Path, branch: Option<&str>, paths: &[String], limit: usize) -> Result<Vec<HistoryEntry>, GitError> {
+pub fn read_history(
+    repo: &Path,
+    branch: Option<&str>,
+    paths: &[String],
+    limit: usize,
+) -> Result<Vec<HistoryEntry>, GitError> {
     let git = |context: String| move |source| GitError::Git { context, source };
     let r = Repository::open(repo)
         .map_err(git(format!("cannot open the Git mirror {}; pass the mirror's clone with --repo", repo.display())))?;
@@ -96,3 +101,5 @@ fn blob_at(tree: &git2::Tree<'_>, path: &str) -> Option<Oid> {
     tree.get_path(Path::new(path)).ok().map(|e| e.id())
 }
 
+#[cfg(all(test, feature = "grpc"))]
+mod tests;

@@ -15,9 +15,68 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
-use super::decision::{Action, Snapshot};
-use super::types::{ArtifactKind, Issue, MergeRequest, Task};
-use crate::{Error, Result};
+use rules::ownership::decision::{Action, Snapshot};
+use rules::ownership::types::{ArtifactKind, Issue, MergeRequest, Task};
+
+/// Every way applying an ownership decision fails. Messages say what
+/// failed, on which object, and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecutorError {
+    /// A rule refused the request (the fold's liveness gate, say).
+    #[error(transparent)]
+    Rules(#[from] rules::Error),
+
+    /// The Kubernetes API refused a write or read with a Status.
+    #[error("Kubernetes API refused {verb} on {kind}/{name}: {message} (HTTP {code}); {}", refusal_hint(*.code))]
+    KubeRefused { verb: String, kind: String, name: String, code: u16, message: String },
+
+    /// A Task could not be turned into JSON or back while budgeting it.
+    #[error("the Task {name} could not be {what} as JSON: {source}; report this with the Task's YAML")]
+    Codec {
+        what: &'static str,
+        name: String,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// The Kubernetes API could not be reached or answered garbage.
+    #[error(
+        "Kubernetes API call {verb} on {kind}/{name} failed: {source}; check the kubeconfig and that the API server is reachable"
+    )]
+    Kube {
+        verb: String,
+        kind: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+
+    /// A decision kept conflicting with other writers.
+    #[error(
+        "{what}: still conflicting after {attempts} recomputations from fresh objects; another writer keeps changing them, retry later"
+    )]
+    ConflictsExhausted { what: String, attempts: usize },
+
+    /// A decision contains a forge step and no forge client was given.
+    #[error("decision step needs the forge ({why}); run with a forge client or apply the printed plan by hand")]
+    ForgeUnavailable { why: String },
+
+    /// The forge refused a blocking step; the decision is requeued.
+    #[error("forge refused a blocking step ({why}): {message}; nothing after it was applied, the decision is requeued")]
+    ForgeRefused { why: String, message: String },
+}
+
+impl From<rules::ownership::fold::FoldRefusal> for ExecutorError {
+    fn from(r: rules::ownership::fold::FoldRefusal) -> Self {
+        ExecutorError::Rules(r.into())
+    }
+}
+
+use ExecutorError as Error;
+
+/// `Result` with [`ExecutorError`] as the default error.
+pub type Result<T, E = ExecutorError> = std::result::Result<T, E>;
 
 /// Applies forge steps (comments, labels, closes, branch deletes).
 pub trait Forge: Send + Sync {
@@ -84,6 +143,15 @@ impl std::fmt::Debug for Executor {
     }
 }
 
+/// What to do about an API refusal, by its HTTP code.
+fn refusal_hint(code: u16) -> &'static str {
+    match code {
+        422 => "the API server rejected the object; the decision is wrong for this object, report it",
+        403 => "grant the plugin's identity this verb on tatara.dev resources",
+        _ => "retry; if it persists, inspect the object",
+    }
+}
+
 fn kube_err(verb: &str, kind: &str, name: &str, e: kube::Error) -> Error {
     match e {
         kube::Error::Api(s) => Error::KubeRefused {
@@ -91,11 +159,6 @@ fn kube_err(verb: &str, kind: &str, name: &str, e: kube::Error) -> Error {
             kind: kind.into(),
             name: name.into(),
             code: s.code,
-            hint: match s.code {
-                422 => "the API server rejected the object; the decision is wrong for this object, report it".into(),
-                403 => "grant the plugin's identity this verb on tatara.dev resources".into(),
-                _ => "retry; if it persists, inspect the object".into(),
-            },
             message: s.message,
         },
         other => Error::Kube { verb: verb.into(), kind: kind.into(), name: name.into(), source: Box::new(other) },
@@ -304,20 +367,17 @@ impl Executor {
     where
         F: FnMut(&mut Task),
     {
-        use super::budget::{BudgetPlan, OBJECT_BUDGET_BYTES, plan, without_entries};
+        use rules::ownership::budget::{BudgetPlan, OBJECT_BUDGET_BYTES, plan, without_entries};
         let api = self.api::<Task>();
         let mut spilled: Vec<serde_json::Value> = Vec::new();
         let mut conflicts = 0;
         loop {
             let mut fresh = api.get(name).await.map_err(|e| kube_err("get", "Task", name, e))?;
             mutate(&mut fresh);
-            let value = serde_json::to_value(&fresh).map_err(|e| Error::KubeRefused {
-                verb: "encode".into(),
-                kind: "Task".into(),
+            let value = serde_json::to_value(&fresh).map_err(|source| Error::Codec {
+                what: "encoded",
                 name: name.into(),
-                code: 0,
-                message: e.to_string(),
-                hint: "the Task could not be encoded as JSON".into(),
+                source,
             })?;
             let mut value = without_entries(&value, &spilled);
             match plan(&value, OBJECT_BUDGET_BYTES, Timestamp::now()) {
@@ -340,13 +400,10 @@ impl Executor {
                     return Ok(BudgetOutcome::FailedTooLarge { why });
                 }
             }
-            let next: Task = serde_json::from_value(value).map_err(|e| Error::KubeRefused {
-                verb: "decode".into(),
-                kind: "Task".into(),
+            let next: Task = serde_json::from_value(value).map_err(|source| Error::Codec {
+                what: "decoded after budgeting",
                 name: name.into(),
-                code: 0,
-                message: e.to_string(),
-                hint: "the budgeted Task no longer decodes".into(),
+                source,
             })?;
             let r = if status {
                 api.replace_status(name, &PostParams::default(), &next).await

@@ -12,11 +12,21 @@ use octocrab::Octocrab;
 use octocrab::models::issues::Issue as GhIssue;
 use octocrab::models::pulls::PullRequest as GhPull;
 use octocrab::params;
-use shared::Error;
-use shared::ownership::decision::Action;
-use shared::ownership::executor::Forge;
-use shared::ownership::sweep::{ForgeIssue, ForgePullRequest};
-use shared::ownership::types::{Project, Repository};
+use rules::ownership::decision::Action;
+use rules::ownership::sweep::{ForgeIssue, ForgePullRequest};
+use rules::ownership::types::{Project, Repository};
+
+use super::executor::Forge;
+
+/// A forge (GitHub) request failed or answered something unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("forge request {op} on {target} failed: {message}; {hint}")]
+pub struct ForgeError {
+    pub op: String,
+    pub target: String,
+    pub message: String,
+    pub hint: String,
+}
 
 /// The flags that reach the forge.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -60,7 +70,7 @@ pub fn repo_coords(project: &Project, repo: &Repository) -> Option<RepoCoords> {
     Some(RepoCoords { owner: owner.to_string(), repo: repo.name().to_string() })
 }
 
-fn forge_err(op: &str, target: &str, e: octocrab::Error) -> Error {
+fn forge_err(op: &str, target: &str, e: octocrab::Error) -> ForgeError {
     let (message, hint) = match &e {
         octocrab::Error::GitHub { source, .. } => {
             let hint = match source.status_code.as_u16() {
@@ -73,7 +83,7 @@ fn forge_err(op: &str, target: &str, e: octocrab::Error) -> Error {
         }
         _ => (e.to_string(), "check --forge-url and that the forge is reachable"),
     };
-    Error::Forge { op: op.to_string(), target: target.to_string(), message, hint: hint.to_string() }
+    ForgeError { op: op.to_string(), target: target.to_string(), message, hint: hint.to_string() }
 }
 
 /// A forge issue or pull request number (the CRDs carry it as a signed
@@ -98,8 +108,8 @@ pub struct GitHub {
 impl GitHub {
     /// A client from the flags; a token is required (every command that
     /// reaches the forge acts as, or reads, the caller's identity).
-    pub fn new(args: &ForgeArgs) -> Result<Self, Error> {
-        let token = args.github_token.clone().filter(|t| !t.is_empty()).ok_or_else(|| Error::Forge {
+    pub fn new(args: &ForgeArgs) -> Result<Self, ForgeError> {
+        let token = args.github_token.clone().filter(|t| !t.is_empty()).ok_or_else(|| ForgeError {
             op: "authenticate".into(),
             target: args.forge_url.clone(),
             message: "no token".into(),
@@ -125,14 +135,18 @@ impl GitHub {
     }
 
     /// The caller's login: the token's owner (`GET /user`).
-    pub async fn current_login(&self) -> Result<String, Error> {
+    pub async fn current_login(&self) -> Result<String, ForgeError> {
         let me = self.crab.current().user().await.map_err(|e| forge_err("GET /user", "the token's owner", e))?;
         Ok(me.login)
     }
 
     /// Every open issue (not pull request) of a repository, following the
     /// Link header's pages.
-    pub async fn open_issues(&self, repository_ref: &str, c: &RepoCoords) -> Result<Vec<(GhIssue, ForgeIssue)>, Error> {
+    pub async fn open_issues(
+        &self,
+        repository_ref: &str,
+        c: &RepoCoords,
+    ) -> Result<Vec<(GhIssue, ForgeIssue)>, ForgeError> {
         let target = c.full_name();
         let first = self
             .crab
@@ -169,7 +183,12 @@ impl GitHub {
 
     /// Whether the thread's last comment is human-authored: one request for
     /// the last page of one comment per page.
-    pub async fn last_comment_human(&self, c: &RepoCoords, issue: &GhIssue, bot_login: &str) -> Result<bool, Error> {
+    pub async fn last_comment_human(
+        &self,
+        c: &RepoCoords,
+        issue: &GhIssue,
+        bot_login: &str,
+    ) -> Result<bool, ForgeError> {
         if issue.comments == 0 {
             return Ok(false);
         }
@@ -191,7 +210,7 @@ impl GitHub {
         repository_ref: &str,
         c: &RepoCoords,
         bot_login: &str,
-    ) -> Result<Vec<ForgePullRequest>, Error> {
+    ) -> Result<Vec<ForgePullRequest>, ForgeError> {
         let target = c.full_name();
         let first = self
             .crab
@@ -207,7 +226,7 @@ impl GitHub {
     }
 
     /// A pull request's live head SHA and whether it is open.
-    pub async fn pull_head(&self, c: &RepoCoords, number: i64) -> Result<(String, bool), Error> {
+    pub async fn pull_head(&self, c: &RepoCoords, number: i64) -> Result<(String, bool), ForgeError> {
         let target = format!("{}#{number}", c.full_name());
         let p = self
             .crab

@@ -9,10 +9,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::decision::{Action, Snapshot};
-use super::fakeapi::Store;
-use super::types::{Issue, MergeRequest, Project, Task};
-use super::{fold, owners, reap, sweep};
+use rules::ownership::decision::{Action, Snapshot};
+use rules::ownership::types::{Issue, MergeRequest, Project, Task};
+use rules::ownership::{fold, owners, reap, sweep};
+use testkit::fakeapi::Store;
 
 const NS: &str = "p";
 

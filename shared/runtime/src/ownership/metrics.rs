@@ -9,8 +9,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use super::owners::{Finding, Violation};
-use super::sweep::{MintPlan, MintStage};
+use rules::ownership::owners::{Finding, Violation};
+use rules::ownership::sweep::{MintPlan, MintStage};
 
 type Labels = Vec<(String, String)>;
 

@@ -1,19 +1,9 @@
 use super::*;
 
-fn crd_dir() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/compat/tatara-crds"));
-    if dir.is_dir() {
-        Some(dir.to_path_buf())
-    } else {
-        println!("SKIP: {} is absent; CRD schema checks need ../shared", dir.display());
-        None
-    }
-}
-
 #[test]
 fn seed_objects_validate_against_the_crd_schemas() {
     // "seeded with objects that validate against the CRD schemas in compat/"
-    let Some(dir) = crd_dir() else { return };
+    let dir = crate::fixtures::tatara_crds();
     let mut store = Store::new();
     assert!(store.load_crd_schemas(&dir).unwrap() >= 5);
     let seeded = seed_world(&mut store, "ns").expect("every seed object passes the schema");
@@ -26,7 +16,7 @@ fn seed_objects_validate_against_the_crd_schemas() {
 
 #[test]
 fn the_schema_check_can_fail() {
-    let Some(dir) = crd_dir() else { return };
+    let dir = crate::fixtures::tatara_crds();
     let mut store = Store::new();
     store.load_crd_schemas(&dir).unwrap();
     // spec.goal is required on a Task; state must be in the enum.
@@ -47,7 +37,7 @@ fn the_schema_check_can_fail() {
 fn seeds_round_trip_through_the_typed_structs() {
     // Types "round-trip objects valid under the real CRD schemas without
     // losing fields we do not model".
-    use crate::ownership::types::{Issue, MergeRequest, Project, Repository, Task};
+    use rules::ownership::types::{Issue, MergeRequest, Project, Repository, Task};
     let mut store = Store::new();
     for (plural, obj) in seed_world(&mut store, "ns").unwrap() {
         let back = match plural.as_str() {
@@ -122,8 +112,8 @@ fn garbage_collector_keeps_zero_owner_objects_and_drops_dangling_refs() {
 
 #[tokio::test]
 async fn lists_honour_selectors_and_span_namespaces_over_http() {
-    use crate::ownership::types::{Issue, Task};
     use kube::api::{Api, ListParams};
+    use rules::ownership::types::{Issue, Task};
     let mut store = Store::new();
     seed_world(&mut store, "a").unwrap();
     seed_world(&mut store, "b").unwrap();

@@ -1,5 +1,5 @@
-//! Git authoring: turns resolved watch events ([`Change`]s) into attributed
-//! Git history with git2, as `spec/attribution.md` and issue 5 describe.
+//! Git authoring's decisions: what resolved watch events ([`Change`]s) become
+//! in attributed Git history, as `spec/attribution.md` and issue 5 describe.
 //!
 //! - [`plan`]: the pure decisions. Which changes of one commit window go into
 //!   which commit ("one commit per author, in event order"), who authors it
@@ -25,15 +25,10 @@ use crate::attribution::render::ObjectKey;
 use crate::attribution::{ActorKind, Fact, Tier};
 
 pub mod plan;
-mod push;
-mod writer;
 
 pub use plan::{
     CommitGroup, Effect, NOREPLY_DOMAIN, UNRESOLVED_AUTHOR_EMAIL, UNRESOLVED_AUTHOR_NAME, author_identity,
     noreply_email, plan_commits,
-};
-pub use writer::{
-    CommitOutcome, CommitSummary, GitWriter, PushOutcome, RejectedChange, RemoteAuth, RemoteConfig, WriterConfig,
 };
 
 /// What a change does to the object's file.
@@ -97,6 +92,3 @@ impl Identity {
         Self { name: name.into(), email: email.into() }
     }
 }
-
-#[cfg(test)]
-mod tests;

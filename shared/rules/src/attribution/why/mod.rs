@@ -20,7 +20,7 @@ pub mod report;
 pub use cause::Cause;
 pub use discovery::{ApiResource, resolve_type, resources_of};
 pub use explanation::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
-pub use history::{FileChange, HistoryEntry, read_history};
+pub use history::{FileChange, HistoryEntry, rfc3339, trailers};
 pub use report::{Inputs, ObjectState, Report, Source, Verdict, build_report};
 
 #[cfg(test)]

@@ -247,3 +247,37 @@ fn a_pass_counts_active_tasks_from_the_snapshot() {
     assert_eq!(plan.deferred.len(), 2);
     assert_eq!(plan.cap_hits[0].cap, "maxOpenTasks");
 }
+
+#[test]
+fn the_plan_reads_as_mint_lines_with_their_cost_then_deferred_lines_with_the_caps() {
+    let orphans: Vec<_> =
+        (1..=7).map(|n| (fi(n), if n == 1 { MintStage::Triaging } else { MintStage::ParkedBacklogSweep })).collect();
+    let lines = plan_lines(&plan_mints(orphans, &project(), 0));
+    let shape: Vec<(&str, &str, Option<&str>)> =
+        lines.iter().map(|l| (l.key.as_str(), l.decision.as_str(), l.stage.as_deref())).collect();
+    assert_eq!(shape[0], ("repo#1", "mint", Some("triaging")));
+    assert_eq!(shape[1], ("repo#2", "mint", Some("parked(backlog-sweep)")));
+    assert_eq!(shape[5], ("repo#6", "deferred", None));
+    assert_eq!(lines.len(), 7);
+    assert!(lines[0].why.contains("human is waiting"), "{}", lines[0].why);
+    assert!(lines[1].why.contains("spawns zero pods"), "{}", lines[1].why);
+    assert!(lines[6].why.contains("maxNewTasksPerSweep"), "{}", lines[6].why);
+    let skip = IssueLine::skip(&fi(9), "closed".into());
+    assert_eq!((skip.key.as_str(), skip.decision.as_str(), skip.why.as_str()), ("repo#9", "skip", "closed"));
+}
+
+#[test]
+fn a_mint_is_minted_by_the_pass_that_created_its_task_and_completed_by_any_other() {
+    let issue = fi(7);
+    let task = mint_task(&project(), "ns", &issue, MintStage::ParkedBacklogSweep);
+    let name = task.name().to_string();
+    let task_ref = oref(&name, false);
+    let IssueWrite::Create { issue: mirror, why } = adopt_or_create(&task_ref, None, "proj", &issue) else { panic!() };
+    let create_task = Action::CreateTask { task: Box::new(task), why: "mint".into() };
+    let create_mirror = Action::CreateIssue { issue: mirror, why };
+    assert_eq!(mint_outcome(&[create_task, create_mirror.clone()]), MintOutcome::Minted { task: name.clone() });
+    // Another pass created the Task; this one only wrote the mirror, which
+    // names the Task as its controller.
+    assert_eq!(mint_outcome(&[create_mirror]), MintOutcome::Completed { task: name });
+    assert_eq!(mint_outcome(&[]), MintOutcome::NothingToDo);
+}

@@ -29,8 +29,8 @@ use git2::{
 };
 
 use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, signature};
-use crate::attribution::transport::Backoff;
-use crate::{Error, Result};
+use super::{GitError as Error, Result};
+use crate::backoff::Backoff;
 
 /// Pushes of fewer commits than this copy loose objects into a local
 /// remote; larger ones send one pack.
@@ -199,7 +199,7 @@ impl GitWriter {
         };
         let mut outcome = PushOutcome::default();
         let mut last_reason = String::new();
-        let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
+        let mut backoff = push_backoff();
         for attempt in 1..=remote.max_push_attempts.max(1) {
             let tracking = self.ref_target(&self.tracking_ref())?;
             // Our commits must sit on top of what the remote has.
@@ -232,7 +232,7 @@ impl GitWriter {
                 }
                 Attempt::Rejected(why) => {
                     tracing::info!(attempt, %why, remote = %remote.url, "push rejected; fetching and replaying");
-                    std::thread::sleep(equal_jitter(backoff.next_delay()));
+                    std::thread::sleep(backoff.next_delay());
                     self.fetch()?;
                     last_reason = why;
                 }
@@ -404,17 +404,12 @@ impl GitWriter {
 }
 
 /// The pause before retrying a rejected push doubles from `RETRY_MIN` to
-/// `RETRY_MAX`, with [`equal_jitter`]. A fixed short pause let a writer that
-/// pushes continuously starve the other for all ten attempts under load; a
-/// growing one lets the busy writer's burst end.
+/// `RETRY_MAX`, jittered. A fixed short pause let a writer that pushes
+/// continuously starve the other for all ten attempts under load; a growing
+/// one lets the busy writer's burst end.
 pub(super) const RETRY_MIN: Duration = Duration::from_millis(10);
 pub(super) const RETRY_MAX: Duration = Duration::from_millis(640);
 
-/// Somewhere in the upper half of `delay`, so two writers rejected together
-/// do not retry in step.
-pub(super) fn equal_jitter(delay: Duration) -> Duration {
-    let half = delay.as_millis() as u64 / 2;
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    Duration::from_millis(half + u64::from(nanos) % (half + 1))
+pub(super) fn push_backoff() -> Backoff {
+    Backoff::new(RETRY_MIN, RETRY_MAX).expect("RETRY_MIN is above zero and below RETRY_MAX")
 }

@@ -7,7 +7,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::attribution::render::{ObjectKey, is_logically_absent, render_manifest};
+use rules::attribution::render::{ObjectKey, is_logically_absent, layout_path, render_manifest};
+use rules::attribution::{ActorKind, Fact, Tier};
 
 const COMMITTER: (&str, &str) = ("Reverser Mirror", "mirror@reverser.invalid");
 
@@ -253,8 +254,8 @@ fn a_bad_change_is_refused_alone_and_the_rest_of_the_window_lands() {
     let good = write(user("alice"), cm("a", "z", "1"), "3", 0);
     let out = w.commit(&[bad, not_an_object, good]).unwrap();
     assert_eq!(out.rejected.iter().map(|r| r.index).collect::<Vec<_>>(), [0, 1]);
-    assert!(matches!(out.rejected[0].error, crate::Error::LayoutPath { .. }));
-    assert!(matches!(out.rejected[1].error, crate::Error::Render { .. }));
+    assert!(matches!(out.rejected[0].error, GitError::Rules(rules::Error::LayoutPath { .. })));
+    assert!(matches!(out.rejected[1].error, GitError::Rules(rules::Error::Render { .. })));
     let clone = tmp.path().join("clone");
     assert_eq!(git_cli(&clone, &["ls-tree", "-r", "--name-only", "main"]).trim(), "core/v1/configmaps/a/z.yaml");
 }
@@ -265,12 +266,7 @@ fn a_bad_change_is_refused_alone_and_the_rest_of_the_window_lands() {
 /// and nothing for the finalizer's clearing.
 #[test]
 fn finalizer_scenario_yields_exactly_one_removal_commit_by_the_deleter() {
-    let shared = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared"));
-    let dir = shared.join("corpus/configmap/finalizer-delete");
-    if !dir.is_dir() {
-        println!("SKIP finalizer_scenario: {} is absent (the corpus lives in ../shared)", dir.display());
-        return;
-    }
+    let dir = testkit::fixtures::corpus_scenario("configmap/finalizer-delete");
     let yaml = |f: &str| -> Value { serde_norway::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap() };
     let modified = yaml("watch.modified.yaml");
     let deleted = yaml("watch.deleted.yaml");
@@ -290,7 +286,7 @@ fn finalizer_scenario_yields_exactly_one_removal_commit_by_the_deleter() {
         name: object["metadata"]["name"].as_str().unwrap().into(),
     };
     let author_of = |audit: &Value| {
-        ResolvedAuthor::from_fact(&crate::attribution::Fact {
+        ResolvedAuthor::from_fact(&Fact {
             author: audit["user"]["username"].as_str().unwrap().into(),
             ..Default::default()
         })
@@ -316,7 +312,7 @@ fn finalizer_scenario_yields_exactly_one_removal_commit_by_the_deleter() {
         observed_at: at(0),
     }])
     .unwrap();
-    let path = crate::attribution::render::layout_path(&key).unwrap();
+    let path = layout_path(&key).unwrap();
     assert_eq!(
         git_cli(&remote, &["show", &format!("main:{path}")]).into_bytes(),
         render_manifest(&key, &before).unwrap()
@@ -584,7 +580,7 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
 
 mod git_http;
 
-fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, crate::Error> {
+fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, GitError> {
     GitWriter::open(WriterConfig {
         repo_dir: root.join(clone),
         branch: "main".into(),
@@ -664,7 +660,7 @@ fn an_unreachable_remote_never_loses_a_window() {
     std::fs::rename(&remote, &away).unwrap();
     let window = [write(user("alice"), cm("a", "x", "1"), "1", 0)];
     let err = w.commit(&window).unwrap_err();
-    assert!(matches!(err, crate::Error::Git { .. }), "{err}");
+    assert!(matches!(err, GitError::Git { .. }), "{err}");
     let clone = tmp.path().join("clone");
     assert_eq!(git_cli(&clone, &["log", "--format=%an", "main"]).trim(), "alice");
     // It comes back; retrying the same window adds nothing and pushes it.
@@ -691,7 +687,7 @@ fn a_push_the_remote_always_declines_ends_in_a_typed_error_with_the_reason() {
     let mut w = token_writer(tmp.path(), "clone", &url, "s3cret").unwrap();
     let err = w.commit(&[write(user("alice"), cm("a", "x", "1"), "1", 0)]).unwrap_err();
     match &err {
-        crate::Error::PushExhausted { attempts, last_reason, .. } => {
+        GitError::PushExhausted { attempts, last_reason, .. } => {
             assert_eq!(*attempts, 5);
             assert!(last_reason.contains("hook declined"), "{last_reason}");
         }
@@ -704,12 +700,10 @@ fn a_push_the_remote_always_declines_ends_in_a_typed_error_with_the_reason() {
 
 #[test]
 fn a_rejected_push_backs_off_exponentially_with_jitter_and_a_cap() {
-    use super::push::{RETRY_MAX, RETRY_MIN, equal_jitter};
-    use crate::attribution::transport::Backoff;
     for _ in 0..50 {
         // The delays of attempts 1..=100, as the push loop draws them.
-        let mut backoff = Backoff::new(RETRY_MIN, RETRY_MAX);
-        let ms: Vec<u64> = (0..100).map(|_| equal_jitter(backoff.next_delay()).as_millis() as u64).collect();
+        let mut backoff = super::push::push_backoff();
+        let ms: Vec<u64> = (0..100).map(|_| backoff.next_delay().as_millis() as u64).collect();
         assert!((5..=10).contains(&ms[0]), "{}", ms[0]);
         assert!((10..=20).contains(&ms[1]), "{}", ms[1]);
         assert!((160..=320).contains(&ms[5]), "{}", ms[5]);

@@ -9,11 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
 
-use super::plan::{Applied, Effect, author_identity, commit_message, plan_commits};
-use super::{Action, Change, Identity};
-use crate::attribution::render::{layout_path, render_manifest};
+use rules::attribution::commit::plan::{Applied, Effect, author_identity, commit_message, plan_commits};
+use rules::attribution::commit::{Action, Change, Identity};
+use rules::attribution::render::{layout_path, render_manifest};
+
+use super::{GitError as Error, Result};
 use crate::metrics::{CommitLabels, Metrics};
-use crate::{Error, Result};
 
 /// Windows of at least this many changes are written as one pack (git's
 /// default `unpackLimit` is the same figure).

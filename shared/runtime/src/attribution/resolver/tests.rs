@@ -3,7 +3,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::attribution::clock::TokioClock;
-use crate::attribution::{Fact, GroupResource};
+use rules::attribution::{Fact, GroupResource};
 
 fn scope() -> Scope {
     Scope::new("lab", GroupResource::new("", "configmaps"))

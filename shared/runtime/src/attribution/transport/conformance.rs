@@ -10,8 +10,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::attribution::GroupResource;
-use crate::test_support::RedisServer;
+use rules::attribution::GroupResource;
+use testkit::RedisServer;
 
 /// Generous ceiling for "eventually": a correctness bound, never a timing
 /// assertion.
@@ -436,7 +436,7 @@ async fn slow_follower_gap_reported<H: Harness>(h: H) {
     assert_eq!(gaps + delivered_after, 19, "{}", h.name());
 }
 
-const DEFAULT_PREFIX_FOR_TESTS: &str = crate::attribution::DEFAULT_STREAM_PREFIX;
+const DEFAULT_PREFIX_FOR_TESTS: &str = rules::attribution::DEFAULT_STREAM_PREFIX;
 
 /// A follower that keeps up is never charged a gap for entries MAXLEN ages
 /// out after it read them.

@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use super::{Error, Result};
 use super::{
     FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig, TransportKind,
     entry_is_acceptable, group_by_scope, now_ms,
 };
-use crate::attribution::{Fact, Scope};
 use crate::metrics::Metrics;
-use crate::{Error, Result};
+use rules::attribution::{Fact, Scope};
 
 const TRANSPORT: &str = "memory";
 

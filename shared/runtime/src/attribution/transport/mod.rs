@@ -12,11 +12,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rules::attribution::{Fact, Scope};
 use tokio::sync::watch;
 
-use crate::attribution::{Fact, Scope};
 use crate::metrics::Metrics;
-use crate::{Error, Result};
 
 pub mod memory;
 pub mod redis;
@@ -28,6 +27,58 @@ mod tests;
 
 pub use memory::{MemoryFollower, MemoryPublisher, MemoryTransport};
 pub use redis::{RedisFollower, RedisOptions, RedisPublisher, RedisTransport};
+
+/// Every way a fact transport fails. Messages say what failed and what to do.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// `--transport` named something else.
+    #[error("unknown transport {0:?}: use `memory` or `redis`")]
+    UnknownTransport(String),
+
+    /// The memory transport with more than one replica.
+    #[error(
+        "the memory transport is refused with --replica-count {replicas}: facts published on one replica would never reach the watchers of another; run one replica or use --transport redis with a Redis URL"
+    )]
+    MemoryTransportReplicas { replicas: u32 },
+
+    /// `--transport redis` without a URL.
+    #[error("the redis transport needs a Redis URL (redis://[:password@]host:port[/db] or rediss:// for TLS)")]
+    RedisUrlMissing,
+
+    /// The Redis URL (or its TLS material) could not be used.
+    #[error(
+        "Redis URL {url} is not usable: {source}; fix the URL (redis:// or rediss://, password in the userinfo) or the CA certificate"
+    )]
+    RedisConfig {
+        /// The URL with any password redacted.
+        url: String,
+        #[source]
+        source: ::redis::RedisError,
+    },
+
+    /// The follower's retry pacing is out of bounds.
+    #[error(transparent)]
+    Backoff(#[from] crate::backoff::BackoffError),
+
+    /// A Redis command failed.
+    #[error(
+        "Redis {op} on {target} failed: {source}; check that Redis at {url} is reachable and the credentials are right"
+    )]
+    Redis {
+        op: &'static str,
+        target: String,
+        /// The URL with any password redacted.
+        url: String,
+        #[source]
+        source: ::redis::RedisError,
+    },
+}
+
+use TransportError as Error;
+
+/// `Result` with [`TransportError`] as the default error.
+pub type Result<T, E = TransportError> = std::result::Result<T, E>;
 
 /// Facts of one scope, as one stream entry carries them. `at_ms` is when the
 /// batch was appended (a Redis entry id's milliseconds; the clock's now for
@@ -74,7 +125,7 @@ pub struct TransportConfig {
 impl Default for TransportConfig {
     fn default() -> Self {
         Self {
-            prefix: crate::attribution::DEFAULT_STREAM_PREFIX.to_owned(),
+            prefix: rules::attribution::DEFAULT_STREAM_PREFIX.to_owned(),
             ttl: Duration::from_secs(600),
             max_len: 10_000,
             read_count: 512,
@@ -394,29 +445,6 @@ impl FollowerCore {
                 return;
             }
         }
-    }
-}
-
-/// Doubling retry delay between `min` and `max`: the follower's ("follower
-/// errors retried with backoff") and the Git writer's rejected pushes.
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    min: Duration,
-    max: Duration,
-    next: Duration,
-}
-
-impl Backoff {
-    pub(crate) fn new(min: Duration, max: Duration) -> Self {
-        Self { min, max, next: min }
-    }
-    pub(crate) fn next_delay(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        d
-    }
-    pub(crate) fn reset(&mut self) {
-        self.next = self.min;
     }
 }
 

@@ -17,12 +17,15 @@ use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
 use tokio::sync::watch;
 
 use super::{
-    Backoff, FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig, TransportKind,
+    FactBatch, FactFollower, FactPublisher, FactSink, FollowerCore, TransportConfig, TransportKind,
     entry_is_acceptable, group_by_scope,
 };
-use crate::attribution::{Fact, Scope};
+use rules::attribution::{Fact, Scope};
+
+use super::{Error, Result};
+use crate::backoff::Backoff;
 use crate::metrics::Metrics;
-use crate::{Error, Result};
+use crate::redact::redact_url;
 
 const TRANSPORT: &str = "redis";
 /// The one entry field (facts/attribution-wire.md: "exactly one field, `facts`").
@@ -43,22 +46,6 @@ impl fmt::Debug for RedisOptions {
             .field("url", &redact_url(&self.url))
             .field("ca_cert_pem", &self.ca_cert_pem.as_ref().map(|c| c.len()))
             .finish()
-    }
-}
-
-/// The URL with its password (if any) replaced, fit for logs and errors.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}{path}")
-        }
-        None => url.to_owned(),
     }
 }
 
@@ -168,6 +155,8 @@ struct Shared {
     client: Client,
     url: String,
     config: TransportConfig,
+    /// The follower's retry pacing, checked once at construction.
+    backoff: Backoff,
     metrics: Arc<Metrics>,
 }
 
@@ -181,6 +170,7 @@ impl RedisTransport {
     /// Parses the URL (and TLS material); does not connect.
     pub fn new(options: RedisOptions, config: TransportConfig, metrics: Arc<Metrics>) -> Result<Self> {
         let url = redact_url(&options.url);
+        let backoff = Backoff::new(config.retry_min, config.retry_max)?;
         let client = match options.ca_cert_pem {
             Some(ca) => Client::build_with_tls(
                 options.url.as_str(),
@@ -193,7 +183,7 @@ impl RedisTransport {
             .transport_info
             .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Redis.label().to_owned() })
             .set(1);
-        Ok(Self { shared: Arc::new(Shared { client, url, config, metrics }) })
+        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics }) })
     }
 
     pub fn publisher(&self) -> RedisPublisher {
@@ -390,10 +380,9 @@ impl FactFollower for RedisFollower {
     }
 
     async fn follow(&self, sink: Arc<dyn FactSink>) {
-        let config = &self.shared.config;
         let mut streams: BTreeMap<String, StreamState> = BTreeMap::new();
         let mut conn: Option<MultiplexedConnection> = None;
-        let mut backoff = Backoff::new(config.retry_min, config.retry_max);
+        let mut backoff = self.shared.backoff.clone();
         let mut requested = self.core.requested_rx();
         loop {
             match self.read_once(&mut conn, &mut streams, &mut requested, sink.as_ref()).await {
@@ -519,12 +508,12 @@ impl RedisFollower {
 }
 
 /// Decodes an entry's `facts` field (a JSON array of facts).
-fn decode_entry(fields: &HashMap<String, Value>) -> Result<Vec<Fact>> {
+fn decode_entry(fields: &HashMap<String, Value>) -> rules::Result<Vec<Fact>> {
     let bytes: &[u8] = match fields.get(ENTRY_FIELD) {
         Some(Value::BulkString(b)) => b,
         Some(Value::SimpleString(s)) => s.as_bytes(),
         _ => {
-            return Err(Error::FactDecode(serde::de::Error::custom("the entry has no `facts` field")));
+            return Err(rules::Error::FactDecode(serde::de::Error::custom("the entry has no `facts` field")));
         }
     };
     Fact::decode_entry(bytes)

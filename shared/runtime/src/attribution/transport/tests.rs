@@ -1,5 +1,5 @@
 use super::*;
-use crate::attribution::GroupResource;
+use rules::attribution::GroupResource;
 
 fn scope(resource: &str) -> Scope {
     Scope::new("r", GroupResource::new("", resource))
@@ -46,15 +46,6 @@ fn subscriptions_are_reference_counted() {
     // An unpaired release is ignored, never underflows.
     core.release(&scope("a"));
     assert_eq!(*requested.borrow(), 2);
-}
-
-#[test]
-fn backoff_doubles_to_its_ceiling_and_resets() {
-    let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(350));
-    let seq: Vec<u128> = (0..4).map(|_| b.next_delay().as_millis()).collect();
-    assert_eq!(seq, [100, 200, 350, 350]);
-    b.reset();
-    assert_eq!(b.next_delay().as_millis(), 100);
 }
 
 #[test]

@@ -3,22 +3,17 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use super::*;
-use crate::ownership::fakeapi::{FakeApi, Store, seed_world, serve};
-use crate::ownership::types::{Project, task_owner_ref};
-use crate::ownership::{fold, reap, sweep};
+use rules::ownership::types::{Project, task_owner_ref};
+use rules::ownership::{fold, reap, sweep};
+use testkit::fakeapi::{FakeApi, Store, seed_world, serve};
 
 const NS: &str = "tatara-system";
 
-/// A fake API seeded with the world; schemas loaded when ../shared exists so
-/// every write the executor makes is also checked against the real CRDs.
+/// A fake API seeded with the world, its CRD schemas loaded so every write
+/// the executor makes is also checked against the real CRDs.
 async fn world() -> (FakeApi, Executor) {
     let mut store = Store::new();
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/compat/tatara-crds"));
-    if dir.is_dir() {
-        store.load_crd_schemas(dir).unwrap();
-    } else {
-        println!("SKIP schema validation: {} is absent", dir.display());
-    }
+    store.load_crd_schemas(&testkit::fixtures::tatara_crds()).unwrap();
     seed_world(&mut store, NS).unwrap();
     let api = serve(store).await.unwrap();
     let exec = Executor::new(api.client(NS).unwrap(), NS);
@@ -86,7 +81,7 @@ async fn fold_is_refused_with_409_when_a_member_has_a_pod() {
     let members = vec!["member-a".to_string()];
     let err = exec.converge("fold", None, |snap| Ok(fold::decide(snap, "umbrella", &members)?)).await.unwrap_err();
     assert!(
-        matches!(err, crate::Error::Refused { status: 409, ref message } if message == "fold target has work in flight"),
+        matches!(err, ExecutorError::Rules(rules::Error::Refused { status: 409, ref message }) if message == "fold target has work in flight"),
         "{err}"
     );
     assert!(get(&api, "tasks", "member-a").is_some());
@@ -159,7 +154,7 @@ async fn two_controller_references_are_refused_with_422() {
         why: "illegal".into(),
     };
     let err = exec.apply(&bad, None).await.unwrap_err();
-    assert!(matches!(err, crate::Error::KubeRefused { code: 422, .. }), "{err}");
+    assert!(matches!(err, ExecutorError::KubeRefused { code: 422, .. }), "{err}");
     assert_eq!(api.store.lock().unwrap().two_controller_rejections, 1);
 }
 
@@ -210,7 +205,7 @@ async fn sweep_adopts_the_ownerless_survivor_and_creates_missing_mirrors() {
         };
         let stage = sweep::mint_stage(false, issue.last_comment_human);
         exec.converge("sweep", None, |snap| Ok(sweep::decide(snap, &p, None, NS, &issue, stage))).await.unwrap();
-        let task = crate::ownership::naming::intake_task_name("tatara", "", "tatara-operator", number);
+        let task = rules::ownership::naming::intake_task_name("tatara", "", "tatara-operator", number);
         let iss = get(&api, "issues", &format!("iss-tatara-operator-{number}")).unwrap();
         assert_eq!(controllers(&iss), vec![task.clone()]);
         let t = get(&api, "tasks", &task).unwrap();
@@ -260,7 +255,7 @@ async fn a_refused_blocking_comment_stops_the_terminal_path_before_release() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, crate::Error::ForgeRefused { .. }), "{err}");
+    assert!(matches!(err, ExecutorError::ForgeRefused { .. }), "{err}");
     assert_eq!(forge.seen.lock().unwrap().len(), 1);
     assert_eq!(controllers(&get(&api, "issues", "iss-tatara-operator-413").unwrap()), vec!["member-a"], "not released");
     // Without a forge client, the plan is refused up front.
@@ -271,22 +266,22 @@ async fn a_refused_blocking_comment_stops_the_terminal_path_before_release() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, crate::Error::ForgeUnavailable { .. }));
+    assert!(matches!(err, ExecutorError::ForgeUnavailable { .. }));
 }
 
 #[tokio::test]
 async fn takeover_stamps_ownership_and_mints_then_unparks_over_http() {
     // "stamps status.ownership = tatara with reason takeover-requested-by:<user>,
     // bumps lastBotHeadSHA to the live head, and calls MintOrUnparkTakeoverTask"
-    use crate::ownership::takeover;
+    use rules::ownership::takeover;
     let (api, exec) = world().await;
     let p = project(&exec).await;
     // First, a human push flipped it external ("external-push:<sha>").
     let mr = Api::<MergeRequest>::namespaced(exec.client.clone(), NS).get("mr-tatara-operator-9").await.unwrap();
-    let flip = crate::ownership::merge_request::flip_on_push(
+    let flip = rules::ownership::merge_request::flip_on_push(
         &mr,
         "def456",
-        crate::ownership::merge_request::MrOrigin::HandedOver,
+        rules::ownership::merge_request::MrOrigin::HandedOver,
     )
     .unwrap();
     assert_eq!(exec.apply(&flip.action(&mr), None).await.unwrap(), Step::Applied);
@@ -302,14 +297,14 @@ async fn takeover_stamps_ownership_and_mints_then_unparks_over_http() {
     assert_eq!((refusal.status, refusal.body.as_str()), (403, takeover::REFUSAL_BODY));
 
     // The maintainer takes it over: ownership, lastBotHeadSHA, minted Task.
-    let name = crate::ownership::naming::takeover_task_name("tatara", "tatara-operator", 9);
+    let name = rules::ownership::naming::takeover_task_name("tatara", "tatara-operator", 9);
     exec.converge("takeover", None, |snap| {
         let mr = snap.merge_requests.iter().find(|m| m.name() == "mr-tatara-operator-9").unwrap();
         if mr.status.as_ref().and_then(|s| s.ownership.as_deref()) == Some("tatara") && snap.task(&name).is_some() {
             return Ok(vec![]);
         }
         let plan = takeover::takeover(&p, None, mr, "maint", "def456", snap.task(&name))
-            .map_err(|r| crate::Error::Refused { status: r.status, message: r.body })?;
+            .map_err(|r| ExecutorError::Rules(rules::Error::Refused { status: r.status, message: r.body }))?;
         Ok(plan.actions(mr))
     })
     .await
@@ -415,7 +410,7 @@ async fn budget_spills_oldest_once_then_writes_even_across_a_conflict() {
     assert_eq!(notes.len(), 7);
     assert_eq!(notes[0]["at"], "2026-11-02T00:00:00Z", "the oldest went");
     assert_eq!(t["status"]["shortDescription"], "x", "the other writer's change survives");
-    assert!(serde_json::to_vec(&t).unwrap().len() <= crate::ownership::budget::OBJECT_BUDGET_BYTES);
+    assert!(serde_json::to_vec(&t).unwrap().len() <= rules::ownership::budget::OBJECT_BUDGET_BYTES);
 }
 
 #[tokio::test]
@@ -460,7 +455,7 @@ async fn repair_promotes_the_oldest_surviving_owner_over_http() {
     // Rule 5: "A reconcile guard detects the state, logs at ERROR, increments
     // operator_orphan_no_controller_total, and repairs it by promoting the
     // oldest surviving owner."
-    use crate::ownership::owners;
+    use rules::ownership::owners;
     let (api, exec) = world().await;
     {
         let mut s = api.store.lock().unwrap();

@@ -1,8 +1,12 @@
 use super::*;
-use crate::ownership::owners::{Owned, check};
-use crate::ownership::sweep::{ForgeIssue, plan_mints};
-use crate::ownership::testkit::oref;
-use crate::ownership::types::Project;
+use rules::ownership::owners::{Owned, check};
+use rules::ownership::sweep::{ForgeIssue, plan_mints};
+use rules::ownership::types::task_owner_ref;
+
+fn oref(name: &str, controller: bool) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+    task_owner_ref(name, &format!("uid-{name}"), controller)
+}
+use rules::ownership::types::Project;
 
 fn text(registry: &Registry) -> String {
     let mut out = String::new();

@@ -1,5 +1,5 @@
 use super::*;
-use crate::attribution::GroupResource;
+use rules::attribution::GroupResource;
 
 #[test]
 fn refused_with_more_than_one_replica() {

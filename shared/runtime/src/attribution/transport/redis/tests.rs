@@ -8,7 +8,7 @@ use super::*;
 use crate::attribution::transport::conformance::{
     Recorder, RedisHarness, counter, fact, gate_on, scope, start, test_config, wait_caught_up,
 };
-use crate::test_support::{RedisServer, TlsFiles};
+use testkit::{RedisServer, TlsFiles};
 
 fn id(ms: u64, seq: u64) -> EntryId {
     EntryId { ms, seq }
@@ -174,7 +174,7 @@ async fn undecodable_and_authorless_entries_are_counted_and_skipped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 3)]
 async fn follows_entries_written_in_the_reference_format() {
     let h = RedisHarness::new(test_config());
-    let a = Scope::new("prod:eu%1", crate::attribution::GroupResource::new("apps", "deployments"));
+    let a = Scope::new("prod:eu%1", rules::attribution::GroupResource::new("apps", "deployments"));
     let key = "gitops-reverser:author:v2:audit:route:prod%3Aeu%251:apps/deployments";
     assert_eq!(h.key(&a), key);
     let follower = h.transport.follower();

@@ -1,0 +1,73 @@
+//! The one sequence every caller runs on a watch event: deletion intent
+//! first (spec §1: the first observation of a removal deletes, later events
+//! change nothing), then, for a write or a removal, the author. The socket
+//! API's `Resolve` and `Commit`, the watcher's windows and `replay` all go
+//! through [`Attributor`], so they cannot disagree about either step.
+
+use std::sync::{Arc, Mutex};
+
+use rules::attribution::Scope;
+use rules::attribution::index::Query;
+use rules::attribution::intent::{Action, IntentTracker};
+use rules::attribution::watch::WatchEvent;
+
+use super::{Engine, Resolution};
+
+/// What deletion intent decided about one event, and the index query that
+/// finds its author when it has one to find.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Intent {
+    pub action: Action,
+    /// `Some` for a write or a removal; `None` for noop / ignored.
+    pub query: Option<Query>,
+}
+
+/// An event's intent and, for a write or a removal, its resolution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attributed {
+    pub intent: Intent,
+    pub resolution: Option<Resolution>,
+}
+
+/// The engine plus the deletion-intent memory of one stream of watch events.
+#[derive(Debug)]
+pub struct Attributor {
+    engine: Arc<Engine>,
+    intent: Mutex<IntentTracker>,
+}
+
+impl Attributor {
+    pub fn new(engine: Arc<Engine>) -> Self {
+        // A fully deleted object is remembered one TTL, to absorb a replayed DELETED.
+        let ttl = engine.config().index.ttl_ms;
+        Self { engine, intent: Mutex::new(IntentTracker::new(ttl)) }
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Deletion intent for `event`, observed now. Synchronous, so callers
+    /// observe events in the order the watch delivered them even when their
+    /// resolutions then run concurrently.
+    pub fn observe(&self, scope: &Scope, event: &WatchEvent) -> Intent {
+        let now = self.engine.clock().now_ms();
+        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(scope, event, now);
+        let query =
+            matches!(action, Action::Write | Action::Delete).then(|| event.query(action == Action::Delete, now));
+        Intent { action, query }
+    }
+
+    /// The author of an observed event; `None` when it has none to find.
+    pub async fn resolve(&self, scope: &Scope, version: &str, intent: &Intent) -> Option<Resolution> {
+        let q = intent.query.as_ref()?;
+        Some(self.engine.resolve(scope, version, q).await)
+    }
+
+    /// [`Attributor::observe`], then [`Attributor::resolve`].
+    pub async fn attribute(&self, scope: &Scope, version: &str, event: &WatchEvent) -> Attributed {
+        let intent = self.observe(scope, event);
+        let resolution = self.resolve(scope, version, &intent).await;
+        Attributed { intent, resolution }
+    }
+}

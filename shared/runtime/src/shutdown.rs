@@ -1,0 +1,135 @@
+//! Orderly shutdown for the long-running commands: SIGTERM or SIGINT stops
+//! accepting, every task the process started (listeners, the fact follower,
+//! the sweeper, the watcher) sees the stop signal, and the process waits for
+//! them up to a deadline, then aborts what is left and says which.
+
+use std::future::Future;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn terminated() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        // No signal handler: only an external kill ends the process.
+        _ => std::future::pending().await,
+    }
+}
+
+/// The stop signal and every task that must end before the process does.
+#[derive(Debug)]
+pub struct Tasks {
+    stop: watch::Sender<bool>,
+    set: JoinSet<()>,
+    names: Vec<(tokio::task::Id, &'static str)>,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Tasks {
+    pub fn new() -> Self {
+        Self { stop: watch::channel(false).0, set: JoinSet::new(), names: Vec::new() }
+    }
+
+    /// A future that resolves once shutdown has begun.
+    pub fn stopping(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.stop.subscribe();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    }
+
+    /// Runs `task` until it ends by itself or shutdown begins, whichever is
+    /// first: a task that loops forever (a follower, a sweeper) needs no stop
+    /// handling of its own.
+    pub fn spawn_until_stopped<F>(&mut self, name: &'static str, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let stopping = self.stopping();
+        self.spawn(name, async move {
+            tokio::select! {
+                _ = task => {}
+                _ = stopping => {}
+            }
+        });
+    }
+
+    /// Runs `task`, which watches [`Tasks::stopping`] itself and ends on it
+    /// (a listener draining its connections).
+    pub fn spawn<F>(&mut self, name: &'static str, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let handle = self.set.spawn(task);
+        self.names.push((handle.id(), name));
+    }
+
+    /// Begins shutdown and waits for every task, at most `deadline`; the
+    /// tasks still running then are aborted and named in a warning.
+    pub async fn shutdown(mut self, deadline: Duration) {
+        self.stop.send_replace(true);
+        let drained = tokio::time::timeout(deadline, async {
+            while let Some(done) = self.set.join_next_with_id().await {
+                if let Ok((id, ())) = done {
+                    self.names.retain(|(i, _)| *i != id);
+                } else if let Err(e) = done {
+                    let id = e.id();
+                    self.names.retain(|(i, _)| *i != id);
+                    if e.is_panic() {
+                        tracing::error!("a task panicked while shutting down: {e}");
+                    }
+                }
+            }
+        })
+        .await;
+        if drained.is_err() {
+            let left: Vec<&str> = self.names.iter().map(|(_, n)| *n).collect();
+            tracing::warn!(?left, ?deadline, "shutdown deadline passed; aborting the tasks still running");
+            self.set.abort_all();
+            while self.set.join_next().await.is_some() {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stop_ends_looping_tasks_and_the_deadline_aborts_stuck_ones() {
+        let mut tasks = Tasks::new();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<&str>(4);
+        let t = tx.clone();
+        tasks.spawn_until_stopped("follower", async move {
+            let _keep = t;
+            std::future::pending::<()>().await;
+        });
+        let stopping = tasks.stopping();
+        let t = tx.clone();
+        tasks.spawn("listener", async move {
+            stopping.await;
+            t.send("listener drained").await.unwrap();
+        });
+        tasks.spawn("stuck", async { std::future::pending::<()>().await });
+        drop(tx);
+        let start = std::time::Instant::now();
+        tasks.shutdown(Duration::from_millis(200)).await;
+        assert!(start.elapsed() >= Duration::from_millis(200), "waited for the stuck task up to the deadline");
+        assert_eq!(rx.recv().await, Some("listener drained"));
+        // Every task, the aborted one included, has dropped what it held.
+        assert_eq!(rx.recv().await, None);
+    }
+}
