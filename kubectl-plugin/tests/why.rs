@@ -80,13 +80,9 @@ fn change(name: &str, action: Action, author: Option<&str>, tier: Tier, audit: O
 /// The Git mirror as the writer would have made it for these objects.
 fn mirror(dir: &Path, removal: (&str, &str)) -> PathBuf {
     let repo = dir.join("mirror.git");
-    let mut w = GitWriter::open(WriterConfig {
-        repo_dir: repo.clone(),
-        branch: "main".into(),
-        committer: Identity::new("reverser", "reverser@example.invalid"),
-        remote: None,
-    })
-    .unwrap();
+    let mut w =
+        GitWriter::open(WriterConfig::new(repo.clone(), "main", Identity::new("reverser", "reverser@example.invalid")))
+            .unwrap();
     let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
     let steps = [
         change("web", cm("web", "10"), Some("alice"), Tier::Exact, Some("audit-create-web-10")),

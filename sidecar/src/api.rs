@@ -1,19 +1,45 @@
 //! The Unix-socket gRPC API (`reverser.v1.Attribution`): Resolve, Explain,
-//! Acquire and Release, served beside the standard `grpc.health.v1`.
+//! Commit, Reconcile, Acquire and Release, served beside the standard
+//! `grpc.health.v1`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use rules::attribution::index::Query;
 use rules::attribution::intent::Action;
-use rules::attribution::render::ObjectKey;
+use rules::attribution::render::{ObjectKey, is_logically_absent};
 use rules::attribution::watch::{WatchEvent, WatchKind};
 use rules::attribution::{GroupResource, Scope};
-use runtime::attribution::commit::{Action as CommitAction, Change, GitWriter, ResolvedAuthor};
+use rules::mirror::config::PruneMode;
+use rules::mirror::message::CommitKind;
+use rules::mirror::reconcile::{self, Doc};
+use rules::mirror::select::excluded_actor;
+use rules::mirror::watch_rules::WatchScope;
+use runtime::attribution::commit::{Action as CommitAction, Change, CommitOutcome, GitWriter, ResolvedAuthor};
 use runtime::attribution::transport::{AnyFollower, FactFollower};
 use runtime::attribution::{Attributed, Attributor, Engine};
+use runtime::metrics::ReasonLabel;
 use runtime::proto::{self, attribution_server::Attribution};
-use tonic::{Request, Response, Status};
+use tokio_stream::StreamExt;
+use tonic::{Request, Response, Status, Streaming};
+
+/// What the sidecar authors for, when it runs for a GitTarget.
+#[derive(Debug, Clone, Default)]
+pub struct MirrorPolicy {
+    /// The target's prune mode; without a GitTarget an observed deletion
+    /// always removes and a reconcile removes when the watcher asks.
+    pub prune: Option<PruneMode>,
+}
+
+impl MirrorPolicy {
+    fn removes_on_event(&self) -> bool {
+        self.prune.is_none_or(PruneMode::on_event)
+    }
+
+    fn removes_on_reconcile(&self, asked: bool) -> bool {
+        asked && self.prune.is_none_or(PruneMode::on_reconcile)
+    }
+}
 
 pub struct Api {
     /// Deletion intent, then the author: the one sequence replay runs too.
@@ -21,6 +47,7 @@ pub struct Api {
     /// Git authoring, when the sidecar runs with --git-repo. Blocking: used
     /// from a blocking thread, one window at a time.
     git: Option<Arc<Mutex<GitWriter>>>,
+    policy: MirrorPolicy,
     follower: AnyFollower,
     /// References held per scope: explicit Acquires, plus one the first
     /// Resolve of a type takes (a watcher asking about a type covers it).
@@ -41,11 +68,31 @@ fn watch_kind(s: &str) -> Result<WatchKind, Status> {
     })
 }
 
+fn parse_object(bytes: &[u8]) -> Result<serde_json::Value, Status> {
+    if bytes.is_empty() {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_slice(bytes).map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))
+}
+
+/// One attributed event: the answer for the watcher, and the Git change it
+/// makes (none for noop / ignored).
+type Attributed1 = (proto::ResolveResponse, Option<Change>);
+
+/// What a window's changes came to once exclusions and prune mode applied.
+#[derive(Debug, Default)]
+struct Filtered {
+    changes: Vec<Change>,
+    excluded: u32,
+    kept: u32,
+}
+
 impl Api {
-    pub fn new(engine: Arc<Engine>, follower: AnyFollower, git: Option<GitWriter>) -> Self {
+    pub fn new(engine: Arc<Engine>, follower: AnyFollower, git: Option<GitWriter>, policy: MirrorPolicy) -> Self {
         Self {
             attributor: Attributor::new(engine),
             git: git.map(|g| Arc::new(Mutex::new(g))),
+            policy,
             follower,
             refs: Mutex::new(HashMap::new()),
         }
@@ -55,30 +102,23 @@ impl Api {
         self.attributor.engine()
     }
 
-    /// Deletion intent, then (for a write or a removal) the author. Returns
-    /// the answer and, for a Git change, the parsed event.
-    async fn resolve_event(
-        &self,
-        req: proto::ResolveRequest,
-    ) -> Result<(proto::ResolveResponse, Option<Change>), Status> {
+    /// Deletion intent, then (for a write or a removal) the author.
+    async fn resolve_event(&self, req: proto::ResolveRequest) -> Result<Attributed1, Status> {
         let (scope, version) = scope_of(req.r#type.as_ref())?;
-        let kind = watch_kind(&req.event_type)?;
-        let object = if req.object_json.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_slice(&req.object_json)
-                .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
-        };
-        let event = WatchEvent { kind, object };
+        let event = WatchEvent { kind: watch_kind(&req.event_type)?, object: parse_object(&req.object_json)? };
+        Ok(self.attribute(&scope, version, event).await)
+    }
+
+    async fn attribute(&self, scope: &Scope, version: String, event: WatchEvent) -> Attributed1 {
         // A watcher asking about a type covers it: follow its stream.
         if event.is_change() {
-            self.ensure_following(&scope);
+            self.ensure_following(scope);
         }
-        let Attributed { intent, resolution } = self.attributor.attribute(&scope, &version, &event).await;
+        let Attributed { intent, resolution } = self.attributor.attribute(scope, &version, &event).await;
         let action = intent.action;
         let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
         let (Some(r), Some(q)) = (resolution, intent.query) else {
-            return Ok((out, None));
+            return (out, None);
         };
         out.tier = r.tier.label().into();
         out.author = r.author().unwrap_or_default().into();
@@ -99,7 +139,70 @@ impl Api {
             audit_id: r.fact.as_deref().map(|f| f.fact.audit_id.clone()).filter(|a| !a.is_empty()),
             observed_at: std::time::SystemTime::now(),
         };
-        Ok((out, Some(change)))
+        (out, Some(change))
+    }
+
+    /// Drops the changes of excluded actors (counted) and, when the target's
+    /// prune mode forbids it, observed removals (kept).
+    fn filter(&self, changes: Vec<Change>, exclude_users: &[String]) -> Filtered {
+        let mut f = Filtered::default();
+        for c in changes {
+            if excluded_actor(c.author.as_ref().map(|a| a.username.as_str()), exclude_users) {
+                f.excluded += 1;
+                self.engine().metrics().mirror_excluded.get_or_create(&ReasonLabel { reason: "actor".into() }).inc();
+            } else if matches!(c.action, CommitAction::Delete) && !self.policy.removes_on_event() {
+                f.kept += 1;
+            } else {
+                f.changes.push(c);
+            }
+        }
+        f
+    }
+
+    fn writer(&self) -> Result<Arc<Mutex<GitWriter>>, Status> {
+        self.git.clone().ok_or_else(|| {
+            Status::failed_precondition(
+                "Git authoring is off: start the sidecar with --git-repo DIR or --git-target NS/NAME",
+            )
+        })
+    }
+
+    /// Commits on a blocking thread. A failed push is reported beside the
+    /// outcome: the window is in the clone and the next call pushes it.
+    async fn commit_blocking(&self, changes: Vec<Change>, kind: CommitKind) -> Result<(CommitOutcome, String), Status> {
+        let git = self.writer()?;
+        let (outcome, push_error) = tokio::task::spawn_blocking(move || {
+            let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
+            writer.commit_keeping(&changes, &kind)
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
+        .map_err(|e| Status::unavailable(format!("committing the window failed: {e}")))?;
+        let push_error = push_error.map(|e| {
+            self.engine().metrics().mirror_push_failures.inc();
+            tracing::warn!(error = %e, "push failed; the commits stay in the clone and go with the next push");
+            e.to_string()
+        });
+        Ok((outcome, push_error.unwrap_or_default()))
+    }
+
+    /// Reconcile's first half, on the clone: the documents under the listed
+    /// scopes and the live objects' documents.
+    async fn reconcile_docs(
+        &self,
+        dirs: Vec<String>,
+        live: Vec<(ObjectKey, serde_json::Value)>,
+    ) -> Result<(Vec<Doc>, Vec<Doc>), Status> {
+        let git = self.writer()?;
+        tokio::task::spawn_blocking(move || {
+            let writer = git.lock().unwrap_or_else(|e| e.into_inner());
+            let tree = writer.documents_under(&dirs)?;
+            let docs = live.iter().map(|(k, o)| writer.document(k, o)).collect::<Result<Vec<_>, _>>()?;
+            Ok::<_, runtime::attribution::commit::GitError>((tree, docs))
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
+        .map_err(|e| Status::unavailable(format!("reading the mirror for the reconcile failed: {e}")))
     }
 
     fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, u32>> {
@@ -128,6 +231,40 @@ impl Api {
     }
 }
 
+fn response(
+    resolutions: Vec<proto::ResolveResponse>,
+    (outcome, push_error): (CommitOutcome, String),
+    f: &Filtered,
+) -> proto::CommitResponse {
+    proto::CommitResponse {
+        push_error,
+        resolutions,
+        commits: outcome.commits.iter().map(|c| c.id.clone()).collect(),
+        unchanged: outcome.unchanged as u32,
+        rejected: outcome.rejected.iter().map(|r| format!("{}: {}", r.index, r.error)).collect(),
+        push_attempts: outcome.push.map_or(0, |p| p.attempts),
+        excluded: f.excluded,
+        sensitive_skipped: outcome.sensitive_skipped as u32,
+        kept: f.kept,
+    }
+}
+
+/// The object a document path names: `<prefix>/<group or core>/<version>/
+/// <resource>/<namespace or _cluster>/<name>.yaml`.
+fn key_of_path(path: &str, prefix: &str) -> Option<ObjectKey> {
+    let rest = if prefix.is_empty() { path } else { path.strip_prefix(prefix)?.strip_prefix('/')? };
+    let [group, version, resource, namespace, file] = rest.split('/').collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    Some(ObjectKey {
+        group: if group == "core" { String::new() } else { group.to_owned() },
+        version: version.to_owned(),
+        resource: resource.to_owned(),
+        namespace: if namespace == "_cluster" { String::new() } else { namespace.to_owned() },
+        name: file.strip_suffix(".yaml")?.to_owned(),
+    })
+}
+
 #[tonic::async_trait]
 impl Attribution for Api {
     async fn resolve(&self, req: Request<proto::ResolveRequest>) -> Result<Response<proto::ResolveResponse>, Status> {
@@ -135,14 +272,12 @@ impl Attribution for Api {
     }
 
     async fn commit(&self, req: Request<proto::CommitRequest>) -> Result<Response<proto::CommitResponse>, Status> {
-        let Some(git) = self.git.clone() else {
-            return Err(Status::failed_precondition("Git authoring is off: start the sidecar with --git-repo DIR"));
-        };
+        self.writer()?;
+        let req = req.into_inner();
         // Deletion intent in event order; then every resolution concurrently
         // (a removal waiting out its grace delays none of the others); the
         // Git changes keep event order.
-        let events = req.into_inner().events;
-        let resolved = futures::future::join_all(events.into_iter().map(|e| self.resolve_event(e))).await;
+        let resolved = futures::future::join_all(req.events.into_iter().map(|e| self.resolve_event(e))).await;
         let mut resolutions = Vec::with_capacity(resolved.len());
         let mut changes = Vec::new();
         for (i, r) in resolved.into_iter().enumerate() {
@@ -150,20 +285,110 @@ impl Attribution for Api {
             resolutions.push(answer);
             changes.extend(change);
         }
-        let outcome = tokio::task::spawn_blocking(move || {
-            let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
-            writer.commit(&changes).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
-        .map_err(|e| Status::unavailable(format!("committing the window failed: {e}")))?;
-        Ok(Response::new(proto::CommitResponse {
-            resolutions,
-            commits: outcome.commits.iter().map(|c| c.id.clone()).collect(),
-            unchanged: outcome.unchanged as u32,
-            rejected: outcome.rejected.iter().map(|r| format!("{}: {}", r.index, r.error)).collect(),
-            push_attempts: outcome.push.map_or(0, |p| p.attempts),
-        }))
+        let filtered = self.filter(changes, &req.exclude_users);
+        let kind = if req.per_event { CommitKind::PerEvent } else { CommitKind::Window };
+        let outcome = self.commit_blocking(filtered.changes.clone(), kind).await?;
+        Ok(Response::new(response(resolutions, outcome, &filtered)))
+    }
+
+    async fn reconcile(
+        &self,
+        req: Request<Streaming<proto::ReconcileChunk>>,
+    ) -> Result<Response<proto::CommitResponse>, Status> {
+        self.writer()?;
+        let mut stream = req.into_inner();
+        let mut header: Option<proto::ReconcileHeader> = None;
+        let mut objects: Vec<serde_json::Value> = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk?;
+            if let Some(h) = chunk.header {
+                if header.is_some() {
+                    return Err(Status::invalid_argument("a reconcile carries one header, in its first message"));
+                }
+                header = Some(h);
+            }
+            for (i, bytes) in chunk.objects_json.iter().enumerate() {
+                let object = parse_object(bytes)
+                    .map_err(|s| Status::invalid_argument(format!("object {}: {}", objects.len() + i, s.message())))?;
+                objects.push(object);
+            }
+        }
+        let header = header.ok_or_else(|| Status::invalid_argument("the first reconcile message carries no header"))?;
+        let (scope, version) = scope_of(header.r#type.as_ref())?;
+        let gr = &scope.group_resource;
+        let prefix = self.writer()?.lock().unwrap_or_else(|e| e.into_inner()).config().prefix.clone();
+        let scopes: Vec<WatchScope> = if header.namespaces.is_empty() {
+            vec![WatchScope::Everywhere]
+        } else {
+            header.namespaces.iter().cloned().map(WatchScope::Namespace).collect()
+        };
+        let dirs: Vec<String> =
+            scopes.iter().map(|s| reconcile::directory(&prefix, &gr.group, &version, &gr.resource, s)).collect();
+
+        // A terminating object is logically absent (spec §1): not live.
+        let (dying, live): (Vec<serde_json::Value>, Vec<serde_json::Value>) =
+            objects.into_iter().partition(is_logically_absent);
+        let key = |o: &serde_json::Value| ObjectKey {
+            group: gr.group.clone(),
+            version: version.clone(),
+            resource: gr.resource.clone(),
+            namespace: rules::attribution::audit::meta_field(o, "namespace"),
+            name: rules::attribution::audit::meta_field(o, "name"),
+        };
+        let keyed: Vec<(ObjectKey, serde_json::Value)> = live.into_iter().map(|o| (key(&o), o)).collect();
+        let (mut tree, docs) = self.reconcile_docs(dirs, keyed.clone()).await?;
+        // A terminating object's document goes as an observed deletion
+        // (prune mode OnEvent suffices), not as a vanished object.
+        let dying: Vec<serde_json::Value> = dying
+            .into_iter()
+            .filter(|o| {
+                let Ok(path) = rules::attribution::render::layout_path(&key(o)) else {
+                    return false;
+                };
+                let path = reconcile::under(&prefix, &path);
+                let held = tree.iter().any(|d| d.path == path);
+                tree.retain(|d| d.path != path);
+                held
+            })
+            .collect();
+        let plan = reconcile::plan(&docs, &tree, self.policy.removes_on_reconcile(header.prune));
+
+        // Every event of the reconcile is attributed as the engine resolves
+        // it; most are unresolved (the change predates the facts held).
+        let mut events: Vec<WatchEvent> =
+            plan.write.iter().map(|&i| WatchEvent { kind: WatchKind::Modified, object: keyed[i].1.clone() }).collect();
+        events.extend(dying.into_iter().map(|object| WatchEvent { kind: WatchKind::Modified, object }));
+        events.extend(plan.remove.iter().filter_map(|p| key_of_path(p, &prefix)).map(|k| WatchEvent {
+            kind: WatchKind::Deleted,
+            object: serde_json::json!({"metadata": {"name": k.name, "namespace": k.namespace}}),
+        }));
+        let attributed =
+            futures::future::join_all(events.into_iter().map(|e| self.attribute(&scope, version.clone(), e))).await;
+        let mut resolutions = Vec::with_capacity(attributed.len());
+        let mut changes = Vec::new();
+        for (answer, change) in attributed {
+            resolutions.push(answer);
+            changes.extend(change);
+        }
+        let mut filtered = self.filter(changes, &header.exclude_users);
+        filtered.kept += plan.kept as u32;
+        let kind = CommitKind::Reconcile {
+            group: gr.group.clone(),
+            version: version.clone(),
+            resource: gr.resource.clone(),
+            revision: header.revision.clone(),
+        };
+        tracing::info!(
+            r#type = %format!("{}/{version}/{}", gr.group, gr.resource),
+            write = plan.write.len(),
+            remove = plan.remove.len(),
+            unchanged = plan.unchanged,
+            kept = filtered.kept,
+            "reconcile"
+        );
+        let mut outcome = self.commit_blocking(filtered.changes.clone(), kind).await?;
+        outcome.0.unchanged += plan.unchanged;
+        Ok(Response::new(response(resolutions, outcome, &filtered)))
     }
 
     async fn explain(&self, req: Request<proto::ExplainRequest>) -> Result<Response<proto::ExplainResponse>, Status> {
@@ -205,5 +430,20 @@ impl Attribution for Api {
         }
         self.follower.release(&scope);
         Ok(Response::new(proto::FollowResponse { refs: left }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_paths_name_their_object() {
+        let k = key_of_path("clusters/prod/apps/v1/deployments/shop/web.yaml", "clusters/prod").unwrap();
+        assert_eq!((k.group.as_str(), k.namespace.as_str(), k.name.as_str()), ("apps", "shop", "web"));
+        let k = key_of_path("core/v1/namespaces/_cluster/shop.yaml", "").unwrap();
+        assert_eq!((k.group.as_str(), k.namespace.as_str(), k.name.as_str()), ("", "", "shop"));
+        assert_eq!(key_of_path("elsewhere/x.yaml", "clusters/prod"), None);
+        assert_eq!(key_of_path("core/v1/configmaps/ns/README.md", ""), None);
     }
 }

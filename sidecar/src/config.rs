@@ -170,6 +170,16 @@ mod tests {
 /// Git authoring: the sidecar's `Commit` call writes the mirror.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Git {
+    /// Author for this GitTarget (NAMESPACE/NAME): its GitProvider gives the
+    /// remote, branch, credentials, committer, message templates and
+    /// signing; documents go under its spec.path. The --git-* flags below
+    /// then only set the local clone's directory.
+    #[arg(long, env = "REVERSER_GIT_TARGET", value_name = "NAMESPACE/NAME")]
+    pub git_target: Option<String>,
+    /// Kubeconfig for reading the GitTarget (default: $KUBECONFIG, then
+    /// ~/.kube/config, then the in-cluster service account).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
     /// The local clone the sidecar commits into (created when absent).
     /// Without it, `Commit` is refused and only `Resolve` is served.
     #[arg(long, env = "REVERSER_GIT_REPO")]
@@ -205,10 +215,12 @@ impl Git {
             r
         });
         Some(WriterConfig {
-            repo_dir,
-            branch: self.git_branch.clone(),
-            committer: Identity::new(&self.git_committer_name, &self.git_committer_email),
             remote,
+            ..WriterConfig::new(
+                repo_dir,
+                self.git_branch.clone(),
+                Identity::new(&self.git_committer_name, &self.git_committer_email),
+            )
         })
     }
 }

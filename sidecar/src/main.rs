@@ -15,7 +15,9 @@ mod ops;
 mod receiver;
 mod replay;
 mod serve;
+mod target;
 mod tls;
+mod watch;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -43,6 +45,9 @@ enum Command {
     /// Serve the sidecar injection webhook: AdmissionReview v1 over HTTPS,
     /// patched by the same rule as `kubectl reverser inject`.
     InjectWebhook(inject_webhook::Args),
+    /// Watch a GitTarget's types (or --resource types) and send every change
+    /// to the sidecar beside it, which commits attributed Git history.
+    Watch(watch::Args),
     /// Run the attribution engine over a recorded timeline on a virtual clock
     /// and print one JSON line per watch record.
     Replay(replay::Args),
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::serve(args))),
         Command::Receive(args) => runtime().and_then(|rt| rt.block_on(serve::receive(args))),
         Command::InjectWebhook(args) => runtime().and_then(|rt| rt.block_on(inject_webhook::run(args))),
+        Command::Watch(args) => runtime().and_then(|rt| rt.block_on(watch::run(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -19,7 +19,7 @@ use runtime::shutdown::{Tasks, terminated};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 
-use crate::api::Api;
+use crate::api::{Api, MirrorPolicy};
 use crate::config;
 use crate::devcerts;
 use crate::error::{Error, Result};
@@ -218,25 +218,36 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         });
     }
 
-    let git = match args.git.writer_config() {
+    let (writer, policy) = match &args.git.git_target {
+        Some(target) => {
+            let (config, policy, loaded) = crate::target::writer_for(&args.git, target).await?;
+            tracing::info!(
+                "git target     {target} (GitProvider {}, audit route {})",
+                loaded.provider.metadata.name,
+                loaded.audit_route()
+            );
+            (Some(config), policy)
+        }
+        None => (args.git.writer_config(), MirrorPolicy::default()),
+    };
+    let git = match writer {
         Some(c) => {
+            let line = format!(
+                "git mirror     {} (branch {}{}{})",
+                abs(&c.repo_dir),
+                c.branch,
+                c.remote.as_ref().map(|r| format!(", pushing to {}", redact_url(&r.url))).unwrap_or_default(),
+                if c.prefix.is_empty() { String::new() } else { format!(", under {}/", c.prefix) },
+            );
             let w = tokio::task::spawn_blocking(move || runtime::attribution::commit::GitWriter::open(c))
                 .await
                 .map_err(|e| Error::Config(format!("opening the Git mirror stopped: {e}")))??;
-            if let Some(d) = &args.git.git_repo {
-                let remote = args
-                    .git
-                    .git_remote
-                    .as_deref()
-                    .map(|r| format!(", pushing to {}", redact_url(r)))
-                    .unwrap_or_default();
-                tracing::info!("git mirror     {} (branch {}{remote})", abs(d), args.git.git_branch);
-            }
+            tracing::info!("{line}");
             Some(w.with_metrics(metrics.clone()))
         }
         None => None,
     };
-    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git));
+    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git, policy));
     for s in &follow {
         api.acquire(s);
     }

@@ -61,6 +61,7 @@ async fn commit_writes_attributed_history_and_pushes_it() {
                 // Nobody's fact: committed as unresolved after the grace.
                 event("ADDED", watch_object("ns", "orphan", "u-3", "30", false)),
             ],
+            ..CommitRequest::default()
         })
         .await
         .unwrap()
@@ -93,7 +94,7 @@ async fn commit_writes_attributed_history_and_pushes_it() {
 async fn commit_without_a_git_repo_is_refused_clearly() {
     let s = Sidecar::start("serve", &[]);
     let mut c = s.client().await;
-    let err = c.commit(CommitRequest { events: vec![] }).await.unwrap_err();
+    let err = c.commit(CommitRequest::default()).await.unwrap_err();
     assert_eq!(err.code(), tonic::Code::FailedPrecondition);
     assert!(err.message().contains("--git-repo"), "{}", err.message());
 }

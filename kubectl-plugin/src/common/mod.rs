@@ -40,7 +40,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, ValueEnum};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde::Serialize;
 
 #[cfg(test)]
@@ -233,24 +232,9 @@ impl KubeArgs {
     /// `--kubeconfig` file, else `$KUBECONFIG` / `~/.kube/config`, else (with
     /// no `--context`) the in-cluster service account.
     pub async fn config(&self) -> Result<kube::Config, CliError> {
-        let options = KubeConfigOptions { context: self.context.clone(), cluster: None, user: None };
-        let mut config = match &self.kubeconfig {
-            Some(path) => {
-                let kubeconfig = Kubeconfig::read_from(path).map_err(|e| {
-                    CliError::new(format!(
-                        "cannot read kubeconfig {}: {e}; check the file, or pass another with --kubeconfig",
-                        path.display()
-                    ))
-                })?;
-                kube::Config::from_custom_kubeconfig(kubeconfig, &options)
-                    .await
-                    .map_err(|e| self.load_error(&e.to_string()))?
-            }
-            None if self.context.is_some() => {
-                kube::Config::from_kubeconfig(&options).await.map_err(|e| self.load_error(&e.to_string()))?
-            }
-            None => kube::Config::infer().await.map_err(|e| self.load_error(&e.to_string()))?,
-        };
+        let mut config = runtime::kubeconfig::load(self.kubeconfig.as_deref(), self.context.as_deref())
+            .await
+            .map_err(|e| CliError::new(e.to_string()))?;
         if let Some(ns) = &self.namespace {
             config.default_namespace = ns.clone();
         }
@@ -260,20 +244,6 @@ impl KubeArgs {
     /// A client for [`Self::config`], with the namespace it selects.
     pub async fn client(&self) -> Result<KubeTarget, CliError> {
         KubeTarget::from_config(self.config().await?)
-    }
-
-    fn load_error(&self, cause: &str) -> CliError {
-        let source = match &self.kubeconfig {
-            Some(p) => format!("kubeconfig {}", p.display()),
-            None => "the kubeconfig ($KUBECONFIG or ~/.kube/config)".to_string(),
-        };
-        let context = match &self.context {
-            Some(c) => format!(" context {c:?}"),
-            None => String::new(),
-        };
-        CliError::new(format!(
-            "cannot load{context} from {source}: {cause}; check the file, or choose one with --kubeconfig and --context"
-        ))
     }
 }
 

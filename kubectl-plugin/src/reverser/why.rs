@@ -284,9 +284,7 @@ async fn explain_socket(
     params: &ExplainParams,
     timeout: Duration,
 ) -> Result<Explanation, CliError> {
-    use hyper_util::rt::TokioIo;
     use runtime::proto::attribution_client::AttributionClient;
-    use tonic::transport::{Endpoint, Uri};
 
     let unreachable = |cause: String| {
         CliError::new(format!(
@@ -296,13 +294,7 @@ async fn explain_socket(
         ))
         .with_code(3)
     };
-    let path = socket.to_path_buf();
-    let endpoint = Endpoint::try_from("http://localhost").map_err(|e| unreachable(e.to_string()))?;
-    let connect = endpoint.connect_with_connector(tower::service_fn(move |_: Uri| {
-        let p = path.clone();
-        async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(p).await?)) }
-    }));
-    let channel = tokio::time::timeout(timeout, connect)
+    let channel = tokio::time::timeout(timeout, runtime::proto::connect_unix(socket))
         .await
         .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
         .map_err(|e| unreachable(source_chain(&e)))?;

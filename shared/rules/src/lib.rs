@@ -7,12 +7,15 @@
 //!   in an index within a grace window (`spec/attribution.md`).
 //! - [`ownership`]: forge artifacts mirrored as CRs, owned by Tasks through
 //!   owner references (`spec/ownership.md`).
+//! - [`mirror`]: the GitTarget's watcher and the sidecar that authors for it
+//!   (`spec/mirror.md`), configured by gitops-reverser's CRs.
 //! - [`inject`]: add the sidecar to Kubernetes manifests and admission
 //!   reviews (`kubectl reverser inject`, the injection webhook).
 
 pub mod attribution;
 mod error;
 pub mod inject;
+pub mod mirror;
 pub mod ownership;
 
 pub use error::{Error, Result};

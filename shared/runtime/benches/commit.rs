@@ -59,10 +59,8 @@ fn change(i: usize, round: usize, action_delete: bool) -> Change {
 
 fn open(dir: &std::path::Path, remote: Option<&std::path::Path>) -> GitWriter {
     GitWriter::open(WriterConfig {
-        repo_dir: dir.to_path_buf(),
-        branch: "main".into(),
-        committer: Identity::new("Reverser Bench", "bench@reverser.invalid"),
         remote: remote.map(|r| RemoteConfig::new(format!("file://{}", r.display()))),
+        ..WriterConfig::new(dir.to_path_buf(), "main", Identity::new("Reverser Bench", "bench@reverser.invalid"))
     })
     .expect("open the clone")
 }

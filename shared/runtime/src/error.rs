@@ -30,6 +30,16 @@ pub enum Error {
     #[error(transparent)]
     Forge(#[from] crate::ownership::forge::ForgeError),
 
+    /// Reading the mirror's configuration from the cluster.
+    #[cfg(feature = "kube")]
+    #[error(transparent)]
+    Mirror(#[from] crate::mirror::MirrorError),
+
+    /// The kubeconfig could not be loaded.
+    #[cfg(feature = "kube")]
+    #[error(transparent)]
+    Kubeconfig(#[from] crate::kubeconfig::KubeconfigError),
+
     /// The retry pacing was configured out of bounds.
     #[error(transparent)]
     Backoff(#[from] crate::backoff::BackoffError),

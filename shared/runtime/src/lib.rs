@@ -10,7 +10,11 @@
 pub mod attribution;
 pub mod backoff;
 mod error;
+#[cfg(feature = "kube")]
+pub mod kubeconfig;
 pub mod metrics;
+#[cfg(feature = "kube")]
+pub mod mirror;
 pub mod ownership;
 #[cfg(feature = "grpc")]
 pub mod proto;

@@ -86,6 +86,12 @@ pub struct Metrics {
     pub transport_info: Family<TransportLabel, Gauge>,
     pub audit_events: Family<AuditLabels, Counter>,
     pub commits: Family<CommitLabels, Counter>,
+    /// Writes of a sensitive type (Secrets) skipped: never in clear text.
+    pub mirror_sensitive_skipped: Counter,
+    /// Changes not mirrored because of who made them (`reason`: actor).
+    pub mirror_excluded: Family<ReasonLabel, Counter>,
+    /// Pushes that failed (the commits stay in the clone for the next push).
+    pub mirror_push_failures: Counter,
 }
 
 fn wait_histogram() -> Histogram {
@@ -108,6 +114,9 @@ impl Default for Metrics {
             transport_info: Family::default(),
             audit_events: Family::default(),
             commits: Family::default(),
+            mirror_sensitive_skipped: Counter::default(),
+            mirror_excluded: Family::default(),
+            mirror_push_failures: Counter::default(),
         }
     }
 }
@@ -221,6 +230,21 @@ impl Metrics {
         );
         registry.register(format!("{p}_audit_events"), "audit events by outcome", self.audit_events.clone());
         registry.register(format!("{p}_commits"), "what reached Git", self.commits.clone());
+        registry.register(
+            format!("{p}_mirror_sensitive_skipped"),
+            "writes of Secrets skipped: never written in clear text",
+            self.mirror_sensitive_skipped.clone(),
+        );
+        registry.register(
+            format!("{p}_mirror_excluded"),
+            "changes not mirrored because an excluded actor made them",
+            self.mirror_excluded.clone(),
+        );
+        registry.register(
+            format!("{p}_mirror_push_failures"),
+            "pushes that failed; the commits stay in the clone for the next push",
+            self.mirror_push_failures.clone(),
+        );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");
         out

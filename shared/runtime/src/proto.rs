@@ -6,6 +6,8 @@
 
 tonic::include_proto!("reverser.v1");
 
+use std::path::Path;
+
 use rules::attribution::Fact as WireFact;
 use rules::attribution::index::StoredFact;
 use rules::attribution::why::explanation::{parse_labels, parse_tier};
@@ -136,4 +138,19 @@ impl From<&ExplainParams> for ExplainRequest {
             labels: parse_labels(&p.labels).into_iter().collect(),
         }
     }
+}
+
+/// A gRPC channel to the sidecar's Unix socket (the watcher's and `kubectl
+/// reverser why`'s way in). The authority is a placeholder; the socket path
+/// is what connects.
+pub async fn connect_unix(socket: &Path) -> Result<tonic::transport::Channel, tonic::transport::Error> {
+    use hyper_util::rt::TokioIo;
+    use tonic::transport::{Endpoint, Uri};
+    let path = socket.to_path_buf();
+    Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let p = path.clone();
+            async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(p).await?)) }
+        }))
+        .await
 }

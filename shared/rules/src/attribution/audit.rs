@@ -102,7 +102,7 @@ fn value_string(v: &Value) -> String {
 }
 
 /// Reads `metadata.<field>` of a body as a string (numbers accepted).
-pub(crate) fn meta_field(obj: &Value, field: &str) -> String {
+pub fn meta_field(obj: &Value, field: &str) -> String {
     obj.get("metadata").and_then(|m| m.get(field)).map(value_string).unwrap_or_default()
 }
 

@@ -4,7 +4,9 @@
 //! commit, which author, which message) are the rules'
 //! (`rules::attribution::commit`), re-exported here.
 
+mod known_hosts;
 mod push;
+pub mod signing;
 mod writer;
 
 pub use rules::attribution::commit::*;
@@ -37,6 +39,10 @@ pub enum GitError {
          and hooks, and that nothing force-pushes that branch"
     )]
     PushExhausted { remote: String, branch: String, attempts: u32, last_reason: String },
+
+    /// A commit could not be signed with the configured key.
+    #[error("signing the commit failed: {0}; check the GitProvider's commit.signing key")]
+    Signing(#[from] signing::SigningError),
 
     /// A local file operation failed.
     #[error("{context}: {source}")]

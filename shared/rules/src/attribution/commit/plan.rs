@@ -65,6 +65,12 @@ pub fn plan_commits(changes: &[Change]) -> Vec<CommitGroup> {
     groups
 }
 
+/// One commit per change, in event order: a GitProvider's `commitWindow:
+/// 0s` ("one event per commit").
+pub fn plan_each(changes: &[Change]) -> Vec<CommitGroup> {
+    changes.iter().enumerate().map(|(i, c)| CommitGroup { author: c.author.clone(), changes: vec![i] }).collect()
+}
+
 /// The author identity of a commit: the resolved actor's display name and
 /// email when the fact has them, otherwise the username and
 /// [`noreply_email`]; unresolved is exactly [`UNRESOLVED_AUTHOR_NAME`]. The
@@ -150,10 +156,11 @@ pub struct Applied<'a> {
 /// The commit message: a subject, one line per change, and the trailers
 /// (`Reverser-Actor` once when resolved, then per change `Reverser-Tier` and
 /// `Reverser-Audit-ID` when it has one) "so a commit can be traced back".
+/// A GitProvider's templates replace the subject
+/// (`rules::mirror::message`); the rest is [`commit_details`].
 pub fn commit_message(author: Option<&ResolvedAuthor>, applied: &[Applied<'_>]) -> String {
-    let mut msg = String::new();
-    match applied {
-        [one] => msg.push_str(&format!("{} {}", one.effect.label(), one.path)),
+    let subject = match applied {
+        [one] => format!("{} {}", one.effect.label(), one.path),
         many => {
             let count = |e: Effect| many.iter().filter(|a| a.effect == e).count();
             let parts: Vec<String> = [Effect::Create, Effect::Update, Effect::Delete]
@@ -161,10 +168,16 @@ pub fn commit_message(author: Option<&ResolvedAuthor>, applied: &[Applied<'_>]) 
                 .filter(|e| count(*e) > 0)
                 .map(|e| format!("{} {}", count(e), e.label()))
                 .collect();
-            msg.push_str(&format!("{} changes: {}", many.len(), parts.join(", ")));
+            format!("{} changes: {}", many.len(), parts.join(", "))
         }
-    }
-    msg.push_str("\n\n");
+    };
+    format!("{subject}\n\n{}", commit_details(author, applied))
+}
+
+/// What every commit message carries below its subject: one line per
+/// change, then the trailers.
+pub fn commit_details(author: Option<&ResolvedAuthor>, applied: &[Applied<'_>]) -> String {
+    let mut msg = String::new();
     for a in applied {
         msg.push_str(&format!("- {} {} (tier {}", a.effect.label(), a.path, a.change.tier));
         if let Some(id) = audit_id(a.change) {

@@ -28,7 +28,7 @@ use git2::{
     Buf, Cred, CredentialType, ErrorCode, FetchOptions, FileMode, Oid, PushOptions, RemoteCallbacks, Repository, Sort,
 };
 
-use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, signature};
+use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, make_commit, signature};
 use super::{GitError as Error, Result};
 use crate::backoff::Backoff;
 
@@ -102,7 +102,7 @@ pub(super) fn endpoint(url: &str) -> Endpoint {
 
 /// Credentials for git2, giving up after a few refusals (libgit2 asks again
 /// on every failure and would otherwise loop).
-fn callbacks<'a>(auth: &'a RemoteAuth, tries: &'a Cell<u32>) -> RemoteCallbacks<'a> {
+fn callbacks<'a>(auth: &'a RemoteAuth, tries: &'a Cell<u32>, url: &str) -> RemoteCallbacks<'a> {
     let mut cb = RemoteCallbacks::new();
     cb.credentials(move |url, username_from_url, allowed| {
         tries.set(tries.get() + 1);
@@ -121,12 +121,33 @@ fn callbacks<'a>(auth: &'a RemoteAuth, tries: &'a Cell<u32>) -> RemoteCallbacks<
             RemoteAuth::SshAgent { username } if allowed.contains(CredentialType::SSH_KEY) => {
                 Cred::ssh_key_from_agent(username_from_url.unwrap_or(username))
             }
+            RemoteAuth::SshKeyInMemory { username, private_key, .. } if allowed.contains(CredentialType::SSH_KEY) => {
+                Cred::ssh_key_from_memory(username_from_url.unwrap_or(username), None, private_key, None)
+            }
             _ if allowed.contains(CredentialType::USERNAME) => Cred::username(username_from_url.unwrap_or("git")),
             _ => Err(git2::Error::from_str(&format!(
                 "the remote {url} wants credentials ({allowed:?}) the configuration does not provide"
             ))),
         }
     });
+    if let RemoteAuth::SshKeyInMemory { known_hosts, .. } = auth {
+        // Fail closed: a host key not in known_hosts is never trusted.
+        let port = super::known_hosts::ssh_port(url);
+        cb.certificate_check(move |cert, host| {
+            let Some(hostkey) = cert.as_hostkey().and_then(|k| k.hostkey()) else {
+                return Err(git2::Error::from_str(&format!("{host} presented no SSH host key")));
+            };
+            let name = host.rsplit_once(':').map_or(host, |(h, _)| h);
+            if super::known_hosts::trusts(known_hosts, name, port, hostkey) {
+                Ok(git2::CertificateCheckStatus::CertificateOk)
+            } else {
+                Err(git2::Error::from_str(&format!(
+                    "the SSH host key of {host} is not in the known_hosts given; add the host's key \
+                     (ssh-keyscan {name}) to the credentials Secret's known_hosts or the GitProvider's knownHostsRef"
+                )))
+            }
+        });
+    }
     cb
 }
 
@@ -156,7 +177,7 @@ impl GitWriter {
         };
         let tries = Cell::new(0);
         let mut opts = FetchOptions::new();
-        opts.remote_callbacks(callbacks(&remote.auth, &tries));
+        opts.remote_callbacks(callbacks(&remote.auth, &tries, &url));
         opts.update_fetchhead(false);
         self.repo
             .remote_anonymous(&url)
@@ -312,7 +333,7 @@ impl GitWriter {
         let tries = Cell::new(0);
         let b = &self.config.branch;
         let result = {
-            let mut cb = callbacks(&config.auth, &tries);
+            let mut cb = callbacks(&config.auth, &tries, url);
             cb.push_update_reference(|_refname, status| {
                 if let Some(why) = status {
                     *rejected.borrow_mut() = Some(why.to_owned());
@@ -384,17 +405,15 @@ impl GitWriter {
             let new_tree = self.repo.find_tree(new_tree).map_err(git(format!("replaying {id}")))?;
             let parent = self.repo.find_commit(base).map_err(git(format!("reading {base}")))?;
             let committer = signature(&self.config.committer, None)?;
-            base = self
-                .repo
-                .commit(
-                    None,
-                    &commit.author(),
-                    &committer,
-                    commit.message_raw().unwrap_or_default(),
-                    &new_tree,
-                    &[&parent],
-                )
-                .map_err(git(format!("replaying {id}")))?;
+            base = make_commit(
+                &self.repo,
+                self.config.signer.as_deref(),
+                &commit.author(),
+                &committer,
+                commit.message_raw().unwrap_or_default(),
+                &new_tree,
+                &[&parent],
+            )?;
             replayed += 1;
         }
         self.set_local_head(base, "reverser: replay onto remote")?;

@@ -39,10 +39,8 @@ fn bare_remote(root: &Path, name: &str) -> PathBuf {
 
 fn writer(root: &Path, clone: &str, remote: Option<&Path>) -> GitWriter {
     GitWriter::open(WriterConfig {
-        repo_dir: root.join(clone),
-        branch: "main".into(),
-        committer: Identity::new(COMMITTER.0, COMMITTER.1),
         remote: remote.map(|r| RemoteConfig::new(format!("file://{}", r.display()))),
+        ..WriterConfig::new(root.join(clone), "main", Identity::new(COMMITTER.0, COMMITTER.1))
     })
     .unwrap()
 }
@@ -528,13 +526,8 @@ fn commits_are_counted_by_author_kind() {
 #[test]
 fn an_invalid_branch_name_is_refused_with_a_typed_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let err = GitWriter::open(WriterConfig {
-        repo_dir: tmp.path().join("clone"),
-        branch: "bad..name".into(),
-        committer: Identity::new("c", "c@x"),
-        remote: None,
-    })
-    .unwrap_err();
+    let err = GitWriter::open(WriterConfig::new(tmp.path().join("clone"), "bad..name", Identity::new("c", "c@x")))
+        .unwrap_err();
     assert!(err.to_string().contains("bad..name"), "{err}");
 }
 
@@ -582,14 +575,12 @@ mod git_http;
 
 fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, GitError> {
     GitWriter::open(WriterConfig {
-        repo_dir: root.join(clone),
-        branch: "main".into(),
-        committer: Identity::new(COMMITTER.0, COMMITTER.1),
         remote: Some(RemoteConfig {
             url: url.into(),
             auth: RemoteAuth::Token { username: "x-access-token".into(), token: token.into() },
             max_push_attempts: 5,
         }),
+        ..WriterConfig::new(root.join(clone), "main", Identity::new(COMMITTER.0, COMMITTER.1))
     })
 }
 
@@ -715,3 +706,5 @@ fn a_rejected_push_backs_off_exponentially_with_jitter_and_a_cap() {
         assert!(total >= 1500, "{total}");
     }
 }
+
+mod mirror;

@@ -9,10 +9,16 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
 
-use rules::attribution::commit::plan::{Applied, Effect, author_identity, commit_message, plan_commits};
+use rules::attribution::commit::plan::{
+    Applied, CommitGroup, Effect, author_identity, commit_message, plan_commits, plan_each,
+};
 use rules::attribution::commit::{Action, Change, Identity};
-use rules::attribution::render::{layout_path, render_manifest};
+use rules::attribution::render::{ObjectKey, layout_path, render_manifest};
+use rules::mirror::message::{CommitKind, Messages};
+use rules::mirror::reconcile::{Doc, under};
+use rules::mirror::select::is_sensitive;
 
+use super::signing::{SIGNATURE_FIELD, SshSigner};
 use super::{GitError as Error, Result};
 use crate::metrics::{CommitLabels, Metrics};
 
@@ -31,6 +37,30 @@ pub struct WriterConfig {
     pub committer: Identity,
     /// Where to push; `None` keeps history local.
     pub remote: Option<RemoteConfig>,
+    /// The folder documents are written under (a GitTarget's `spec.path`,
+    /// normalized); empty for the repository root.
+    pub prefix: String,
+    /// The GitProvider's message templates; `None` titles commits with what
+    /// they change.
+    pub messages: Option<Messages>,
+    /// Signs every commit (the GitProvider's `commit.signing`).
+    pub signer: Option<Arc<SshSigner>>,
+}
+
+impl WriterConfig {
+    /// History in `repo_dir` on `branch` by `committer`: local, at the
+    /// repository root, titled by what changes, unsigned.
+    pub fn new(repo_dir: impl Into<PathBuf>, branch: impl Into<String>, committer: Identity) -> Self {
+        WriterConfig {
+            repo_dir: repo_dir.into(),
+            branch: branch.into(),
+            committer,
+            remote: None,
+            prefix: String::new(),
+            messages: None,
+            signer: None,
+        }
+    }
 }
 
 /// The remote to push to: `file://` (or a bare path), `https://` with a
@@ -66,6 +96,13 @@ pub enum RemoteAuth {
         private_key: PathBuf,
         passphrase: Option<String>,
     },
+    /// An SSH private key held in memory (a GitProvider's credentials
+    /// Secret), with the `known_hosts` the server's key must appear in.
+    SshKeyInMemory {
+        username: String,
+        private_key: String,
+        known_hosts: String,
+    },
     /// The running ssh-agent.
     SshAgent {
         username: String,
@@ -86,6 +123,9 @@ impl std::fmt::Debug for RemoteAuth {
                 .field("private_key", private_key)
                 .finish_non_exhaustive(),
             RemoteAuth::SshAgent { username } => f.debug_struct("SshAgent").field("username", username).finish(),
+            RemoteAuth::SshKeyInMemory { username, .. } => {
+                f.debug_struct("SshKeyInMemory").field("username", username).finish_non_exhaustive()
+            }
         }
     }
 }
@@ -100,6 +140,9 @@ pub struct CommitOutcome {
     /// Changes refused (bad object or coordinates), with why. The rest of the
     /// window is still committed.
     pub rejected: Vec<RejectedChange>,
+    /// Writes of a sensitive type (core Secrets), never written in clear
+    /// text: skipped and counted.
+    pub sensitive_skipped: usize,
     /// The push, when a remote is configured.
     pub push: Option<PushOutcome>,
 }
@@ -232,25 +275,62 @@ impl GitWriter {
     /// a change already recorded leaves the tree identical and makes no
     /// commit.
     pub fn commit(&mut self, changes: &[Change]) -> Result<CommitOutcome> {
+        self.commit_as(changes, &CommitKind::Window)
+    }
+
+    /// [`GitWriter::commit`] for a window of the given kind: the kind picks
+    /// the GitProvider template that titles each commit, and a per-event
+    /// window makes one commit per change.
+    pub fn commit_as(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
+        let (outcome, push_error) = self.commit_keeping(changes, kind)?;
+        match push_error {
+            Some(e) => Err(e),
+            None => Ok(outcome),
+        }
+    }
+
+    /// [`GitWriter::commit_as`], but a failed push is returned beside the
+    /// outcome instead of as the error: the window is committed in the clone
+    /// either way, and the next call (an empty window will do) pushes it.
+    pub fn commit_keeping(&mut self, changes: &[Change], kind: &CommitKind) -> Result<(CommitOutcome, Option<Error>)> {
         if let Err(error) = self.sync() {
             // Never drop a window because the remote is away: commit on what
             // we have, the push replays it later.
             tracing::warn!(%error, "fetch before commit failed; committing on the clone as it is");
         }
-        let mut outcome = self.commit_local(changes)?;
+        let mut outcome = self.commit_local_as(changes, kind)?;
+        let mut push_error = None;
         if self.config.remote.is_some() {
-            outcome.push = Some(self.push()?);
+            match self.push() {
+                Ok(p) => outcome.push = Some(p),
+                Err(e) => push_error = Some(e),
+            }
         }
-        Ok(outcome)
+        Ok((outcome, push_error))
     }
 
     /// Commits one window on the clone as it is, without fetching or pushing.
     pub fn commit_local(&mut self, changes: &[Change]) -> Result<CommitOutcome> {
+        self.commit_local_as(changes, &CommitKind::Window)
+    }
+
+    fn commit_local_as(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
         let mut outcome = CommitOutcome::default();
         // Render first: a change that cannot be rendered is refused alone.
         let mut rendered: Vec<Option<(String, Option<Vec<u8>>)>> = Vec::with_capacity(changes.len());
         for (index, change) in changes.iter().enumerate() {
-            match render(change) {
+            if is_sensitive(&change.object.group, &change.object.resource) && matches!(change.action, Action::Write(_))
+            {
+                // Never in clear text: without encryption, skipped (a removal
+                // still goes through, it carries no secret).
+                outcome.sensitive_skipped += 1;
+                if let Some(metrics) = &self.metrics {
+                    metrics.mirror_sensitive_skipped.inc();
+                }
+                rendered.push(None);
+                continue;
+            }
+            match render(change, &self.config.prefix) {
                 Ok(r) => rendered.push(Some(r)),
                 Err(error) => {
                     tracing::warn!(object = %change.object.display(), %error, "change refused, not committed");
@@ -284,7 +364,9 @@ impl GitWriter {
         };
         let start = self.local_head()?;
         let mut head = start;
-        for group in plan_commits(changes) {
+        let groups: Vec<CommitGroup> =
+            if *kind == CommitKind::PerEvent { plan_each(changes) } else { plan_commits(changes) };
+        for group in groups {
             let base_tree = tree_of(work, head)?;
             // The running state of each touched path within this commit.
             let mut overlay: HashMap<&str, Option<Oid>> = HashMap::new();
@@ -348,15 +430,25 @@ impl GitWriter {
             let observed = applied.iter().map(|a| a.change.observed_at).max().unwrap_or_else(SystemTime::now);
             let author_sig = signature(&author, Some(observed))?;
             let committer_sig = signature(&self.config.committer, None)?;
-            let message = commit_message(group.author.as_ref(), &applied);
+            let message = self.message(kind, group.author.as_ref(), &applied);
             let parent = match head {
                 Some(id) => Some(work.find_commit(id).map_err(git("reading the parent commit"))?),
                 None => None,
             };
             let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-            let id = work
-                .commit(None, &author_sig, &committer_sig, &message, &tree, &parents)
-                .map_err(git(format!("committing as {} <{}>", author.name, author.email)))?;
+            let id = make_commit(
+                work,
+                self.config.signer.as_deref(),
+                &author_sig,
+                &committer_sig,
+                &message,
+                &tree,
+                &parents,
+            )
+            .map_err(|e| match e {
+                Error::Git { source, .. } => git(format!("committing as {} <{}>", author.name, author.email))(source),
+                other => other,
+            })?;
             tracing::debug!(commit = %id, author = %author.name, changes = applied.len(), "committed");
             if let Some(metrics) = &self.metrics {
                 let kind = group.author.as_ref().map_or("none", |a| a.actor_kind.label());
@@ -384,6 +476,60 @@ impl GitWriter {
             self.set_local_head(id, "reverser: commit")?;
         }
         Ok(outcome)
+    }
+
+    /// The message of one commit: the provider's template for the window's
+    /// kind when configured, else a title from what changed. A template that
+    /// fails to render (a value it cannot format) never loses the commit: it
+    /// falls back to the plain title, and says so.
+    fn message(
+        &self,
+        kind: &CommitKind,
+        author: Option<&rules::attribution::commit::ResolvedAuthor>,
+        applied: &[Applied<'_>],
+    ) -> String {
+        match &self.config.messages {
+            None => commit_message(author, applied),
+            Some(m) => m.message(kind, author, applied).unwrap_or_else(|error| {
+                tracing::warn!(%error, "commit message template failed; titling the commit plainly");
+                commit_message(author, applied)
+            }),
+        }
+    }
+
+    /// The documents the tree holds under each of `dirs` (paths relative to
+    /// the repository root), with their blob ids: what a reconcile compares
+    /// the live objects with.
+    pub fn documents_under(&self, dirs: &[String]) -> Result<Vec<Doc>> {
+        let tree = self.tree_of(self.local_head()?)?;
+        let mut out = Vec::new();
+        for dir in dirs {
+            let sub = match tree.get_path(Path::new(dir)) {
+                Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => {
+                    self.repo.find_tree(entry.id()).map_err(git(format!("reading the tree {dir}")))?
+                }
+                _ => continue,
+            };
+            sub.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
+                if entry.kind() == Some(git2::ObjectType::Blob)
+                    && let Some(name) = entry.name()
+                {
+                    out.push(Doc { path: format!("{dir}/{parent}{name}"), blob: entry.id().to_string() });
+                }
+                git2::TreeWalkResult::Ok
+            })
+            .map_err(git(format!("listing {dir}")))?;
+        }
+        Ok(out)
+    }
+
+    /// The document an object renders to under this writer's prefix: its
+    /// path and the blob id of its bytes.
+    pub fn document(&self, key: &ObjectKey, object: &serde_json::Value) -> Result<Doc> {
+        let path = under(&self.config.prefix, &layout_path(key)?);
+        let bytes = render_manifest(key, object)?;
+        let blob = Oid::hash_object(git2::ObjectType::Blob, &bytes).map_err(git("hashing a manifest"))?;
+        Ok(Doc { path, blob: blob.to_string() })
     }
 
     pub(super) fn local_ref(&self) -> String {
@@ -430,9 +576,32 @@ fn tree_of(repo: &Repository, commit: Option<Oid>) -> Result<Tree<'_>> {
     }
 }
 
+/// A commit, signed when a signer is configured (the signature goes into
+/// the `gpgsig` header, as `git commit -S` with `gpg.format=ssh` writes it).
+pub(super) fn make_commit(
+    repo: &Repository,
+    signer: Option<&SshSigner>,
+    author: &Signature<'_>,
+    committer: &Signature<'_>,
+    message: &str,
+    tree: &Tree<'_>,
+    parents: &[&git2::Commit<'_>],
+) -> Result<Oid> {
+    let Some(signer) = signer else {
+        return repo.commit(None, author, committer, message, tree, parents).map_err(git("committing"));
+    };
+    let buffer =
+        repo.commit_create_buffer(author, committer, message, tree, parents).map_err(git("building the commit"))?;
+    let signature = signer.sign_commit(&buffer)?;
+    // Names, emails and the message are all `&str`, so the buffer is UTF-8.
+    let text = std::str::from_utf8(&buffer)
+        .map_err(|_| git("reading the commit buffer")(git2::Error::from_str("the commit buffer is not UTF-8")))?;
+    repo.commit_signed(text, &signature, Some(SIGNATURE_FIELD)).map_err(git("writing the signed commit"))
+}
+
 /// The file a change addresses and, for a write, its bytes.
-fn render(change: &Change) -> Result<(String, Option<Vec<u8>>)> {
-    let path = layout_path(&change.object)?;
+fn render(change: &Change, prefix: &str) -> Result<(String, Option<Vec<u8>>)> {
+    let path = under(prefix, &layout_path(&change.object)?);
     let content = match &change.action {
         Action::Write(object) => Some(render_manifest(&change.object, object)?),
         Action::Delete => None,

@@ -192,13 +192,9 @@ fn change(action: Action, author: Option<&str>, tier: Tier, audit: Option<&str>)
 fn history_reads_the_commits_the_writer_made_newest_first() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("mirror.git");
-    let mut w = GitWriter::open(WriterConfig {
-        repo_dir: repo.clone(),
-        branch: "main".into(),
-        committer: Identity::new("reverser", "reverser@example.invalid"),
-        remote: None,
-    })
-    .unwrap();
+    let mut w =
+        GitWriter::open(WriterConfig::new(repo.clone(), "main", Identity::new("reverser", "reverser@example.invalid")))
+            .unwrap();
     // Nothing committed yet: no history, not an error.
     let path = layout_path(&key()).unwrap();
     assert!(read_history(&repo, None, std::slice::from_ref(&path), 10).unwrap().is_empty());

@@ -1,0 +1,420 @@
+//! gitops-reverser's own configuration (`configbutler.ai/v1alpha3`) as plain
+//! data: a GitTarget names where history goes (a GitProvider's repository, a
+//! branch, a path), WatchRules and ClusterWatchRules name what is watched.
+//! Only the fields the mirror reads are modelled; serde ignores the rest, so
+//! a newer CR still parses.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The group and version of every mirror CR.
+pub const API_VERSION: &str = "configbutler.ai/v1alpha3";
+pub const GROUP: &str = "configbutler.ai";
+pub const VERSION: &str = "v1alpha3";
+
+/// The default commit window when `push.commitWindow` is unset.
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub resource_version: String,
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// A reference by name (and, for a cluster-scoped referrer, namespace).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NameRef {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+/// `GitTarget`: where one mirror's history goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct GitTarget {
+    pub metadata: Meta,
+    pub spec: GitTargetSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GitTargetSpec {
+    pub provider_ref: NameRef,
+    pub branch: String,
+    pub path: String,
+    #[serde(default)]
+    pub cluster_provider_ref: Option<NameRef>,
+    #[serde(default)]
+    pub prune: Option<Prune>,
+    #[serde(default)]
+    pub allowed_source_namespaces: Option<AllowedSourceNamespaces>,
+    /// Present when Secrets are to be encrypted (SOPS); this mirror does not
+    /// encrypt, so Secrets stay skipped even then (and it says so).
+    #[serde(default)]
+    pub encryption: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Prune {
+    #[serde(default)]
+    pub mode: PruneMode,
+}
+
+/// Which deletion paths may remove documents (`spec.prune.mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum PruneMode {
+    /// Nothing is ever removed.
+    Never,
+    /// An observed deletion removes its document; a relist never infers one.
+    #[default]
+    OnEvent,
+    /// Both: an observed deletion, and a document whose object a relist no
+    /// longer finds.
+    Always,
+}
+
+impl PruneMode {
+    /// Whether an observed deletion (a DELETED event, a set deletionTimestamp)
+    /// removes the object's document.
+    pub fn on_event(self) -> bool {
+        self != PruneMode::Never
+    }
+
+    /// Whether a reconcile may remove documents of objects that no longer exist.
+    pub fn on_reconcile(self) -> bool {
+        self == PruneMode::Always
+    }
+}
+
+impl GitTargetSpec {
+    pub fn prune_mode(&self) -> PruneMode {
+        self.prune.as_ref().map(|p| p.mode).unwrap_or_default()
+    }
+
+    /// The ClusterProvider this target mirrors from (`default` when unset).
+    pub fn cluster_provider(&self) -> &str {
+        self.cluster_provider_ref.as_ref().map_or("default", |r| r.name.as_str())
+    }
+}
+
+/// `spec.allowedSourceNamespaces`: omitted declares no policy; declared but
+/// empty admits nothing; `selector: {}` admits every namespace.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct AllowedSourceNamespaces {
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
+}
+
+/// A `metav1.LabelSelector`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelSelector {
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    pub match_expressions: Vec<LabelSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct LabelSelectorRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+impl LabelSelector {
+    /// Whether the selector is `{}`, which admits everything.
+    pub fn is_empty(&self) -> bool {
+        self.match_labels.is_empty() && self.match_expressions.is_empty()
+    }
+
+    /// Whether `labels` satisfy every requirement.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.match_labels.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && self.match_expressions.iter().all(|r| {
+                let got = labels.get(&r.key);
+                match r.operator.as_str() {
+                    "In" => got.is_some_and(|v| r.values.contains(v)),
+                    "NotIn" => got.is_none_or(|v| !r.values.contains(v)),
+                    "Exists" => got.is_some(),
+                    "DoesNotExist" => got.is_none(),
+                    // An operator the API would have refused admits nothing.
+                    _ => false,
+                }
+            })
+    }
+}
+
+/// `GitProvider`: the repository and how commits are made in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct GitProvider {
+    pub metadata: Meta,
+    pub spec: GitProviderSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GitProviderSpec {
+    pub url: String,
+    #[serde(default)]
+    pub allowed_branches: Vec<String>,
+    #[serde(default)]
+    pub secret_ref: Option<NameRef>,
+    #[serde(default)]
+    pub known_hosts_ref: Option<NameRef>,
+    #[serde(default)]
+    pub commit: Option<CommitSpec>,
+    #[serde(default)]
+    pub push: Option<PushSpec>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct CommitSpec {
+    #[serde(default)]
+    pub committer: Option<Committer>,
+    #[serde(default)]
+    pub message: Option<MessageSpec>,
+    #[serde(default)]
+    pub signing: Option<SigningSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Committer {
+    #[serde(default = "default_committer_name")]
+    pub name: String,
+    #[serde(default = "default_committer_email")]
+    pub email: String,
+}
+
+impl Default for Committer {
+    fn default() -> Self {
+        Committer { name: default_committer_name(), email: default_committer_email() }
+    }
+}
+
+// The CRD's defaults.
+fn default_committer_name() -> String {
+    "GitOps Reverser".into()
+}
+
+fn default_committer_email() -> String {
+    "noreply@configbutler.ai".into()
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSpec {
+    #[serde(default)]
+    pub event_template: Option<String>,
+    #[serde(default)]
+    pub group_template: Option<String>,
+    #[serde(default)]
+    pub reconcile_template: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SigningSpec {
+    pub secret_ref: NameRef,
+    #[serde(default)]
+    pub generate_when_missing: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushSpec {
+    #[serde(default)]
+    pub commit_window: Option<String>,
+}
+
+impl GitProviderSpec {
+    pub fn committer(&self) -> Committer {
+        self.commit.as_ref().and_then(|c| c.committer.clone()).unwrap_or_default()
+    }
+
+    pub fn messages(&self) -> MessageSpec {
+        self.commit.as_ref().and_then(|c| c.message.clone()).unwrap_or_default()
+    }
+
+    pub fn signing(&self) -> Option<&SigningSpec> {
+        self.commit.as_ref().and_then(|c| c.signing.as_ref())
+    }
+
+    /// `push.commitWindow`, parsed; 5 s when unset.
+    pub fn commit_window(&self) -> Result<Duration, String> {
+        match self.push.as_ref().and_then(|p| p.commit_window.as_deref()) {
+            None | Some("") => Ok(DEFAULT_COMMIT_WINDOW),
+            Some(s) => parse_go_duration(s),
+        }
+    }
+
+    /// Whether `branch` may be written: `allowedBranches` entries are exact
+    /// names or globs where `*` matches any run of characters.
+    pub fn allows_branch(&self, branch: &str) -> bool {
+        self.allowed_branches.iter().any(|pattern| glob_match(pattern, branch))
+    }
+}
+
+/// `*` matches any run (including `/`), everything else itself.
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || !text[first.len()..].ends_with(last) || text.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// Parses a Go `time.Duration` string: `0s`, `5s`, `1m30s`, `250ms`, `1h`
+/// (units `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`; a bare `0` is zero).
+pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?} is not a duration: use Go's form, e.g. 5s, 0s, 1m30s, 500ms");
+    let t = s.trim();
+    if t == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if t.is_empty() || t.starts_with('-') {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        if num_end == 0 {
+            return Err(bad());
+        }
+        let n: f64 = rest[..num_end].parse().map_err(|_| bad())?;
+        rest = &rest[num_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += n * scale;
+        rest = &rest[unit_end..];
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// `ClusterProvider`: only the audit route is read (spec §3, "The scope is
+/// an audit route and a type"): `spec.attribution.auditRoute`, defaulting to
+/// the object's name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ClusterProvider {
+    pub metadata: Meta,
+    #[serde(default)]
+    pub spec: ClusterProviderSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct ClusterProviderSpec {
+    #[serde(default)]
+    pub attribution: Option<AttributionSpec>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttributionSpec {
+    #[serde(default)]
+    pub audit_route: Option<String>,
+}
+
+impl ClusterProvider {
+    /// `ClusterProvider.AuditRoute()`: the declared route, else the name.
+    pub fn audit_route(&self) -> &str {
+        self.spec
+            .attribution
+            .as_ref()
+            .and_then(|a| a.audit_route.as_deref())
+            .filter(|r| !r.is_empty())
+            .unwrap_or(&self.metadata.name)
+    }
+}
+
+/// One rule of a WatchRule or ClusterWatchRule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    /// `None` (omitted) resolves a resource name across all served groups.
+    #[serde(default)]
+    pub api_groups: Option<Vec<String>>,
+    #[serde(default)]
+    pub api_versions: Vec<String>,
+    pub resources: Vec<String>,
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// WatchRule only: omitted for the rule's own namespace, a name, or `*`.
+    #[serde(default)]
+    pub source_namespace: Option<String>,
+}
+
+/// `WatchRule` (namespaced): namespaced types in its own namespace, or in
+/// `sourceNamespace` when the target admits it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchRule {
+    pub metadata: Meta,
+    pub spec: WatchRuleSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WatchRuleSpec {
+    pub target_ref: NameRef,
+    pub rules: Vec<Rule>,
+}
+
+/// `ClusterWatchRule`: cluster-scoped types.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterWatchRule {
+    pub metadata: Meta,
+    pub spec: WatchRuleSpec,
+}
+
+impl WatchRule {
+    /// Whether this rule writes to the GitTarget `namespace/name` (a
+    /// WatchRule's target is in its own namespace).
+    pub fn targets(&self, namespace: &str, name: &str) -> bool {
+        self.metadata.namespace == namespace && self.spec.target_ref.name == name
+    }
+}
+
+impl ClusterWatchRule {
+    pub fn targets(&self, namespace: &str, name: &str) -> bool {
+        self.spec.target_ref.name == name && self.spec.target_ref.namespace.as_deref() == Some(namespace)
+    }
+}
+
+#[cfg(test)]
+mod tests;

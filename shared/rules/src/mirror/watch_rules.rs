@@ -1,0 +1,416 @@
+//! Which types a GitTarget's mirror watches, and where: every WatchRule and
+//! ClusterWatchRule that names the target, resolved against what the API
+//! server serves (discovery). Pure: discovery and the namespaces arrive as
+//! data; what cannot be resolved comes back as a [`Problem`] naming the rule
+//! and the fix, and the rest is still watched.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use super::config::{AllowedSourceNamespaces, ClusterWatchRule, GitTargetSpec, Rule, WatchRule};
+
+/// One type the API server serves, as discovery reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Served {
+    pub group: String,
+    pub version: String,
+    /// Plural, as in the API path (`configmaps`).
+    pub resource: String,
+    pub kind: String,
+    pub namespaced: bool,
+    /// This version is its group's preferred one.
+    pub preferred: bool,
+    pub verbs: Vec<String>,
+}
+
+impl Served {
+    /// Only a type that can be listed and watched can be mirrored; a
+    /// subresource (`pods/log`) never is.
+    fn watchable(&self) -> bool {
+        !self.resource.contains('/') && ["list", "watch"].iter().all(|v| self.verbs.iter().any(|x| x == v))
+    }
+}
+
+/// A namespace of the source cluster, for `allowedSourceNamespaces.selector`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespace {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The operations a rule mirrors (`operations`: empty or `*` is all three).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Operations {
+    pub create: bool,
+    pub update: bool,
+    pub delete: bool,
+}
+
+impl Operations {
+    pub const ALL: Operations = Operations { create: true, update: true, delete: true };
+
+    /// From a rule's `operations` list.
+    pub fn from_rule(ops: &[String]) -> Self {
+        if ops.is_empty() || ops.iter().any(|o| o == "*") {
+            return Operations::ALL;
+        }
+        let has = |name: &str| ops.iter().any(|o| o.eq_ignore_ascii_case(name));
+        Operations { create: has("CREATE"), update: has("UPDATE"), delete: has("DELETE") }
+    }
+
+    pub fn union(self, other: Operations) -> Operations {
+        Operations {
+            create: self.create || other.create,
+            update: self.update || other.update,
+            delete: self.delete || other.delete,
+        }
+    }
+
+    pub fn allows(self, op: Operation) -> bool {
+        match op {
+            Operation::Create => self.create,
+            Operation::Update => self.update,
+            Operation::Delete => self.delete,
+        }
+    }
+}
+
+/// What a watch event does to its object, in the rules' terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    /// `CREATE`, `UPDATE`, `DELETE`, as the templates and the rules spell it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// Where a type is watched.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WatchScope {
+    /// A cluster-scoped type, or a namespaced one in every namespace.
+    Everywhere,
+    /// A namespaced type in one namespace.
+    Namespace(String),
+}
+
+/// One type the mirror watches, with the operations mirrored where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchedType {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+    pub kind: String,
+    pub namespaced: bool,
+    pub scopes: BTreeMap<WatchScope, Operations>,
+}
+
+impl WatchedType {
+    /// `group/version/resource` (core: `v1/configmaps`), the key logs use.
+    pub fn key(&self) -> String {
+        if self.group.is_empty() {
+            format!("{}/{}", self.version, self.resource)
+        } else {
+            format!("{}/{}/{}", self.group, self.version, self.resource)
+        }
+    }
+
+    /// The watches to run: one per namespace, or one everywhere (which then
+    /// covers every namespace, so the per-namespace ones are dropped).
+    pub fn watches(&self) -> Vec<WatchScope> {
+        if self.scopes.contains_key(&WatchScope::Everywhere) {
+            return vec![WatchScope::Everywhere];
+        }
+        self.scopes.keys().cloned().collect()
+    }
+
+    /// The operations mirrored for an object in `namespace` ("" when
+    /// cluster-scoped).
+    pub fn operations_for(&self, namespace: &str) -> Operations {
+        let everywhere = self.scopes.get(&WatchScope::Everywhere).copied().unwrap_or_default();
+        let here = self.scopes.get(&WatchScope::Namespace(namespace.to_owned())).copied().unwrap_or_default();
+        everywhere.union(here)
+    }
+}
+
+/// A rule item that cannot be (fully) honoured, and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// `WatchRule ns/name rules[i]` or `ClusterWatchRule name rules[i]`.
+    pub rule: String,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.rule, self.message)
+    }
+}
+
+/// What the rules of one target resolve to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// Sorted by group, version, resource.
+    pub types: Vec<WatchedType>,
+    pub problems: Vec<Problem>,
+}
+
+impl Resolved {
+    pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<&WatchedType> {
+        self.types.iter().find(|t| t.group == group && t.version == version && t.resource == resource)
+    }
+}
+
+/// Resolves every rule naming the GitTarget `target_namespace/target_name`.
+pub fn resolve(
+    target_namespace: &str,
+    target_name: &str,
+    target: &GitTargetSpec,
+    watch_rules: &[WatchRule],
+    cluster_rules: &[ClusterWatchRule],
+    served: &[Served],
+    namespaces: &[Namespace],
+) -> Resolved {
+    let mut types: BTreeMap<(String, String, String), WatchedType> = BTreeMap::new();
+    let mut problems = Vec::new();
+    let served: Vec<&Served> = served.iter().filter(|s| s.watchable()).collect();
+
+    let mut add = |s: &Served, scope: WatchScope, ops: Operations| {
+        let t = types.entry((s.group.clone(), s.version.clone(), s.resource.clone())).or_insert_with(|| WatchedType {
+            group: s.group.clone(),
+            version: s.version.clone(),
+            resource: s.resource.clone(),
+            kind: s.kind.clone(),
+            namespaced: s.namespaced,
+            scopes: BTreeMap::new(),
+        });
+        let entry = t.scopes.entry(scope).or_default();
+        *entry = entry.union(ops);
+    };
+
+    for wr in watch_rules.iter().filter(|r| r.targets(target_namespace, target_name)) {
+        for (i, rule) in wr.spec.rules.iter().enumerate() {
+            let label = format!("WatchRule {}/{} rules[{i}]", wr.metadata.namespace, wr.metadata.name);
+            let mut problem = |message: String| problems.push(Problem { rule: label.clone(), message });
+            let scopes = match source_namespaces(&wr.metadata.namespace, rule, target, namespaces) {
+                Ok(scopes) => scopes,
+                Err(message) => {
+                    problem(message);
+                    continue;
+                }
+            };
+            let ops = Operations::from_rule(&rule.operations);
+            for s in matching(rule, &served, &mut problem) {
+                if !s.namespaced {
+                    problem(format!(
+                        "{} is cluster-scoped; a WatchRule watches namespaced types, use a ClusterWatchRule for it",
+                        describe(s)
+                    ));
+                    continue;
+                }
+                for scope in &scopes {
+                    add(s, scope.clone(), ops);
+                }
+            }
+        }
+    }
+    for cr in cluster_rules.iter().filter(|r| r.targets(target_namespace, target_name)) {
+        for (i, rule) in cr.spec.rules.iter().enumerate() {
+            let label = format!("ClusterWatchRule {} rules[{i}]", cr.metadata.name);
+            let mut problem = |message: String| problems.push(Problem { rule: label.clone(), message });
+            let ops = Operations::from_rule(&rule.operations);
+            for s in matching(rule, &served, &mut problem) {
+                if s.namespaced {
+                    problem(format!(
+                        "{} is namespaced; a ClusterWatchRule watches cluster-scoped types, use a WatchRule \
+                         with rules[].sourceNamespace for it",
+                        describe(s)
+                    ));
+                    continue;
+                }
+                add(s, WatchScope::Everywhere, ops);
+            }
+        }
+    }
+    Resolved { types: types.into_values().collect(), problems }
+}
+
+/// The types of `watch --resource` flags, without custom resources: each
+/// flag is `resource` or `resource.group` (as kubectl spells types), at its
+/// group's preferred version, for every operation, in `namespace` or (when
+/// `None`) everywhere. Cluster-scoped types are watched everywhere.
+pub fn from_flags(resources: &[String], namespace: Option<&str>, served: &[Served]) -> Resolved {
+    let mut types: BTreeMap<(String, String, String), WatchedType> = BTreeMap::new();
+    let mut problems = Vec::new();
+    let served: Vec<&Served> = served.iter().filter(|s| s.watchable()).collect();
+    for (i, flag) in resources.iter().enumerate() {
+        let (name, group) = match flag.split_once('.') {
+            Some((n, g)) => (n, Some(g)),
+            None => (flag.as_str(), None),
+        };
+        let rule = Rule {
+            api_groups: group.map(|g| vec![if g == "core" { String::new() } else { g.to_owned() }]),
+            resources: vec![name.to_owned()],
+            ..Rule::default()
+        };
+        let label = format!("--resource {flag}");
+        let mut problem = |message: String| problems.push(Problem { rule: label.clone(), message });
+        if i > 0 && resources[..i].contains(flag) {
+            continue;
+        }
+        for s in matching(&rule, &served, &mut problem) {
+            let scope = match namespace {
+                Some(ns) if s.namespaced => WatchScope::Namespace(ns.to_owned()),
+                _ => WatchScope::Everywhere,
+            };
+            types.entry((s.group.clone(), s.version.clone(), s.resource.clone())).or_insert_with(|| WatchedType {
+                group: s.group.clone(),
+                version: s.version.clone(),
+                resource: s.resource.clone(),
+                kind: s.kind.clone(),
+                namespaced: s.namespaced,
+                scopes: BTreeMap::from([(scope, Operations::ALL)]),
+            });
+        }
+    }
+    Resolved { types: types.into_values().collect(), problems }
+}
+
+fn describe(s: &Served) -> String {
+    if s.group.is_empty() { s.resource.clone() } else { format!("{}.{}", s.resource, s.group) }
+}
+
+/// The served types one rule names, its unresolvable names reported.
+fn matching<'a>(rule: &Rule, served: &[&'a Served], problem: &mut dyn FnMut(String)) -> Vec<&'a Served> {
+    let group_ok = |g: &str| match &rule.api_groups {
+        None => true,
+        Some(groups) if groups.is_empty() => true,
+        Some(groups) => groups.iter().any(|x| x == "*" || x == g),
+    };
+    // `apiGroups` omitted or empty resolves a named resource only when one
+    // group serves it.
+    let across_groups = rule.api_groups.as_ref().is_none_or(|g| g.is_empty());
+    let mut out: Vec<&Served> = Vec::new();
+    for name in &rule.resources {
+        if name.contains('/') {
+            problem(format!("{name:?} is a subresource; only whole resources can be watched"));
+            continue;
+        }
+        let by_name: Vec<&Served> = served
+            .iter()
+            .copied()
+            .filter(|s| (name == "*" || s.resource.eq_ignore_ascii_case(name)) && group_ok(&s.group))
+            .collect();
+        if by_name.is_empty() {
+            problem(format!(
+                "no served resource matches {name:?}{}; check the name (plural, as `kubectl api-resources` lists it) \
+                 and apiGroups",
+                rule.api_groups
+                    .as_ref()
+                    .filter(|g| !g.is_empty())
+                    .map(|g| format!(" in groups {g:?}"))
+                    .unwrap_or_default()
+            ));
+            continue;
+        }
+        let groups: BTreeSet<&str> = by_name.iter().map(|s| s.group.as_str()).collect();
+        if across_groups && name != "*" && groups.len() > 1 {
+            problem(format!(
+                "{name:?} is served by several API groups ({}); name the one meant in apiGroups",
+                groups
+                    .iter()
+                    .map(|g| if g.is_empty() { "\"\" (core)".to_owned() } else { format!("{g:?}") })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        }
+        let versions_ok = |s: &Served| {
+            if rule.api_versions.is_empty() {
+                s.preferred
+            } else {
+                rule.api_versions.iter().any(|v| v == "*" || *v == s.version)
+            }
+        };
+        let picked: Vec<&Served> = by_name.into_iter().filter(|s| versions_ok(s)).collect();
+        if picked.is_empty() {
+            problem(format!(
+                "{name:?} is not served at versions {:?}; name a served version or leave apiVersions empty",
+                rule.api_versions
+            ));
+        }
+        for s in picked {
+            if !out.iter().any(|o| std::ptr::eq(*o, s)) {
+                out.push(s);
+            }
+        }
+    }
+    out
+}
+
+/// The watch scopes of a WatchRule item: its own namespace, or the namespace
+/// `sourceNamespace` names, or every namespace the target admits (`*`). A
+/// target that declares `allowedSourceNamespaces` is exhaustive for every
+/// rule, its own namespace included.
+fn source_namespaces(
+    own: &str,
+    rule: &Rule,
+    target: &GitTargetSpec,
+    namespaces: &[Namespace],
+) -> Result<Vec<WatchScope>, String> {
+    let policy = target.allowed_source_namespaces.as_ref();
+    let wanted = rule.source_namespace.as_deref().filter(|s| !s.is_empty()).unwrap_or(own);
+    if wanted == "*" {
+        let Some(policy) = policy else {
+            return Err("sourceNamespace \"*\" expands to what the GitTarget's spec.allowedSourceNamespaces admits, \
+                        and the target declares no policy; declare one (names, or selector: {} for every namespace)"
+                .into());
+        };
+        if policy.selector.as_ref().is_some_and(|s| s.is_empty()) {
+            return Ok(vec![WatchScope::Everywhere]);
+        }
+        let admitted: Vec<WatchScope> = admitted(policy, namespaces).into_iter().map(WatchScope::Namespace).collect();
+        return Ok(admitted);
+    }
+    match policy {
+        None if wanted == own => Ok(vec![WatchScope::Namespace(own.to_owned())]),
+        None => Err(format!(
+            "sourceNamespace {wanted:?} is not this rule's namespace, and the GitTarget declares no \
+             spec.allowedSourceNamespaces; add {wanted:?} to its names"
+        )),
+        Some(policy) => {
+            if policy.names.iter().any(|n| n == wanted)
+                || policy.selector.as_ref().is_some_and(|sel| {
+                    sel.is_empty() || namespaces.iter().any(|ns| ns.name == wanted && sel.matches(&ns.labels))
+                })
+            {
+                Ok(vec![WatchScope::Namespace(wanted.to_owned())])
+            } else {
+                Err(format!(
+                    "namespace {wanted:?} is not admitted by the GitTarget's spec.allowedSourceNamespaces; add it to \
+                     names or label it to match the selector"
+                ))
+            }
+        }
+    }
+}
+
+fn admitted(policy: &AllowedSourceNamespaces, namespaces: &[Namespace]) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = policy.names.iter().cloned().collect();
+    if let Some(sel) = &policy.selector {
+        out.extend(namespaces.iter().filter(|ns| sel.matches(&ns.labels)).map(|ns| ns.name.clone()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

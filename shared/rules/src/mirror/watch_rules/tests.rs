@@ -1,0 +1,182 @@
+use serde_json::json;
+
+use super::*;
+use crate::mirror::config::{AllowedSourceNamespaces, LabelSelector};
+
+fn served(group: &str, version: &str, resource: &str, namespaced: bool, preferred: bool) -> Served {
+    Served {
+        group: group.into(),
+        version: version.into(),
+        resource: resource.into(),
+        kind: resource.trim_end_matches('s').into(),
+        namespaced,
+        preferred,
+        verbs: ["get", "list", "watch", "create"].map(String::from).to_vec(),
+    }
+}
+
+fn discovery() -> Vec<Served> {
+    vec![
+        served("", "v1", "configmaps", true, true),
+        served("", "v1", "secrets", true, true),
+        served("", "v1", "namespaces", false, true),
+        served("apps", "v1", "deployments", true, true),
+        served("widgets.example.com", "v1", "widgets", true, true),
+        served("widgets.example.com", "v1beta1", "widgets", true, false),
+        served("other.example.com", "v1", "widgets", true, true),
+        Served { verbs: vec!["get".into()], ..served("", "v1", "componentstatuses", false, true) },
+        served("", "v1", "pods/log", true, true),
+    ]
+}
+
+fn target() -> GitTargetSpec {
+    serde_json::from_value(json!({"providerRef": {"name": "p"}, "branch": "main", "path": "x"})).unwrap()
+}
+
+fn wr(ns: &str, rules: serde_json::Value) -> WatchRule {
+    serde_json::from_value(json!({"metadata": {"name": "r", "namespace": ns},
+        "spec": {"targetRef": {"name": "prod"}, "rules": rules}}))
+    .unwrap()
+}
+
+fn ns(name: &str, labels: &[(&str, &str)]) -> Namespace {
+    Namespace { name: name.into(), labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
+}
+
+fn run(target: &GitTargetSpec, rules: &[WatchRule], cluster: &[ClusterWatchRule]) -> Resolved {
+    resolve("mirror", "prod", target, rules, cluster, &discovery(), &[ns("shop", &[("mirror", "yes")]), ns("ops", &[])])
+}
+
+#[test]
+fn a_rule_watches_its_own_namespace_at_the_preferred_version_for_every_operation() {
+    let r = run(&target(), &[wr("mirror", json!([{"resources": ["configmaps", "deployments"]}]))], &[]);
+    assert_eq!(r.problems, vec![]);
+    let keys: Vec<String> = r.types.iter().map(WatchedType::key).collect();
+    assert_eq!(keys, ["v1/configmaps", "apps/v1/deployments"]);
+    let cm = r.get("", "v1", "configmaps").unwrap();
+    assert_eq!(cm.watches(), vec![WatchScope::Namespace("mirror".into())]);
+    assert_eq!(cm.operations_for("mirror"), Operations::ALL);
+    assert_eq!(cm.operations_for("elsewhere"), Operations::default());
+}
+
+#[test]
+fn groups_versions_and_operations_narrow_what_is_watched() {
+    let r = run(
+        &target(),
+        &[wr(
+            "mirror",
+            json!([{"apiGroups": ["widgets.example.com"], "apiVersions": ["*"], "resources": ["widgets"],
+                    "operations": ["CREATE", "DELETE"]}]),
+        )],
+        &[],
+    );
+    assert_eq!(r.problems, vec![]);
+    assert_eq!(r.types.len(), 2, "both served versions");
+    let ops = r.types[0].operations_for("mirror");
+    assert!(ops.create && ops.delete && !ops.update);
+    assert!(ops.allows(Operation::Delete) && !ops.allows(Operation::Update));
+}
+
+#[test]
+fn unresolvable_items_are_problems_naming_the_fix_and_the_rest_is_still_watched() {
+    let r = run(
+        &target(),
+        &[wr(
+            "mirror",
+            json!([{"resources": ["widgets"]}, {"resources": ["gizmos", "configmaps"]},
+                              {"resources": ["namespaces"]}, {"resources": ["pods/log"]},
+                              {"apiGroups": ["apps"], "apiVersions": ["v2"], "resources": ["deployments"]}]),
+        )],
+        &[],
+    );
+    let text: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert!(text[0].contains("rules[0]") && text[0].contains("several API groups"), "{text:?}");
+    assert!(text[1].contains("rules[1]") && text[1].contains("\"gizmos\""), "{text:?}");
+    assert!(text[2].contains("cluster-scoped") && text[2].contains("ClusterWatchRule"), "{text:?}");
+    assert!(text[3].contains("subresource"), "{text:?}");
+    assert!(text[4].contains("not served at versions"), "{text:?}");
+    assert_eq!(r.types.iter().map(WatchedType::key).collect::<Vec<_>>(), ["v1/configmaps"]);
+}
+
+#[test]
+fn other_namespaces_need_the_targets_policy_which_is_then_exhaustive() {
+    let rules = [wr("mirror", json!([{"resources": ["configmaps"], "sourceNamespace": "shop"}]))];
+    let r = run(&target(), &rules, &[]);
+    assert!(r.problems[0].message.contains("declares no"), "{:?}", r.problems);
+    let mut t = target();
+    t.allowed_source_namespaces = Some(AllowedSourceNamespaces { names: vec!["shop".into()], selector: None });
+    let r = run(&t, &rules, &[]);
+    assert_eq!(r.problems, vec![]);
+    assert_eq!(r.types[0].watches(), vec![WatchScope::Namespace("shop".into())]);
+    // Once declared, the policy binds the rule's own namespace too.
+    let own = run(&t, &[wr("mirror", json!([{"resources": ["configmaps"]}]))], &[]);
+    assert!(own.problems[0].message.contains("not admitted"), "{:?}", own.problems);
+}
+
+#[test]
+fn a_star_expands_to_what_the_policy_admits() {
+    let rules = [wr("mirror", json!([{"resources": ["configmaps"], "sourceNamespace": "*"}]))];
+    assert!(run(&target(), &rules, &[]).problems[0].message.contains("no policy"));
+    let mut t = target();
+    let sel: LabelSelector = serde_json::from_value(json!({"matchLabels": {"mirror": "yes"}})).unwrap();
+    t.allowed_source_namespaces = Some(AllowedSourceNamespaces { names: vec!["ops".into()], selector: Some(sel) });
+    let r = run(&t, &rules, &[]);
+    assert_eq!(r.types[0].watches(), vec![WatchScope::Namespace("ops".into()), WatchScope::Namespace("shop".into())]);
+    t.allowed_source_namespaces =
+        Some(AllowedSourceNamespaces { names: vec![], selector: Some(LabelSelector::default()) });
+    assert_eq!(run(&t, &rules, &[]).types[0].watches(), vec![WatchScope::Everywhere]);
+}
+
+#[test]
+fn cluster_rules_watch_cluster_scoped_types_of_their_target_only() {
+    let cr = |target_ns: &str, resources: serde_json::Value| -> ClusterWatchRule {
+        serde_json::from_value(json!({"metadata": {"name": "c"},
+            "spec": {"targetRef": {"name": "prod", "namespace": target_ns}, "rules": [{"resources": resources}]}}))
+        .unwrap()
+    };
+    let r =
+        run(&target(), &[], &[cr("mirror", json!(["namespaces", "configmaps"])), cr("elsewhere", json!(["secrets"]))]);
+    assert_eq!(r.types.iter().map(WatchedType::key).collect::<Vec<_>>(), ["v1/namespaces"]);
+    assert_eq!(r.types[0].watches(), vec![WatchScope::Everywhere]);
+    assert!(r.problems[0].message.contains("namespaced") && r.problems[0].message.contains("WatchRule"));
+}
+
+#[test]
+fn rules_merge_per_type_and_a_watch_everywhere_covers_every_namespace() {
+    let mut t = target();
+    t.allowed_source_namespaces =
+        Some(AllowedSourceNamespaces { names: vec!["mirror".into(), "shop".into()], selector: None });
+    let r = run(
+        &t,
+        &[wr(
+            "mirror",
+            json!([{"resources": ["configmaps"], "operations": ["CREATE"]},
+                                {"resources": ["configmaps"], "sourceNamespace": "shop", "operations": ["DELETE"]}]),
+        )],
+        &[],
+    );
+    let cm = &r.types[0];
+    assert_eq!(cm.watches().len(), 2);
+    assert!(cm.operations_for("mirror").create && !cm.operations_for("mirror").delete);
+    assert!(cm.operations_for("shop").delete && !cm.operations_for("shop").create);
+}
+
+#[test]
+fn resource_flags_resolve_like_kubectl_types() {
+    let flags: Vec<String> =
+        ["configmaps", "deployments.apps", "namespaces", "widgets", "gizmos"].map(String::from).to_vec();
+    let r = from_flags(&flags, Some("shop"), &discovery());
+    assert_eq!(
+        r.types.iter().map(|t| (t.key(), t.watches())).collect::<Vec<_>>(),
+        vec![
+            ("v1/configmaps".to_owned(), vec![WatchScope::Namespace("shop".into())]),
+            ("v1/namespaces".to_owned(), vec![WatchScope::Everywhere]),
+            ("apps/v1/deployments".to_owned(), vec![WatchScope::Namespace("shop".into())]),
+        ]
+    );
+    let text: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert!(text[0].starts_with("--resource widgets") && text[0].contains("several API groups"), "{text:?}");
+    assert!(text[1].starts_with("--resource gizmos"), "{text:?}");
+    let everywhere = from_flags(&["configmaps".to_owned()], None, &discovery());
+    assert_eq!(everywhere.types[0].watches(), vec![WatchScope::Everywhere]);
+}

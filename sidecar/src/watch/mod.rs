@@ -1,0 +1,307 @@
+//! `reverser-sidecar watch`: the GitTarget's watcher (spec/mirror.md). It
+//! reads the GitTarget and the WatchRules and ClusterWatchRules naming it,
+//! resolves them to types through discovery, lists and watches each type,
+//! and sends the events to the sidecar beside it (`Commit`, in commit
+//! windows) and every list to its `Reconcile`. It follows rule changes
+//! without a restart. Without custom resources, `--resource` names the
+//! types.
+
+mod metrics;
+mod stream;
+mod window;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use rules::mirror::config::PruneMode;
+use rules::mirror::watch_rules::{self, Resolved, Served, WatchScope, WatchedType};
+use rules::mirror::window::WindowPolicy;
+use runtime::mirror;
+use runtime::proto::attribution_client::AttributionClient;
+use runtime::shutdown::{Tasks, terminated};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::config::parse_duration;
+use crate::error::{Error, Result};
+use metrics::WatchMetrics;
+use stream::Shared;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Mirror this GitTarget (NAMESPACE/NAME): its WatchRules and
+    /// ClusterWatchRules say what is watched, its GitProvider's
+    /// push.commitWindow how events are coalesced.
+    #[arg(long, env = "REVERSER_GIT_TARGET", value_name = "NAMESPACE/NAME", conflicts_with = "resources")]
+    pub git_target: Option<String>,
+    /// Without custom resources: watch this type (`configmaps`,
+    /// `deployments.apps`); repeatable.
+    #[arg(long = "resource", value_name = "TYPE", required_unless_present = "git_target")]
+    pub resources: Vec<String>,
+    /// With --resource: watch only this namespace (default: every namespace).
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// With --resource: the commit window (Go form or 5s, 0s for one commit
+    /// per event).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub commit_window: Duration,
+    /// With --resource: a list removes documents of objects that no longer
+    /// exist (GitTarget prune mode Always).
+    #[arg(long)]
+    pub prune: bool,
+    /// The sidecar's Unix socket.
+    #[arg(long, env = "REVERSER_SOCKET", default_value = "reverser.sock")]
+    pub socket: PathBuf,
+    /// The audit route the watched types' facts arrive on (default: the
+    /// GitTarget's ClusterProvider's auditRoute, else `default`).
+    #[arg(long, env = "REVERSER_ROUTE")]
+    pub route: Option<String>,
+    /// Do not mirror changes by this actor (e.g. the GitOps forward leg's
+    /// service account `system:serviceaccount:flux-system:kustomize-controller`);
+    /// repeatable.
+    #[arg(long = "exclude-user", value_name = "USER")]
+    pub exclude_users: Vec<String>,
+    /// Do not mirror writes whose latest field manager is this (e.g.
+    /// `kustomize-controller`, `argocd-controller`); repeatable.
+    #[arg(long = "exclude-field-manager", value_name = "MANAGER")]
+    pub exclude_field_managers: Vec<String>,
+    /// Kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the
+    /// in-cluster service account).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// /metrics, /healthz and /readyz of the watcher.
+    #[arg(long, env = "REVERSER_WATCH_METRICS_LISTEN", default_value = "127.0.0.1:9091")]
+    pub metrics_listen: SocketAddr,
+    /// How often the rules are read again (a change takes effect within it).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub rescan: Duration,
+}
+
+/// How long shutdown waits for the pending window to reach the sidecar.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(20);
+/// How often discovery and namespaces are read again (new CRDs, labels).
+const REDISCOVER: Duration = Duration::from_secs(60);
+
+/// Where the watched types come from.
+enum Source {
+    Target { namespace: String, name: String },
+    Flags { resources: Vec<String>, namespace: Option<String> },
+}
+
+/// One running watch and the channel that updates its rules.
+struct Running {
+    ty: watch::Sender<Arc<WatchedType>>,
+    task: JoinHandle<()>,
+}
+
+pub async fn run(args: Args) -> Result<()> {
+    let config = runtime::kubeconfig::load(args.kubeconfig.as_deref(), None).await.map_err(runtime::Error::from)?;
+    let client = kube::Client::try_from(config)
+        .map_err(|e| Error::Config(format!("cannot build a Kubernetes client: {e}; check the kubeconfig")))?;
+    let metrics = Arc::new(WatchMetrics::default());
+    let mut tasks = Tasks::new();
+    start_ops(args.metrics_listen, metrics.clone(), &mut tasks).await?;
+
+    let (source, route, policy, prune) = match &args.git_target {
+        Some(t) => {
+            let (namespace, name) = crate::target::parse_target(t)?;
+            let loaded = mirror::load(&client, &namespace, &name).await.map_err(runtime::Error::from)?;
+            let window = loaded.provider.spec.commit_window().map_err(|e| {
+                Error::Config(format!(
+                    "GitProvider {namespace}/{} spec.push.commitWindow: {e}",
+                    loaded.provider.metadata.name
+                ))
+            })?;
+            let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
+            let prune = loaded.target.spec.prune_mode() == PruneMode::Always;
+            tracing::info!(target = %t, route, commit_window = ?window, prune_mode = ?loaded.target.spec.prune_mode(), "watching for GitTarget");
+            (Source::Target { namespace, name }, route, WindowPolicy::new(window), prune)
+        }
+        None => {
+            let route = args.route.clone().unwrap_or_else(|| "default".into());
+            let source = Source::Flags { resources: args.resources.clone(), namespace: args.namespace.clone() };
+            (source, route, WindowPolicy::new(args.commit_window), args.prune)
+        }
+    };
+
+    let channel = connect(&args.socket).await;
+    let (tx, rx) = mpsc::channel(1024);
+    let settings = window::Settings { policy, route, exclude_users: args.exclude_users.clone(), prune };
+    let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
+    let shared = Shared {
+        client: client.clone(),
+        tx,
+        metrics: metrics.clone(),
+        exclude_field_managers: Arc::new(args.exclude_field_managers.clone()),
+    };
+
+    let mut supervisor = Supervisor { shared, running: BTreeMap::new(), last: None };
+    let mut served: Vec<Served> = Vec::new();
+    let mut discovered_at: Option<tokio::time::Instant> = None;
+    let stop = tokio::spawn(terminated());
+    tokio::pin!(stop);
+    loop {
+        if discovered_at.is_none_or(|t| t.elapsed() >= REDISCOVER) {
+            match mirror::served(&client).await {
+                Ok(s) => {
+                    served = s;
+                    discovered_at = Some(tokio::time::Instant::now());
+                }
+                Err(e) => tracing::warn!(error = %e, "discovery failed; keeping the types already watched"),
+            }
+        }
+        match resolve(&client, &source, &served).await {
+            Ok(resolved) => supervisor.apply(resolved, &metrics),
+            Err(e) => tracing::warn!(error = %e, "reading the rules failed; keeping the types already watched"),
+        }
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = tokio::time::sleep(args.rescan) => {}
+        }
+    }
+
+    tracing::info!("shutting down: the pending window goes to the sidecar first");
+    supervisor.stop_all();
+    drop(supervisor);
+    // Every sender is gone once the watches are: the window flushes and ends.
+    if tokio::time::timeout(SHUTDOWN_DEADLINE, window_task).await.is_err() {
+        tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "the pending window did not reach the sidecar in time");
+    }
+    tasks.shutdown(Duration::from_secs(2)).await;
+    Ok(())
+}
+
+/// The types to watch now.
+async fn resolve(client: &kube::Client, source: &Source, served: &[Served]) -> Result<Resolved> {
+    Ok(match source {
+        Source::Flags { resources, namespace } => watch_rules::from_flags(resources, namespace.as_deref(), served),
+        Source::Target { namespace, name } => {
+            let loaded = mirror::load(client, namespace, name).await.map_err(runtime::Error::from)?;
+            let (rules, cluster_rules) = mirror::rules(client, namespace).await.map_err(runtime::Error::from)?;
+            let namespaces = if loaded.target.spec.allowed_source_namespaces.is_some() {
+                mirror::namespaces(client).await
+            } else {
+                Vec::new()
+            };
+            watch_rules::resolve(namespace, name, &loaded.target.spec, &rules, &cluster_rules, served, &namespaces)
+        }
+    })
+}
+
+struct Supervisor {
+    shared: Shared,
+    running: BTreeMap<(String, WatchScope), Running>,
+    last: Option<Resolved>,
+}
+
+impl Supervisor {
+    /// Starts the watches the rules now ask for, stops the ones they no
+    /// longer do, and hands running ones their new operations.
+    fn apply(&mut self, resolved: Resolved, metrics: &WatchMetrics) {
+        if self.last.as_ref() == Some(&resolved) {
+            return;
+        }
+        for p in &resolved.problems {
+            tracing::warn!(problem = %p, "a rule item cannot be watched; the rest is");
+        }
+        metrics.rule_problems.set(resolved.problems.len() as i64);
+        metrics.watched_types.set(resolved.types.len() as i64);
+        let mut wanted: BTreeMap<(String, WatchScope), Arc<WatchedType>> = BTreeMap::new();
+        for t in &resolved.types {
+            let t = Arc::new(t.clone());
+            for scope in t.watches() {
+                wanted.insert((t.key(), scope), t.clone());
+            }
+        }
+        let gone: Vec<(String, WatchScope)> =
+            self.running.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
+        for key in gone {
+            if let Some(r) = self.running.remove(&key) {
+                tracing::info!(r#type = %key.0, scope = ?key.1, "no rule covers it any more; stopped watching");
+                r.task.abort();
+            }
+        }
+        for (key, ty) in wanted {
+            match self.running.get(&key) {
+                Some(r) => {
+                    r.ty.send_if_modified(|current| {
+                        let changed = **current != *ty;
+                        *current = ty.clone();
+                        changed
+                    });
+                }
+                None => {
+                    tracing::info!(r#type = %key.0, scope = ?key.1, "watching");
+                    let (tx, rx) = watch::channel(ty);
+                    let task = tokio::spawn(stream::run(self.shared.clone(), rx, key.1.clone()));
+                    self.running.insert(key, Running { ty: tx, task });
+                }
+            }
+        }
+        self.last = Some(resolved);
+    }
+
+    fn stop_all(&mut self) {
+        for (_, r) in std::mem::take(&mut self.running) {
+            r.task.abort();
+        }
+    }
+}
+
+/// The sidecar's socket, waited for: the two containers start together.
+async fn connect(socket: &std::path::Path) -> tonic::transport::Channel {
+    let mut backoff =
+        runtime::backoff::Backoff::new(Duration::from_millis(100), Duration::from_secs(5)).expect("valid bounds");
+    let mut warned = false;
+    loop {
+        match runtime::proto::connect_unix(socket).await {
+            Ok(channel) => return channel,
+            Err(e) => {
+                if !warned {
+                    tracing::info!(socket = %socket.display(), error = %e, "waiting for the sidecar's socket");
+                    warned = true;
+                }
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+        }
+    }
+}
+
+async fn start_ops(addr: SocketAddr, metrics: Arc<WatchMetrics>, tasks: &mut Tasks) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Listen {
+        what: "the watcher's metrics",
+        addr: addr.to_string(),
+        source,
+    })?;
+    let router = Router::new()
+        .route(
+            "/metrics",
+            get(move || {
+                let m = metrics.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        m.render(),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(|| async { "ok\n" }));
+    let stopping = tasks.stopping();
+    tasks.spawn("watcher metrics", async move {
+        if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopping).await {
+            tracing::error!(error = %e, "watcher metrics listener failed");
+        }
+    });
+    tracing::info!("metrics        http://{addr}/metrics");
+    Ok(())
+}

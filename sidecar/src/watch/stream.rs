@@ -1,0 +1,236 @@
+//! One list-then-watch of one type in one scope (spec/mirror.md, "The two
+//! processes"): a list (paged), then a watch from the list's
+//! resourceVersion with bookmarks on; a dropped connection resumes from the
+//! last seen resourceVersion; `410 Gone` lists again. Every list goes to the
+//! window as a reconcile; every event the rules and exclusions let through
+//! goes to the window as an event.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, WatchEvent, WatchParams};
+use rules::attribution::audit::meta_field;
+use rules::attribution::watch::{WatchEvent as Event, WatchKind};
+use rules::mirror::select::{excluded_field_manager, operation};
+use rules::mirror::watch_rules::{WatchScope, WatchedType};
+use runtime::backoff::Backoff;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::metrics::{EventLabels, WatchMetrics};
+
+/// What a watch hands the window.
+#[derive(Debug)]
+pub enum Item {
+    /// One event to mirror, with when it arrived.
+    Event { ty: Arc<WatchedType>, kind: WatchKind, object: Value, at: Instant },
+    /// A complete list of the type in a scope: reconcile the tree with it.
+    Listed(Listed),
+}
+
+/// A complete list of one type in one scope.
+#[derive(Debug)]
+pub struct Listed {
+    pub ty: Arc<WatchedType>,
+    pub scope: WatchScope,
+    pub objects: Vec<Value>,
+    /// The list's resourceVersion.
+    pub revision: String,
+    pub at: Instant,
+}
+
+/// Page size of a list.
+const PAGE: u32 = 500;
+/// How long one watch request stays open before it is renewed (the API
+/// server caps it; staying under its minimum keeps the renewal ours).
+const WATCH_TIMEOUT_SECS: u32 = 290;
+
+/// The things every watch shares.
+#[derive(Clone)]
+pub struct Shared {
+    pub client: kube::Client,
+    pub tx: mpsc::Sender<Item>,
+    pub metrics: Arc<WatchMetrics>,
+    pub exclude_field_managers: Arc<Vec<String>>,
+}
+
+fn api(client: &kube::Client, ty: &WatchedType, scope: &WatchScope) -> Api<DynamicObject> {
+    let ar = ApiResource {
+        group: ty.group.clone(),
+        version: ty.version.clone(),
+        api_version: if ty.group.is_empty() { ty.version.clone() } else { format!("{}/{}", ty.group, ty.version) },
+        kind: ty.kind.clone(),
+        plural: ty.resource.clone(),
+    };
+    match scope {
+        WatchScope::Namespace(ns) if ty.namespaced => Api::namespaced_with(client.clone(), ns, &ar),
+        _ => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// A watched object as the API server would return it alone: list items
+/// come without `apiVersion` and `kind`.
+fn complete(mut object: Value, ty: &WatchedType) -> Value {
+    if let Some(map) = object.as_object_mut() {
+        let api_version = if ty.group.is_empty() { ty.version.clone() } else { format!("{}/{}", ty.group, ty.version) };
+        map.entry("apiVersion").or_insert(Value::String(api_version));
+        map.entry("kind").or_insert(Value::String(ty.kind.clone()));
+    }
+    object
+}
+
+fn to_value(object: &DynamicObject) -> Value {
+    // A DynamicObject is plain JSON data: it always serializes.
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+fn is_gone(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 410)
+}
+
+/// Lists every object (all pages); returns them and the list's
+/// resourceVersion.
+async fn list_all(api: &Api<DynamicObject>) -> kube::Result<(Vec<DynamicObject>, String)> {
+    let mut objects = Vec::new();
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let page = api.list(&params).await?;
+        let revision = page.metadata.resource_version.clone().unwrap_or_default();
+        objects.extend(page.items);
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok((objects, revision)),
+        }
+    }
+}
+
+/// Runs until `stop` fires or the window is gone. `ty` carries the type's
+/// current rules (operations per namespace), updated without a restart.
+pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scope: WatchScope) {
+    let current = ty.borrow_and_update().clone();
+    let key = current.key();
+    let api = api(&shared.client, &current, &scope);
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10)).expect("valid bounds");
+    'relist: loop {
+        let (objects, revision) = match list_all(&api).await {
+            Ok(x) => x,
+            Err(e) => {
+                let pause = backoff.next_delay();
+                tracing::warn!(r#type = %key, ?scope, error = %e, retry_in = ?pause, "list failed; retrying");
+                shared.metrics.restart(&current.resource, "error");
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+        };
+        let ty_now = ty.borrow().clone();
+        let objects: Vec<Value> = objects.iter().map(|o| complete(to_value(o), &ty_now)).collect();
+        tracing::debug!(r#type = %key, ?scope, objects = objects.len(), %revision, "listed");
+        let listed = Item::Listed(Listed {
+            ty: ty_now,
+            scope: scope.clone(),
+            objects,
+            revision: revision.clone(),
+            at: Instant::now(),
+        });
+        if shared.tx.send(listed).await.is_err() {
+            return;
+        }
+        let mut rv = revision;
+        loop {
+            // Bookmarks are on by default: they keep `rv` fresh on a quiet type.
+            let params = WatchParams::default().timeout(WATCH_TIMEOUT_SECS);
+            let stream = match api.watch(&params, &rv).await {
+                Ok(s) => s,
+                Err(e) if is_gone(&e) => {
+                    tracing::info!(r#type = %key, ?scope, "resourceVersion expired (410 Gone); listing again");
+                    shared.metrics.restart(&current.resource, "gone");
+                    continue 'relist;
+                }
+                Err(e) => {
+                    let pause = backoff.next_delay();
+                    tracing::warn!(r#type = %key, ?scope, error = %e, retry_in = ?pause, "watch failed; resuming");
+                    shared.metrics.restart(&current.resource, "error");
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+            };
+            futures::pin_mut!(stream);
+            let mut ended_by_error = false;
+            while let Some(event) = stream.next().await {
+                let (kind, object) = match event {
+                    Ok(WatchEvent::Added(o)) => (WatchKind::Added, o),
+                    Ok(WatchEvent::Modified(o)) => (WatchKind::Modified, o),
+                    Ok(WatchEvent::Deleted(o)) => (WatchKind::Deleted, o),
+                    Ok(WatchEvent::Bookmark(b)) => {
+                        rv = b.metadata.resource_version;
+                        continue;
+                    }
+                    Ok(WatchEvent::Error(status)) if status.code == 410 => {
+                        tracing::info!(r#type = %key, ?scope, "watch expired (410 Gone); listing again");
+                        shared.metrics.restart(&current.resource, "gone");
+                        continue 'relist;
+                    }
+                    Ok(WatchEvent::Error(status)) => {
+                        tracing::warn!(r#type = %key, ?scope, code = status.code, message = %status.message, "watch error; resuming");
+                        ended_by_error = true;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::info!(r#type = %key, ?scope, error = %e, "watch connection dropped; resuming");
+                        ended_by_error = true;
+                        break;
+                    }
+                };
+                backoff.reset();
+                if let Some(v) = object.metadata.resource_version.clone() {
+                    rv = v;
+                }
+                let ty_now = ty.borrow_and_update().clone();
+                let object = complete(to_value(&object), &ty_now);
+                if let Some(item) = admit(&shared, &ty_now, kind, object)
+                    && shared.tx.send(item).await.is_err()
+                {
+                    return;
+                }
+            }
+            if ended_by_error {
+                shared.metrics.restart(&current.resource, "dropped");
+                tokio::time::sleep(backoff.next_delay()).await;
+            }
+        }
+    }
+}
+
+/// The event as a window item, or `None` (counted) when the rules'
+/// operations or the excluded field managers keep it out.
+fn admit(shared: &Shared, ty: &Arc<WatchedType>, kind: WatchKind, object: Value) -> Option<Item> {
+    let label = match kind {
+        WatchKind::Added => "ADDED",
+        WatchKind::Modified => "MODIFIED",
+        _ => "DELETED",
+    };
+    shared
+        .metrics
+        .events
+        .get_or_create(&EventLabels {
+            group: ty.group.clone(),
+            version: ty.version.clone(),
+            resource: ty.resource.clone(),
+            r#type: label.into(),
+        })
+        .inc();
+    let event = Event { kind, object };
+    let op = operation(&event)?;
+    if !ty.operations_for(&meta_field(&event.object, "namespace")).allows(op) {
+        shared.metrics.skip("operation");
+        return None;
+    }
+    if let Some(manager) = excluded_field_manager(&event, &shared.exclude_field_managers) {
+        tracing::debug!(r#type = %ty.key(), name = %meta_field(&event.object, "name"), %manager, "excluded field manager; not mirrored");
+        shared.metrics.skip("field_manager");
+        return None;
+    }
+    Some(Item::Event { ty: ty.clone(), kind, object: event.object, at: Instant::now() })
+}

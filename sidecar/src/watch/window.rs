@@ -1,0 +1,241 @@
+//! The commit window: events coalesce until the provider's commit window of
+//! silence (or the window fills, or grows old), then go to the sidecar's
+//! `Commit` as one call; a list goes to `Reconcile` after the events before
+//! it. One call at a time, in order, so Git sees changes in watch order.
+//! A call that fails is retried with the same events (the sidecar makes no
+//! commit twice: a change already recorded leaves the tree identical); a
+//! push that fails leaves the commits in the sidecar's clone, and an empty
+//! window later pushes them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rules::attribution::watch::WatchKind;
+use rules::mirror::watch_rules::{WatchScope, WatchedType};
+use rules::mirror::window::WindowPolicy;
+use runtime::backoff::Backoff;
+use runtime::proto::attribution_client::AttributionClient;
+use runtime::proto::{self, CommitRequest, CommitResponse};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tonic::transport::Channel;
+
+use super::metrics::WatchMetrics;
+use super::stream::{Item, Listed};
+
+/// How often an idle watcher retries a failed push.
+const PUSH_RETRY: Duration = Duration::from_secs(30);
+/// Objects per Reconcile message.
+const RECONCILE_CHUNK: usize = 200;
+
+/// What the window needs besides its items.
+pub struct Settings {
+    pub policy: WindowPolicy,
+    /// The audit route the watched types' facts arrive on.
+    pub route: String,
+    pub exclude_users: Vec<String>,
+    /// Whether a reconcile may remove documents of vanished objects.
+    pub prune: bool,
+}
+
+struct Pending {
+    event: proto::ResolveRequest,
+    at: Instant,
+}
+
+fn type_ref(route: &str, ty: &WatchedType) -> proto::TypeRef {
+    proto::TypeRef {
+        route: route.to_owned(),
+        group: ty.group.clone(),
+        version: ty.version.clone(),
+        resource: ty.resource.clone(),
+    }
+}
+
+fn kind_label(kind: WatchKind) -> &'static str {
+    match kind {
+        WatchKind::Added => "ADDED",
+        WatchKind::Modified => "MODIFIED",
+        WatchKind::Deleted => "DELETED",
+        WatchKind::Bookmark => "BOOKMARK",
+        WatchKind::Error => "ERROR",
+    }
+}
+
+/// Runs until the item channel closes (every watch stopped), then sends
+/// what is pending.
+pub async fn run(
+    mut rx: mpsc::Receiver<Item>,
+    mut client: AttributionClient<Channel>,
+    settings: Settings,
+    metrics: Arc<WatchMetrics>,
+) {
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut first = Instant::now();
+    let mut last = Instant::now();
+    let mut push_owed = false;
+    loop {
+        let flush_at = if pending.is_empty() {
+            // Nothing pending: wake only to retry an owed push.
+            Instant::now() + if push_owed { PUSH_RETRY } else { Duration::from_secs(3600) }
+        } else {
+            first + settings.policy.flush_at(Duration::ZERO, last.duration_since(first))
+        };
+        tokio::select! {
+            item = rx.recv() => match item {
+                Some(Item::Event { ty, kind, object, at }) => {
+                    if pending.is_empty() {
+                        first = at;
+                    }
+                    last = at;
+                    // The object as the watch delivered it; it serializes.
+                    let object_json = serde_json::to_vec(&object).unwrap_or_default();
+                    pending.push(Pending {
+                        event: proto::ResolveRequest {
+                            r#type: Some(type_ref(&settings.route, &ty)),
+                            event_type: kind_label(kind).into(),
+                            object_json,
+                        },
+                        at,
+                    });
+                    if settings.policy.full(pending.len()) {
+                        push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                    }
+                }
+                Some(Item::Listed(listed)) => {
+                    // The events before the list go first: Git sees watch order.
+                    if !pending.is_empty() {
+                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                    }
+                    push_owed = reconcile(&mut client, &settings, &metrics, listed).await;
+                }
+                None => {
+                    if !pending.is_empty() {
+                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                    }
+                    return;
+                }
+            },
+            _ = tokio::time::sleep_until(flush_at) => {
+                if pending.is_empty() && !push_owed {
+                    continue;
+                }
+                // An empty window still pushes what an earlier one left.
+                push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+            }
+        }
+    }
+}
+
+/// Retries `call` until the sidecar answers (it may be restarting beside
+/// us): nothing the watch delivered is dropped.
+async fn until_answered<F, Fut>(what: &str, metrics: &WatchMetrics, mut call: F) -> CommitResponse
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<tonic::Response<CommitResponse>, tonic::Status>>,
+{
+    let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10)).expect("valid bounds");
+    loop {
+        match call().await {
+            Ok(r) => return r.into_inner(),
+            Err(status) => {
+                metrics.window_failures.inc();
+                let pause = backoff.next_delay();
+                tracing::warn!(code = ?status.code(), message = %status.message(), retry_in = ?pause, "{what} failed; retrying");
+                tokio::time::sleep(pause).await;
+            }
+        }
+    }
+}
+
+/// Sends one window; returns whether a push is still owed.
+async fn flush(
+    client: &mut AttributionClient<Channel>,
+    settings: &Settings,
+    metrics: &WatchMetrics,
+    window: Vec<Pending>,
+) -> bool {
+    let events: Vec<proto::ResolveRequest> = window.iter().map(|p| p.event.clone()).collect();
+    let request =
+        CommitRequest { events, exclude_users: settings.exclude_users.clone(), per_event: settings.policy.per_event() };
+    let response = until_answered("Commit", metrics, || {
+        let mut c = client.clone();
+        let r = request.clone();
+        async move { c.commit(r).await }
+    })
+    .await;
+    metrics.windows.inc();
+    report("window", metrics, &response, window.iter().map(|p| p.at))
+}
+
+/// Sends one list as a reconcile; returns whether a push is still owed.
+async fn reconcile(
+    client: &mut AttributionClient<Channel>,
+    settings: &Settings,
+    metrics: &WatchMetrics,
+    listed: Listed,
+) -> bool {
+    let Listed { ty, scope, objects, revision, at } = listed;
+    let namespaces = match scope {
+        WatchScope::Namespace(ns) if ty.namespaced => vec![ns.clone()],
+        _ => Vec::new(),
+    };
+    let header = proto::ReconcileHeader {
+        r#type: Some(type_ref(&settings.route, &ty)),
+        namespaces,
+        revision,
+        exclude_users: settings.exclude_users.clone(),
+        prune: settings.prune,
+    };
+    let encoded: Vec<Vec<u8>> = objects.iter().map(|o| serde_json::to_vec(o).unwrap_or_default()).collect();
+    let response = until_answered("Reconcile", metrics, || {
+        let mut chunks: Vec<proto::ReconcileChunk> = encoded
+            .chunks(RECONCILE_CHUNK)
+            .map(|c| proto::ReconcileChunk { header: None, objects_json: c.to_vec() })
+            .collect();
+        if chunks.is_empty() {
+            chunks.push(proto::ReconcileChunk::default());
+        }
+        chunks[0].header = Some(header.clone());
+        let mut c = client.clone();
+        async move { c.reconcile(tokio_stream::iter(chunks)).await }
+    })
+    .await;
+    metrics.reconciles.inc();
+    report(&format!("reconcile of {}", ty.key()), metrics, &response, std::iter::once(at))
+}
+
+/// Logs one line for the call and records the lag of its events; returns
+/// whether a push is still owed.
+fn report(what: &str, metrics: &WatchMetrics, r: &CommitResponse, arrivals: impl Iterator<Item = Instant>) -> bool {
+    metrics.commits.inc_by(r.commits.len() as u64);
+    let authors: std::collections::BTreeSet<&str> =
+        r.resolutions.iter().filter(|x| !x.author.is_empty()).map(|x| x.author.as_str()).collect();
+    let unresolved = r.resolutions.iter().filter(|x| x.tier == "absent").count();
+    let arrivals: Vec<Instant> = arrivals.collect();
+    tracing::info!(
+        events = r.resolutions.len(),
+        commits = r.commits.len(),
+        authors = authors.len(),
+        unresolved,
+        unchanged = r.unchanged,
+        excluded = r.excluded,
+        secrets_skipped = r.sensitive_skipped,
+        kept = r.kept,
+        rejected = r.rejected.len(),
+        pushed = r.push_error.is_empty(),
+        "{what}"
+    );
+    for rejected in &r.rejected {
+        tracing::warn!(%rejected, "the sidecar refused a change");
+    }
+    if !r.push_error.is_empty() {
+        tracing::warn!(error = %r.push_error, "push failed; the commits wait in the sidecar's clone and are pushed next");
+        return true;
+    }
+    let now = Instant::now();
+    for at in arrivals {
+        metrics.lag_seconds.observe(now.duration_since(at).as_secs_f64());
+    }
+    false
+}
