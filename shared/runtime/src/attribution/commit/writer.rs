@@ -216,7 +216,11 @@ impl GitWriter {
             Repository::init_bare(dir).map_err(git(format!("initializing a bare clone at {}", dir.display())))?
         };
         let mut writer = Self { repo, config, metrics: None };
-        writer.sync()?;
+        if let Err(error) = writer.sync() {
+            // An unreachable remote must not stop the mirror: windows are
+            // committed in the clone and pushed once the remote answers.
+            tracing::warn!(%error, "the remote cannot be reached now; commits stay in the clone until a push succeeds");
+        }
         Ok(writer)
     }
 
