@@ -13,7 +13,7 @@ use rules::attribution::{GroupResource, Scope};
 use rules::mirror::config::PruneMode;
 use rules::mirror::message::CommitKind;
 use rules::mirror::reconcile::{self, Doc};
-use rules::mirror::select::excluded_actor;
+use rules::mirror::select::{excluded_actor, last_field_manager};
 use rules::mirror::watch_rules::WatchScope;
 use runtime::attribution::commit::{Action as CommitAction, Change, CommitOutcome, GitWriter, ResolvedAuthor};
 use runtime::attribution::transport::{AnyFollower, FactFollower};
@@ -351,7 +351,12 @@ impl Attribution for Api {
                 held
             })
             .collect();
-        let plan = reconcile::plan(&docs, &tree, self.policy.removes_on_reconcile(header.prune));
+        let mut plan = reconcile::plan(&docs, &tree, self.policy.removes_on_reconcile(header.prune));
+        // What the forward leg last wrote stays as Git has it.
+        plan.write.retain(|&i| {
+            let manager = last_field_manager(&keyed[i].1);
+            !manager.is_some_and(|m| header.exclude_field_managers.iter().any(|x| x == m))
+        });
 
         // Every event of the reconcile is attributed as the engine resolves
         // it; most are unresolved (the change predates the facts held).

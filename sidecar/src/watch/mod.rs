@@ -131,7 +131,13 @@ pub async fn run(args: Args) -> Result<()> {
 
     let channel = connect(&args.socket).await;
     let (tx, rx) = mpsc::channel(1024);
-    let settings = window::Settings { policy, route, exclude_users: args.exclude_users.clone(), prune };
+    let settings = window::Settings {
+        policy,
+        route,
+        exclude_users: args.exclude_users.clone(),
+        exclude_field_managers: args.exclude_field_managers.clone(),
+        prune,
+    };
     let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
     let shared = Shared {
         client: client.clone(),

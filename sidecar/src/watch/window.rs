@@ -34,6 +34,7 @@ pub struct Settings {
     /// The audit route the watched types' facts arrive on.
     pub route: String,
     pub exclude_users: Vec<String>,
+    pub exclude_field_managers: Vec<String>,
     /// Whether a reconcile may remove documents of vanished objects.
     pub prune: bool,
 }
@@ -185,6 +186,7 @@ async fn reconcile(
         namespaces,
         revision,
         exclude_users: settings.exclude_users.clone(),
+        exclude_field_managers: settings.exclude_field_managers.clone(),
         prune: settings.prune,
     };
     let encoded: Vec<Vec<u8>> = objects.iter().map(|o| serde_json::to_vec(o).unwrap_or_default()).collect();
