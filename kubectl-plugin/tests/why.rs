@@ -162,10 +162,10 @@ fn finalizer_deletion() -> (Vec<Value>, Value, String, String) {
 
 #[test]
 fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
-    let k = Kubectl::new();
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
     let api = FakeApi::start();
     let kc = api.kubeconfig(k.dir.path());
-    let sidecar = Sidecar::start(&["default:configmaps"]);
+    let sidecar = Sidecar::start("serve", &["--follow", "default:configmaps"]);
     let (hold_events, hold_object, deleter, delete_id) = finalizer_deletion();
     let repo = mirror(k.dir.path(), (&deleter, &delete_id));
     let repo = repo.to_str().unwrap();
@@ -176,7 +176,7 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
         audit("update", "bob", "default", "app", "u-app", "21"),
     ];
     events.extend(hold_events);
-    assert_eq!(sidecar.post("default", &events), 200);
+    assert_eq!(sidecar.post_events("default", &events), 200);
     api.put("configmaps", configmap("default", "web", "u-web", "10"));
     api.put("configmaps", configmap("default", "app", "u-app", "21"));
     api.put("configmaps", hold_object);
@@ -262,7 +262,7 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
 
 #[test]
 fn why_with_redis_streams_in_the_reference_format_and_no_sidecar() {
-    let k = Kubectl::new();
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
     let api = FakeApi::start();
     let kc = api.kubeconfig(k.dir.path());
     let redis = RedisServer::start().expect("redis-server must be installed (apt-get install redis-server)");
@@ -337,7 +337,7 @@ fn why_with_redis_streams_in_the_reference_format_and_no_sidecar() {
 
 #[test]
 fn why_errors_are_clear_and_non_zero() {
-    let k = Kubectl::new();
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
     let api = FakeApi::start();
     let kc = api.kubeconfig(k.dir.path());
     let empty_repo = k.dir.path().join("empty.git");

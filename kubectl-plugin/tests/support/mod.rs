@@ -1,14 +1,12 @@
 //! Real parts for the `why` tests: a local HTTP server speaking the
-//! Kubernetes API's JSON (discovery, GET, 404 Status, the pod proxy), the
-//! real `reverser-sidecar` binary, the real `kubectl` running our plugin.
+//! Kubernetes API's JSON (discovery, GET, 404 Status, the pod proxy).
 #![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -16,8 +14,6 @@ use axum::http::{StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use testkit::free_port;
-
-pub const KUBECTL: &str = "/usr/bin/kubectl";
 
 /// Where the API keeps objects (by API path) and which pod ports its proxy
 /// reaches (namespace, pod, port) -> a local port.
@@ -190,113 +186,6 @@ pub fn configmap(ns: &str, name: &str, uid: &str, rv: &str) -> Value {
     })
 }
 
-/// The real kubectl with only our plugin added to the PATH.
-pub struct Kubectl {
-    pub dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    pub fn new() -> Kubectl {
-        assert!(Path::new(KUBECTL).exists(), "{KUBECTL} is missing: install kubectl (scripts/test does)");
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir(&bin).unwrap();
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-reverser"), bin.join("kubectl-reverser")).unwrap();
-        Kubectl { dir }
-    }
-
-    pub fn run(&self, args: &[&str]) -> Output {
-        let path = format!("{}:{}", self.dir.path().join("bin").display(), std::env::var("PATH").unwrap_or_default());
-        Command::new(KUBECTL)
-            .args(args)
-            .env("PATH", path)
-            // Only --kubeconfig may point anywhere.
-            .env("KUBECONFIG", self.dir.path().join("absent-kubeconfig"))
-            .env_remove("REVERSER_REDIS_URL")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-}
-
-/// `reverser-sidecar`, built into the same target directory as the plugin
-/// (`cargo test --workspace` builds every binary before any test runs).
-pub fn sidecar_binary() -> PathBuf {
-    let plugin = Path::new(env!("CARGO_BIN_EXE_kubectl-reverser"));
-    let bin = plugin.parent().unwrap().join("reverser-sidecar");
-    assert!(
-        bin.exists(),
-        "{} is missing: these tests run the real sidecar binary from the plugin's target directory; \
-         build it first with `cargo build -p reverser-sidecar` (or run `cargo test --workspace`)",
-        bin.display()
-    );
-    bin
-}
-
-/// A running `reverser-sidecar serve` with development certificates.
-pub struct Sidecar {
-    child: Option<Child>,
-    pub dir: tempfile::TempDir,
-    pub socket: PathBuf,
-    pub audit_port: u16,
-    pub metrics_port: u16,
-}
-
-impl Sidecar {
-    pub fn start(follow: &[&str]) -> Sidecar {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("reverser.sock");
-        let (audit_port, metrics_port) = (free_port().unwrap(), free_port().unwrap());
-        let mut cmd = Command::new(sidecar_binary());
-        cmd.arg("serve")
-            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
-            .args(["--audit-listen", &format!("127.0.0.1:{audit_port}")])
-            .arg("--dev-certs-dir")
-            .arg(dir.path().join("certs"))
-            .arg("--socket")
-            .arg(&socket);
-        for f in follow {
-            cmd.args(["--follow", f]);
-        }
-        let child = cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).env("REVERSER_LOG", "warn").spawn().unwrap();
-        let s = Sidecar { child: Some(child), dir, socket, audit_port, metrics_port };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !(s.socket.exists() && std::net::TcpStream::connect(("127.0.0.1", metrics_port)).is_ok()) {
-            assert!(Instant::now() < deadline, "the sidecar did not come up");
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        s
-    }
-
-    /// POSTs an EventList to `/audit-webhook/<route>` with curl and the
-    /// development client certificate; returns the HTTP status.
-    pub fn post(&self, route: &str, events: &[Value]) -> u16 {
-        let certs = self.dir.path().join("certs");
-        let file = self.dir.path().join(format!("batch-{}.json", free_port().unwrap()));
-        std::fs::write(&file, testkit::event_list(events.to_vec())).unwrap();
-        let out = Command::new("curl")
-            .args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert"])
-            .arg(certs.join("ca.pem"))
-            .arg("--cert")
-            .arg(certs.join("client.pem"))
-            .arg("--key")
-            .arg(certs.join("client-key.pem"))
-            .args(["-H", "Content-Type: application/json", "--data-binary"])
-            .arg(format!("@{}", file.display()))
-            .arg(format!("https://localhost:{}/audit-webhook/{route}", self.audit_port))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
-    }
-}
-
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 pub use testkit::audit_event as audit;
+pub use testkit::kubectl::Kubectl;
+pub use testkit::sidecar::Sidecar;
