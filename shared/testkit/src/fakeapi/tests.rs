@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 #[test]
 fn seed_objects_validate_against_the_crd_schemas() {
