@@ -542,6 +542,16 @@ async fn resource(shared: Arc<Shared>, method: Method, req: ResourceRequest, bod
     if verb == "watch" {
         return watch(shared, req, opts).await;
     }
+    if !body.is_empty() && req.content_type.contains("protobuf") {
+        return error_reply(&ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the fake API decodes JSON bodies only, not {}: kubectl's typed generators (kubectl create configmap ...) send protobuf; write the object as YAML and use kubectl create -f",
+                req.content_type
+            ),
+        ));
+    }
     let parsed = match parse_body(&body) {
         Ok(v) => v,
         Err(e) => return error_reply(&e),

@@ -229,7 +229,12 @@ impl Store {
             registry,
             objects: BTreeMap::new(),
             resource_version: 1000,
-            clock: 1_800_000_000,
+            // Timestamps start at the wall clock (kubectl shows sane ages)
+            // and advance one second per stamp, so they are unique and
+            // ordered as the writes are.
+            clock: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1_800_000_000, |d| d.as_secs() as i64),
             events: VecDeque::new(),
             event_window: DEFAULT_EVENT_WINDOW,
             compacted: 1000,
