@@ -37,12 +37,7 @@ impl World {
         let api = rt.block_on(fakeapi::serve(store)).unwrap();
         let gh = rt.block_on(fake_github::serve(gh));
         let kubectl = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-tatara")]).env_remove("GITHUB_TOKEN");
-        let kubeconfig = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\nusers:\n- name: tester\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: tester\n    namespace: {NS}\ncurrent-context: fake\n",
-            api.url()
-        );
-        let path = kubectl.dir.path().join("kubeconfig");
-        std::fs::write(&path, kubeconfig).unwrap();
+        let path = api.write_kubeconfig(&kubectl.dir.path().join("kubeconfig"), NS).unwrap();
         let kubectl = kubectl.kubeconfig(path);
         World { _rt: rt, api, gh, kubectl }
     }

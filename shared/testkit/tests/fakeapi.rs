@@ -446,6 +446,22 @@ mod tokio_stream_shim {
     }
 }
 
+/// The names a watcher's initial list (or initial events) delivers.
+async fn initial_objects<S>(stream: &mut S) -> Vec<String>
+where
+    S: Stream<Item = Result<watcher::Event<ConfigMap>, watcher::Error>> + Unpin,
+{
+    let mut init = Vec::new();
+    loop {
+        match next(stream).await.unwrap() {
+            watcher::Event::Init => {}
+            watcher::Event::InitApply(o) => init.push(name_of(&o)),
+            watcher::Event::InitDone => return init,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_runtime_watcher_lists_watches_resumes_and_relists() {
     let api = fake().await;
@@ -454,15 +470,7 @@ async fn kube_runtime_watcher_lists_watches_resumes_and_relists() {
         cms.create(&PostParams::default(), &cm(&format!("cm-{i}"), json!({}))).await.unwrap();
     }
     let mut stream = forward(watcher(cms.clone(), watcher::Config::default().page_size(2)));
-    let mut init = Vec::new();
-    loop {
-        match next(&mut stream).await.unwrap() {
-            watcher::Event::Init => {}
-            watcher::Event::InitApply(o) => init.push(name_of(&o)),
-            watcher::Event::InitDone => break,
-            other => panic!("unexpected {other:?}"),
-        }
-    }
+    let init = initial_objects(&mut stream).await;
     assert_eq!(init, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"], "three pages of two");
     assert!(api.wait_for_watches(1, WAIT).await, "the watcher opened its watch");
 
@@ -539,15 +547,7 @@ async fn kube_runtime_watcher_with_streaming_lists() {
         cms.create(&PostParams::default(), &cm(&format!("cm-{i}"), json!({}))).await.unwrap();
     }
     let mut stream = forward(watcher(cms.clone(), watcher::Config::default().streaming_lists()));
-    let mut init = Vec::new();
-    loop {
-        match next(&mut stream).await.unwrap() {
-            watcher::Event::Init => {}
-            watcher::Event::InitApply(o) => init.push(name_of(&o)),
-            watcher::Event::InitDone => break,
-            other => panic!("unexpected {other:?}"),
-        }
-    }
+    let init = initial_objects(&mut stream).await;
     assert_eq!(init, ["cm-0", "cm-1", "cm-2"]);
     cms.create(&PostParams::default(), &cm("cm-3", json!({}))).await.unwrap();
     assert!(matches!(next(&mut stream).await.unwrap(), watcher::Event::Apply(o) if name_of(&o) == "cm-3"));

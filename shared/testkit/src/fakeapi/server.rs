@@ -485,10 +485,15 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         }
         Route::Proxy { ns, pod, port, rest } => {
             let pods = ResourceType::builtin("", "v1", "pods", "Pod", true);
-            if shared.forbidden(&user, method.as_str().to_lowercase().as_str(), &pods, Some("proxy"))
-                || shared.forbidden(&user, "get", &pods, Some("proxy"))
-            {
-                return error_reply(&ApiError::forbidden(&pods, Some("proxy"), &pod, &ns, &user, "get"));
+            let verb = match method {
+                Method::POST => "create",
+                Method::PUT => "update",
+                Method::PATCH => "patch",
+                Method::DELETE => "delete",
+                _ => "get",
+            };
+            if shared.forbidden(&user, verb, &pods, Some("proxy")) {
+                return error_reply(&ApiError::forbidden(&pods, Some("proxy"), &pod, &ns, &user, verb));
             }
             proxy(&shared, &method, &ns, &pod, port, &rest, &query, &body).await
         }
@@ -519,11 +524,19 @@ fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("request body is not JSON: {e}")))
 }
 
-async fn resource(shared: Arc<Shared>, method: Method, req: ResourceRequest, body: Bytes) -> Response {
-    let opts = match ListOptions::from_query(&req.query) {
+async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest, body: Bytes) -> Response {
+    let mut opts = match ListOptions::from_query(&req.query) {
         Ok(o) => o,
         Err(e) => return error_reply(&e),
     };
+    // The deprecated `/watch/.../<name>` watches one object.
+    if req.watch
+        && method == Method::GET
+        && req.sub.is_none()
+        && let Some(name) = req.name.take()
+    {
+        opts.selectors.fields.push(("metadata.name".into(), true, name));
+    }
     let verb = match (&method, req.name.is_some()) {
         (&Method::GET, true) => "get",
         (&Method::GET, false) if opts.watch || req.watch => "watch",

@@ -182,6 +182,15 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// What an update or patch is, for its precondition and the write log.
+struct Change {
+    verb: &'static str,
+    status_only: bool,
+    /// The resourceVersion precondition, when the body carries one.
+    rv: Option<String>,
+    request: Value,
+}
+
 /// Restores the user (and dry-run flag) a guard replaced.
 #[derive(Debug)]
 pub struct AsUser<'a> {
@@ -844,22 +853,18 @@ impl Store {
         }
     }
 
-    #[allow(clippy::too_many_arguments)] // one private funnel for update and both patches
     fn write(
         &mut self,
         t: &ResourceType,
         ns: &str,
         name: &str,
-        incoming_rv: Option<String>,
         next: Value,
-        verb: &str,
-        status_only: bool,
-        request: Value,
+        change: Change,
     ) -> Result<Value, ApiError> {
         let key = (t.qualified(), ns.to_string(), name.to_string());
         let current = self.objects.get(&key).cloned().ok_or_else(|| ApiError::not_found(t, name))?;
         let current_rv = meta_str(&current, "resourceVersion").unwrap_or_default().to_string();
-        if let Some(rv) = incoming_rv.filter(|r| !r.is_empty())
+        if let Some(rv) = change.rv.filter(|r| !r.is_empty())
             && rv != current_rv
         {
             self.conflicts += 1;
@@ -919,7 +924,7 @@ impl Store {
         } else {
             self.commit(key, next, EventType::Modified, Some(current))
         };
-        self.record(t, verb, status_only, Some(request), &stored);
+        self.record(t, change.verb, change.status_only, Some(change.request), &stored);
         Ok(stored)
     }
 
@@ -963,6 +968,24 @@ impl Store {
         next
     }
 
+    /// Resolves, reads the current object, lets `propose` make the next
+    /// one, splits status, and writes.
+    fn update_with(
+        &mut self,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        change: Change,
+        propose: impl FnOnce(&ResourceType, &Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
+        let t = self.resource_type(resource)?;
+        let ns = Self::scope(&t, ns);
+        let current = self.get(resource, &ns, name)?;
+        let proposed = propose(&t, &current)?;
+        let next = Self::split(&t, &current, proposed, change.status_only);
+        self.write(&t, &ns, name, next, change)
+    }
+
     /// PUT (whole object or `/status`), guarded by the body's
     /// resourceVersion when it carries one.
     pub fn replace(
@@ -973,13 +996,9 @@ impl Store {
         obj: Value,
         status_only: bool,
     ) -> Result<Value, ApiError> {
-        let t = self.resource_type(resource)?;
-        let ns = Self::scope(&t, ns);
-        let current = self.get(resource, &ns, name)?;
         let rv = meta_str(&obj, "resourceVersion").map(str::to_string);
-        let request = obj.clone();
-        let next = Self::split(&t, &current, obj, status_only);
-        self.write(&t, &ns, name, rv, next, "update", status_only, request)
+        let change = Change { verb: "update", status_only, rv, request: obj.clone() };
+        self.update_with(resource, ns, name, change, |_, _| Ok(obj))
     }
 
     /// PATCH with `application/merge-patch+json`; a resourceVersion in the
@@ -992,14 +1011,13 @@ impl Store {
         patch: &Value,
         status_only: bool,
     ) -> Result<Value, ApiError> {
-        let t = self.resource_type(resource)?;
-        let ns = Self::scope(&t, ns);
-        let current = self.get(resource, &ns, name)?;
         let rv = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string);
-        let mut proposed = current.clone();
-        merge_patch(&mut proposed, patch);
-        let next = Self::split(&t, &current, proposed, status_only);
-        self.write(&t, &ns, name, rv, next, "patch", status_only, patch.clone())
+        let change = Change { verb: "patch", status_only, rv, request: patch.clone() };
+        self.update_with(resource, ns, name, change, |_, current| {
+            let mut proposed = current.clone();
+            merge_patch(&mut proposed, patch);
+            Ok(proposed)
+        })
     }
 
     /// PATCH with `application/json-patch+json` (RFC 6902); a failed `test`
@@ -1012,17 +1030,20 @@ impl Store {
         ops: &Value,
         status_only: bool,
     ) -> Result<Value, ApiError> {
-        let t = self.resource_type(resource)?;
-        let ns = Self::scope(&t, ns);
-        let current = self.get(resource, &ns, name)?;
         let patch: json_patch::Patch = serde_json::from_value(ops.clone())
             .map_err(|e| ApiError::bad_request(format!("the body is not a JSON patch: {e}")))?;
-        let mut proposed = current.clone();
-        json_patch::patch(&mut proposed, &patch).map_err(|e| {
-            ApiError::new(422, "Invalid", format!("the JSON patch does not apply to {} {name:?}: {e}", t.qualified()))
-        })?;
-        let next = Self::split(&t, &current, proposed, status_only);
-        self.write(&t, &ns, name, None, next, "patch", status_only, ops.clone())
+        let change = Change { verb: "patch", status_only, rv: None, request: ops.clone() };
+        self.update_with(resource, ns, name, change, |t, current| {
+            let mut proposed = current.clone();
+            json_patch::patch(&mut proposed, &patch).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the JSON patch does not apply to {} {name:?}: {e}", t.qualified()),
+                )
+            })?;
+            Ok(proposed)
+        })
     }
 
     /// DELETE with optional uid / resourceVersion preconditions.
@@ -1057,31 +1078,19 @@ impl Store {
         let ns = Self::scope(&t, ns);
         let current = self.get(resource, &ns, name)?;
         let meta = |f: &str| meta_str(&current, f).map(str::to_string);
-        if let Some(u) = &opts.uid
-            && meta("uid").as_ref() != Some(u)
-        {
-            self.conflicts += 1;
-            return Err(ApiError::conflict_because(
-                &t,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {u}, UID in object meta: {}",
-                    meta("uid").unwrap_or_default()
-                ),
-            ));
-        }
-        if let Some(r) = &opts.resource_version
-            && meta("resourceVersion").as_ref() != Some(r)
-        {
-            self.conflicts += 1;
-            return Err(ApiError::conflict_because(
-                &t,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {r}, ResourceVersion in object meta: {}",
-                    meta("resourceVersion").unwrap_or_default()
-                ),
-            ));
+        let preconditions = [("UID", "uid", &opts.uid), ("ResourceVersion", "resourceVersion", &opts.resource_version)];
+        for (label, field, want) in preconditions {
+            if let Some(want) = want
+                && meta(field).as_ref() != Some(want)
+            {
+                self.conflicts += 1;
+                let got = meta(field).unwrap_or_default();
+                return Err(ApiError::conflict_because(
+                    &t,
+                    name,
+                    &format!("Precondition failed: {label} in precondition: {want}, {label} in object meta: {got}"),
+                ));
+            }
         }
         let request = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"});
         let key = (t.qualified(), ns.clone(), name.to_string());
