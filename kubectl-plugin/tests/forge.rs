@@ -9,14 +9,12 @@
 // `Executor::converge` fixes its decision closures to return `rules::Error`.
 #![allow(clippy::result_large_err)]
 
-mod fake_github;
-
-use fake_github::{FakeGitHub, IssueData, PullData};
 use rules::ownership::reap;
 use rules::ownership::types::Project;
 use runtime::ownership::executor::Executor;
 use runtime::ownership::forge::{ForgeArgs, GitHub, RepoCoords};
 use serde_json::{Value, json};
+use testkit::fake_github::{self, FakeGitHub, IssueData, PullData};
 use testkit::fakeapi::{self, FakeApi, Store};
 
 const NS: &str = "tatara";

@@ -3,60 +3,39 @@
 //! handles, a List, a multi-document bundle, stdin, idempotence, and clear
 //! non-zero errors.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde::Deserialize;
 use serde_norway::Value;
+use testkit::kubectl::{KUBECTL, Kubectl};
 
-const KUBECTL: &str = "/usr/bin/kubectl";
 const SIDECAR: &str = "reverser-sidecar";
 
-/// A directory holding only `kubectl-reverser` (a link to the binary cargo
-/// built), put first on the PATH of every kubectl child. Cargo's own output
-/// directory also holds `kubectl-reverser.d` dep-info files, which kubectl
-/// would list as broken plugins, hence the directory of our own.
+/// kubectl with only `kubectl-reverser` added to the PATH; no cluster is
+/// needed for inject, and the runner makes sure none is consulted.
 struct PluginPath {
-    dir: tempfile::TempDir,
+    kubectl: Kubectl,
 }
 
 impl PluginPath {
     fn new() -> Self {
-        assert!(
-            Path::new(KUBECTL).exists(),
-            "{KUBECTL} is missing: install kubectl (scripts/test does) to run these tests"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let binary = PathBuf::from(env!("CARGO_BIN_EXE_kubectl-reverser"));
-        std::os::unix::fs::symlink(&binary, dir.path().join("kubectl-reverser")).unwrap();
-        Self { dir }
+        Self { kubectl: Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]) }
     }
 
-    fn path_var(&self) -> String {
-        let rest = std::env::var("PATH").unwrap_or_default();
-        format!("{}:{rest}", self.dir.path().display())
+    fn dir(&self) -> &Path {
+        self.kubectl.dir.path()
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_with_stdin(args, None)
+        self.kubectl.run(args)
     }
 
     fn kubectl_with_stdin(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(KUBECTL)
-            .args(args)
-            .env("PATH", self.path_var())
-            // No cluster is needed for inject; make sure none is consulted.
-            .env("KUBECONFIG", self.dir.path().join("no-kubeconfig"))
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        if let Some(text) = stdin {
-            child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        match stdin {
+            Some(text) => self.kubectl.run_with_stdin(args, text),
+            None => self.kubectl.run(args),
         }
-        child.wait_with_output().unwrap()
     }
 
     /// `kubectl reverser inject -f <file> <extra>`, asserting success;
@@ -126,7 +105,7 @@ fn inject_and_reinject(plugin: &PluginPath, file: &Path, check: impl Fn(&[Value]
     assert!(stderr.contains(" injected"), "{stderr}");
     check(&documents(&first));
 
-    let again = plugin.dir.path().join("injected.yaml");
+    let again = plugin.dir().join("injected.yaml");
     std::fs::write(&again, &first).unwrap();
     let (second, stderr) = plugin.inject(&again, &[]);
     assert_eq!(second, first, "a second injection changed the output");
@@ -140,10 +119,11 @@ fn kubectl_plugin_list_shows_kubectl_reverser() {
     let plugin = PluginPath::new();
     // Only our directory on the PATH: kubectl lists exactly our plugin and
     // exits 0 (a stray plugin elsewhere on the PATH could make it warn).
-    let out = Command::new(KUBECTL).args(["plugin", "list"]).env("PATH", plugin.dir.path()).output().unwrap();
+    let bin = plugin.kubectl.bin_dir();
+    let out = Command::new(KUBECTL).args(["plugin", "list"]).env("PATH", &bin).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    let listed = plugin.dir.path().join("kubectl-reverser");
+    let listed = bin.join("kubectl-reverser");
     assert!(stdout.lines().any(|l| l.trim() == listed.to_str().unwrap()), "{stdout}");
     // And with the rest of the PATH after ours, it is still found.
     let out = plugin.kubectl(&["plugin", "list"]);

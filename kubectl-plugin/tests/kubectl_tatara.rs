@@ -5,34 +5,30 @@
 //! GitHub serving GitHub's REST shapes to octocrab. Each test checks what
 //! changed on both.
 
-mod fake_github;
+use std::process::{Child, Command, Output};
 
-use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-
-use fake_github::{Comment, FakeGitHub, IssueData, PullData};
 use rules::ownership::naming::takeover_task_name;
 use serde_json::{Value, json};
+use testkit::fake_github::{self, Comment, FakeGitHub, IssueData, PullData};
 use testkit::fakeapi::{self, FakeApi, Store};
+use testkit::kubectl::{KUBECTL, Kubectl};
 
-const KUBECTL: &str = "/usr/bin/kubectl";
 const NS: &str = "tatara";
 const REPO: &str = "acme/tatara-operator";
 const REFUSAL: &str = "author not in maintainer set: only a project maintainer may hand this merge request over";
 
-/// The fake API, the fake GitHub, and a directory holding only the plugin
-/// (a link to the binary cargo built) and a kubeconfig for the fake API.
+/// The fake API, the fake GitHub, and kubectl with only the plugin on its
+/// PATH and a kubeconfig for the fake API.
 struct World {
     /// Serves both fakes for as long as the world lives.
     _rt: tokio::runtime::Runtime,
     api: FakeApi,
     gh: FakeGitHub,
-    dir: tempfile::TempDir,
+    kubectl: Kubectl,
 }
 
 impl World {
     fn new(seed: impl FnOnce(&mut Store), gh: fake_github::State) -> Self {
-        assert!(Path::new(KUBECTL).exists(), "{KUBECTL} is missing: install kubectl to run these tests");
         let mut store = Store::new();
         store.load_crd_schemas(&testkit::fixtures::tatara_crds()).unwrap();
         fakeapi::seed_world(&mut store, NS).unwrap();
@@ -40,25 +36,14 @@ impl World {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let api = rt.block_on(fakeapi::serve(store)).unwrap();
         let gh = rt.block_on(fake_github::serve(gh));
-        let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kubectl-tatara"), dir.path().join("kubectl-tatara")).unwrap();
-        let kubeconfig = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\nusers:\n- name: tester\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: tester\n    namespace: {NS}\ncurrent-context: fake\n",
-            api.url()
-        );
-        std::fs::write(dir.path().join("kubeconfig"), kubeconfig).unwrap();
-        World { _rt: rt, api, gh, dir }
+        let kubectl = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-tatara")]).env_remove("GITHUB_TOKEN");
+        let path = api.write_kubeconfig(&kubectl.dir.path().join("kubeconfig"), NS).unwrap();
+        let kubectl = kubectl.kubeconfig(path);
+        World { _rt: rt, api, gh, kubectl }
     }
 
     fn command(&self, args: &[&str], token: Option<&str>) -> Command {
-        let mut c = Command::new(KUBECTL);
-        c.args(args)
-            .env("PATH", format!("{}:{}", self.dir.path().display(), std::env::var("PATH").unwrap_or_default()))
-            .env("KUBECONFIG", self.dir.path().join("kubeconfig"))
-            .env_remove("GITHUB_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let mut c = self.kubectl.command(args);
         if let Some(t) = token {
             c.env("GITHUB_TOKEN", t);
         }

@@ -8,8 +8,6 @@
 //! The sidecar binary is found next to the plugin binary (the same target
 //! directory): `cargo test --workspace` builds every binary first.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::SystemTime;
@@ -18,8 +16,28 @@ use rules::attribution::render::ObjectKey;
 use rules::attribution::{ActorKind, Tier};
 use runtime::attribution::commit::{Action, Change, GitWriter, Identity, ResolvedAuthor, WriterConfig};
 use serde_json::{Value, json};
-use support::*;
 use testkit::RedisServer;
+use testkit::audit_event as audit;
+use testkit::fakeapi::{self, FakeApi, Store};
+use testkit::kubectl::Kubectl;
+use testkit::sidecar::Sidecar;
+
+/// The fake API with the built-in types, plus an aggregated API whose
+/// server is down (discovery must skip it).
+fn fake_api() -> FakeApi {
+    let api = fakeapi::spawn(Store::new()).unwrap();
+    api.unavailable_group("wardle.example.com", "v1alpha1");
+    api
+}
+
+/// A ConfigMap as the API server returns it.
+fn configmap(ns: &str, name: &str, uid: &str, rv: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "uid": uid, "resourceVersion": rv, "creationTimestamp": "2026-11-29T12:00:00Z", "labels": {"app": name}},
+        "data": {"k": rv},
+    })
+}
 
 fn corpus() -> std::path::PathBuf {
     testkit::fixtures::corpus_scenario("configmap/finalizer-delete")
@@ -158,10 +176,10 @@ fn finalizer_deletion() -> (Vec<Value>, Value, String, String) {
 
 #[test]
 fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
-    let k = Kubectl::new();
-    let api = FakeApi::start();
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
     let kc = api.kubeconfig(k.dir.path());
-    let sidecar = Sidecar::start(&["default:configmaps"]);
+    let sidecar = Sidecar::start("serve", &["--follow", "default:configmaps"]);
     let (hold_events, hold_object, deleter, delete_id) = finalizer_deletion();
     let repo = mirror(k.dir.path(), (&deleter, &delete_id));
     let repo = repo.to_str().unwrap();
@@ -172,12 +190,12 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
         audit("update", "bob", "default", "app", "u-app", "21"),
     ];
     events.extend(hold_events);
-    assert_eq!(sidecar.post("default", &events), 200);
-    api.put("configmaps", configmap("default", "web", "u-web", "10"));
-    api.put("configmaps", configmap("default", "app", "u-app", "21"));
-    api.put("configmaps", hold_object);
-    api.put("configmaps", configmap("default", "orphan", "u-orphan", "90"));
-    api.put("deployments", json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "uid": "u-deploy", "resourceVersion": "5"}}));
+    assert_eq!(sidecar.post_events("default", &events), 200);
+    api.seed_object(configmap("default", "web", "u-web", "10")).unwrap();
+    api.seed_object(configmap("default", "app", "u-app", "21")).unwrap();
+    api.seed_object(hold_object).unwrap();
+    api.seed_object(configmap("default", "orphan", "u-orphan", "90")).unwrap();
+    api.seed_object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "uid": "u-deploy", "resourceVersion": "5"}})).unwrap();
     let socket = sidecar.socket.to_str().unwrap();
 
     // A create: the table names the author, tier, verb, auditID and history.
@@ -258,8 +276,8 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
 
 #[test]
 fn why_with_redis_streams_in_the_reference_format_and_no_sidecar() {
-    let k = Kubectl::new();
-    let api = FakeApi::start();
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
     let kc = api.kubeconfig(k.dir.path());
     let redis = RedisServer::start().expect("redis-server must be installed (apt-get install redis-server)");
     let stream = "gitops-reverser:author:v2:audit:route:prod%3Aeu:configmaps";
@@ -274,13 +292,13 @@ fn why_with_redis_streams_in_the_reference_format_and_no_sidecar() {
         {"author": "system:serviceaccount:kube-system:cleaner", "namespace": "default", "name": "cm-hold", "uid": "u-hold", "resourceVersion": "41", "verb": "patch", "auditID": "a-patch"},
     ]);
     redis.cli(&["XADD", stream, "*", "facts", &later.to_string()]).unwrap();
-    api.put("configmaps", configmap("default", "web", "u-web", "10"));
-    api.put("configmaps", configmap("default", "app", "u-app", "21"));
+    api.seed_object(configmap("default", "web", "u-web", "10")).unwrap();
+    api.seed_object(configmap("default", "app", "u-app", "21")).unwrap();
     let mut hold = configmap("default", "cm-hold", "u-hold", "41");
     hold["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z".into();
-    api.put("configmaps", hold);
-    api.put("configmaps", configmap("default", "orphan", "u-orphan", "90"));
-    api.put("deployments", json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "uid": "u-deploy", "resourceVersion": "5"}}));
+    api.seed_object(hold).unwrap();
+    api.seed_object(configmap("default", "orphan", "u-orphan", "90")).unwrap();
+    api.seed_object(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "uid": "u-deploy", "resourceVersion": "5"}})).unwrap();
     let url = redis.url();
     let from = |extra: &[&str]| {
         let mut a = extra.to_vec();
@@ -333,8 +351,8 @@ fn why_with_redis_streams_in_the_reference_format_and_no_sidecar() {
 
 #[test]
 fn why_errors_are_clear_and_non_zero() {
-    let k = Kubectl::new();
-    let api = FakeApi::start();
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
     let kc = api.kubeconfig(k.dir.path());
     let empty_repo = k.dir.path().join("empty.git");
     git2::Repository::init_bare(&empty_repo).unwrap();
@@ -354,7 +372,7 @@ fn why_errors_are_clear_and_non_zero() {
         "configmaps \"nothing\" in namespace \"default\" not found",
     );
     fail(&["cm/nothing"], &kc, 2, "pass --repo");
-    api.put("configmaps", configmap("default", "web", "u-web", "10"));
+    api.seed_object(configmap("default", "web", "u-web", "10")).unwrap();
     let missing = k.dir.path().join("no.sock");
     fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 3, "cannot reach the sidecar at socket");
     fail(&["cm/web", "--pod", "watcher-0"], &kc, 3, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
@@ -367,7 +385,7 @@ fn why_errors_are_clear_and_non_zero() {
     std::fs::write(&garbage, "{{{ not yaml").unwrap();
     fail(&["cm/web"], &garbage, 1, "kubeconfig");
     let dead = k.dir.path().join("dead");
-    std::fs::write(&dead, std::fs::read_to_string(&kc).unwrap().replace(&api.port.to_string(), &port.to_string()))
+    std::fs::write(&dead, std::fs::read_to_string(&kc).unwrap().replace(&api.port().to_string(), &port.to_string()))
         .unwrap();
     fail(&["cm/web"], &dead, 1, "cannot reach the API server");
 }

@@ -6,9 +6,12 @@
 //! dependency of the product itself.
 
 pub mod audit;
+pub mod fake_github;
 pub mod fakeapi;
 pub mod fixtures;
+pub mod kubectl;
 mod redis;
+pub mod sidecar;
 
 pub use audit::{audit_event, event_list};
 pub use redis::{RedisServer, TlsFiles, free_port};

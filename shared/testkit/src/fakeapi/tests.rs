@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 
 #[test]
 fn seed_objects_validate_against_the_crd_schemas() {
@@ -145,4 +146,50 @@ fn malformed_bodies_are_400_not_a_panic() {
     );
     assert_eq!(store.create("issues", "ns", json!([1, 2])).unwrap_err().code, 400);
     assert_eq!(store.get("widgets", "ns", "x").unwrap_err().code, 404);
+}
+
+#[test]
+fn yaml_seeds_json_patches_and_dry_runs() {
+    let mut store = Store::new();
+    let seeded = store
+        .seed_yaml(
+            "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: shop}}\n\
+             - {apiVersion: v1, kind: Secret, metadata: {name: s, namespace: shop}, stringData: {p: pw}}\n",
+        )
+        .unwrap();
+    assert_eq!(seeded.len(), 2);
+    assert!(seeded[0]["metadata"].get("namespace").is_none(), "namespaces are cluster-scoped");
+    // A Secret's stringData lands in data, base64-encoded.
+    assert_eq!(seeded[1]["data"], json!({"p": "cHc="}));
+    assert!(seeded[1].get("stringData").is_none());
+    assert!(store.seed_yaml("apiVersion: v9\nkind: Nope\nmetadata: {name: x}\n").is_err());
+
+    let ops = json!([{"op": "test", "path": "/data/p", "value": "nope"}, {"op": "remove", "path": "/data/p"}]);
+    let err = store.json_patch("secrets", "shop", "s", &ops, false).unwrap_err();
+    assert_eq!(err.code, 422);
+    let ops = json!([{"op": "test", "path": "/data/p", "value": "cHc="}, {"op": "remove", "path": "/data/p"}]);
+    assert_eq!(store.json_patch("secrets", "shop", "s", &ops, false).unwrap()["data"], json!({}));
+
+    let rv = store.resource_version();
+    let made = store.dry_run().create("configmaps", "shop", json!({"metadata": {"generateName": "cm-"}})).unwrap();
+    assert!(made["metadata"]["name"].as_str().unwrap().starts_with("cm-"));
+    assert_eq!(store.resource_version(), rv, "a dry run stores nothing");
+    assert!(store.all("configmaps", "shop").is_empty());
+}
+
+#[test]
+fn the_event_log_window_compacts_the_oldest_events() {
+    let mut store = Store::new();
+    store.set_event_window(3);
+    for i in 0..5 {
+        store.create("configmaps", "ns", json!({"metadata": {"name": format!("c{i}")}})).unwrap();
+    }
+    let now = store.resource_version();
+    assert_eq!(store.events().count(), 3);
+    assert_eq!(store.events_after(now - 3).unwrap().len(), 3);
+    let err = store.events_after(now - 4).unwrap_err();
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+    store.compact();
+    assert!(store.events_after(now).unwrap().is_empty());
+    assert_eq!(store.events_after(now - 1).unwrap_err().code, 410);
 }

@@ -4,8 +4,6 @@
 //! so octocrab's typed models parse them exactly as they parse GitHub's.
 //! Every mutating request is recorded, so tests can check what changed.
 
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,129 @@
+//! The `testkit` binary: the fake API as a process, driven by the real
+//! kubectl, and the server that never answers.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use testkit::kubectl::Kubectl;
+
+const BIN: &str = env!("CARGO_BIN_EXE_testkit");
+
+/// A child process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `testkit <args>` and returns it with the first line it prints.
+fn start(args: &[&str]) -> (Running, String) {
+    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    (Running(child), line.trim().to_string())
+}
+
+fn ok(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "exit {:?}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    stdout
+}
+
+#[test]
+fn fake_api_process_serves_its_seeds_and_crds_to_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(
+        &seed,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: shop, labels: {app: web}}\ndata: {k: v}\n\
+         ---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Namespace, metadata: {name: shop}}\n- apiVersion: configbutler.ai/v1alpha3\n  kind: GitTarget\n  \
+         metadata: {name: mirror, namespace: shop}\n  spec: {branch: main, path: clusters/a, providerRef: {name: gh}}\n",
+    )
+    .unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let crds = testkit::fixtures::gitops_reverser_crds();
+    let (_api, url) = start(&[
+        "fake-api",
+        "--crds",
+        crds.to_str().unwrap(),
+        "--seed",
+        seed.to_str().unwrap(),
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+        "--namespace",
+        "shop",
+    ]);
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let kubectl = Kubectl::new(&[]).kubeconfig(&kubeconfig);
+
+    let cms: Value = serde_json::from_str(&ok(&kubectl.run(&["get", "configmaps", "-o", "json"]))).unwrap();
+    assert_eq!(cms["items"][0]["metadata"]["name"], "web");
+    assert_eq!(cms["items"][0]["data"]["k"], "v");
+    // The CRD from --crds: served, seeded, defaulted by its schema.
+    let gt: Value = serde_json::from_str(&ok(&kubectl.run(&["get", "gittarget", "mirror", "-o", "json"]))).unwrap();
+    assert_eq!(gt["spec"]["clusterProviderRef"]["name"], "default");
+    let resources = ok(&kubectl.run(&["api-resources", "--api-group", "configbutler.ai", "-o", "name"]));
+    assert!(resources.lines().any(|l| l == "gittargets.configbutler.ai"), "{resources}");
+    // Writes through kubectl, checked against the schema.
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: configbutler.ai/v1alpha3\nkind: GitTarget\nmetadata: {name: bad}\nspec: {branch: main, path: p}\n",
+    )
+    .unwrap();
+    let out = kubectl.run(&["create", "--validate=false", "-f", bad.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("spec.providerRef: Required value"), "{stderr}");
+    // kubectl looks the namespace up before it reports a 404 (hence the seeded Namespace).
+    let ns: Value = serde_json::from_str(&ok(&kubectl.run(&["get", "namespace", "shop", "-o", "json"]))).unwrap();
+    assert_eq!(ns["status"]["phase"], "Active");
+    let out = kubectl.run(&["get", "configmap", "nope"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("configmaps \"nope\" not found"), "{out:?}");
+}
+
+#[test]
+fn fake_api_process_refuses_a_bad_seed_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = dir.path().join("seed.yaml");
+    std::fs::write(&seed, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n").unwrap();
+    let out = Command::new(BIN).args(["fake-api", "--seed", seed.to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: --seed ") && stderr.contains("\"Widget\""), "{stderr}");
+}
+
+#[test]
+fn hang_accepts_and_never_answers() {
+    let (_hang, addr) = start(&["hang"]);
+    let mut conn = std::net::TcpStream::connect(&addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    conn.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut buf = [0u8; 16];
+    let err = conn.read(&mut buf).expect_err("no byte ever comes back");
+    assert!(matches!(err.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{err:?}");
+}
+
+#[test]
+fn help_documents_every_flag() {
+    let help = String::from_utf8(Command::new(BIN).args(["fake-api", "--help"]).output().unwrap().stdout).unwrap();
+    for flag in [
+        "--port",
+        "--crds <DIR>",
+        "--seed <FILE>",
+        "--kubeconfig-out <PATH>",
+        "--namespace",
+        "--bookmark-interval-ms",
+        "--event-window",
+        "--unavailable-group",
+        "--validate-vendored",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+    let help = String::from_utf8(Command::new(BIN).args(["hang", "--help"]).output().unwrap().stdout).unwrap();
+    assert!(help.contains("--port"), "{help}");
+}
