@@ -14,7 +14,7 @@ from typing import Any
 import helm_python as helm
 import pytest
 
-from conftest import MINIMAL_MIRROR, MIRROR, NAMESPACE, RELEASE, SCENARIOS, notes, objects, render
+from conftest import DOCS, MINIMAL_MIRROR, MIRROR, NAMESPACE, RELEASE, SCENARIOS, notes, objects, render
 
 RBAC_KINDS = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -267,3 +267,22 @@ def test_notes_list_the_mirrors_and_warn_without_redis(chart: helm.Chart) -> Non
     assert "mirrors have no attribution" not in text
     assert "mirrors have no attribution" in notes(render(chart, SCENARIOS["mirrors-memory-transport"]))
     assert "MIRRORS" not in notes(render(chart, {}))
+
+
+def item_paths(node: dict[str, Any], prefix: str) -> list[str]:
+    """Documented paths of a mirror entry: leaves, and container resources
+    as a whole (their requests and limits are Kubernetes', not ours)."""
+    if node.get("type") == "array" and "properties" in node.get("items", {}):
+        return item_paths(node["items"], prefix + "[]")
+    props = node.get("properties", {})
+    if not props or "requests" in props:
+        return [prefix]
+    return [p for k, v in props.items() for p in item_paths(v, f"{prefix}.{k}")]
+
+
+def test_docs_describe_every_field_of_a_mirror(chart: helm.Chart) -> None:
+    doc = (DOCS / "chart.md").read_text()
+    paths = item_paths(chart.schema["properties"]["mirrors"], "mirrors")
+    assert len(paths) > 15, paths
+    for path in paths:
+        assert f"`{path}`" in doc, f"docs/chart.md does not document `{path}`"
