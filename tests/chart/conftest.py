@@ -25,6 +25,32 @@ KUBE_VERSIONS = ["1.29.0", kubernetes_validate.latest_version()]
 # for rendering; the test of generated certificates checks real ones.
 _FAKE_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
 
+# A mirror with every option that changes its RBAC or its args: a namespaced
+# and a cluster-wide type, a namespace selector, credentials, a generated
+# signing key and known_hosts from a ConfigMap.
+MIRROR: dict[str, Any] = {
+    "gitTarget": {"namespace": "mirror", "name": "prod"},
+    "watch": [
+        {"apiGroups": [""], "resources": ["configmaps"], "namespaces": ["shop"]},
+        {"apiGroups": ["example.com"], "resources": ["widgets"]},
+    ],
+    "namespaceSelectors": True,
+    "route": "prod-eu-1",
+    "excludeUsers": ["system:serviceaccount:flux-system:kustomize-controller"],
+    "excludeFieldManagers": ["kustomize-controller"],
+    "secrets": {
+        "credentials": "git-creds",
+        "signing": {"name": "git-signing", "generate": True},
+        "knownHosts": {"kind": "ConfigMap", "name": "ssh-known-hosts"},
+    },
+}
+
+# The least a mirror can say: a GitTarget and one type.
+MINIMAL_MIRROR: dict[str, Any] = {
+    "gitTarget": {"namespace": "team-a", "name": "audit.main"},
+    "watch": [{"apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "namespaces": ["team-a", "team-b"]}],
+}
+
 # One value set per documented option (docs/chart.md), plus the defaults.
 SCENARIOS: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -99,6 +125,24 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         },
     },
     "full-name-override": {"fullnameOverride": "attribution"},
+    "mirrors": {
+        "mirrors": [
+            MIRROR,
+            {
+                **MINIMAL_MIRROR,
+                "secrets": {"credentials": "git-token", "knownHosts": {"kind": "Secret", "name": "ssh-known-hosts"}},
+                "resources": {"watcher": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "1Gi"}}},
+                "gitRepoVolume": {"persistentVolumeClaim": {"claimName": "mirror-clone"}},
+                "nodeSelector": {"kubernetes.io/os": "linux"},
+                "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+                "podAnnotations": {"example.com/team": "platform"},
+                "podLabels": {"team": "platform"},
+            },
+        ],
+        "mirrorDefaults": {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "preference": {"matchExpressions": [{"key": "example.com/pool", "operator": "In", "values": ["git"]}]}}]}}},
+    },
+    "mirrors-memory-transport": {"attribution": {"transport": "memory"}, "mirrors": [MINIMAL_MIRROR]},
 }
 
 

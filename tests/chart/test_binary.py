@@ -25,7 +25,8 @@ import helm_python as helm
 import pytest
 import yaml
 
-from conftest import NAMESPACE, RELEASE, objects, render
+from conftest import MIRROR, NAMESPACE, RELEASE, objects, render
+from fakeapi import ApiType, FakeApi, Rbac
 
 TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", pathlib.Path.home() / ".cache" / "reverser-target"))
 BINARY = pathlib.Path(os.environ.get("REVERSER_SIDECAR_BIN", TARGET / "debug" / "reverser-sidecar"))
@@ -355,3 +356,202 @@ def test_kubectl_reads_the_plugins_output_as_written(chart: helm.Chart, tmp_path
     expected = yaml.load(manifest.read_text(), Loader=Yaml12Loader)
     (sidecar,) = sent["spec"]["initContainers"]
     assert sidecar["args"] == expected["spec"]["initContainers"][0]["args"]
+
+
+# -- Mirrors: the watcher and the sidecar a mirror Deployment runs ----------
+
+def mirror_pod(chart: helm.Chart, values: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    objs = objects(render(chart, values))
+    (deploy,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["labels"]["app.kubernetes.io/component"] == "mirror"]
+    return objs, deploy["spec"]["template"]["spec"]
+
+
+def help_flags(subcommand: str) -> set[str]:
+    text = subprocess.run([str(BINARY), subcommand, "--help"], capture_output=True, text=True, check=True).stdout
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text))
+
+
+def test_every_flag_a_mirror_passes_is_one_the_binary_has(chart: helm.Chart) -> None:
+    _, pod = mirror_pod(chart, {"mirrors": [MIRROR], "attribution": {"maxFacts": 10, "maxFactsPerType": 5,
+                                                                      "auditRouteAnnotationKey": "example.com/route"}})
+    (sidecar,) = pod["initContainers"]
+    (watcher,) = pod["containers"]
+    for container, subcommand in ((sidecar, "serve"), (watcher, "watch")):
+        assert container["args"][0] == subcommand
+        flags = {a.split("=", 1)[0] for a in container["args"][1:] if a.startswith("--")}
+        # Every option the chart can set is in this render.
+        assert len(flags) >= (12 if subcommand == "serve" else 6), flags
+        missing = flags - help_flags(subcommand)
+        assert not missing, f"`reverser-sidecar {subcommand}` has no {sorted(missing)}"
+
+
+@pytest.mark.skipif(not PLUGIN.is_file(), reason="needs kubectl-reverser")
+def test_a_mirrors_sidecar_is_the_one_kubectl_reverser_inject_writes(chart: helm.Chart) -> None:
+    _, pod = mirror_pod(chart, {"mirrors": [MIRROR]})
+    (sidecar,) = pod["initContainers"]
+    base = ["serve", "--socket", "/var/run/reverser/reverser.sock", "--socket-mode=666", "--audit-listen=off"]
+    assert sidecar["args"][: len(base)] == base
+    # The pod as it would be without the sidecar, injected by the plugin with
+    # the chart's image, extra args and Redis Secret.
+    bare = json.loads(json.dumps(pod))
+    del bare["initContainers"]
+    bare["volumes"] = [v for v in bare["volumes"] if v["name"] != "reverser-socket"]
+    watcher = bare["containers"][0]
+    del watcher["env"]
+    del watcher["volumeMounts"]
+    secret = sidecar["env"][0]["valueFrom"]["secretKeyRef"]
+    out = subprocess.run(
+        [str(PLUGIN), "inject", "-f", "-", f"--image={sidecar['image']}", f"--redis-url-secret={secret['name']}/{secret['key']}",
+         *[f"--sidecar-arg={a}" for a in sidecar["args"][len(base):]]],
+        input=json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "m", "namespace": NAMESPACE}, "spec": bare}),
+        capture_output=True, text=True, check=True,
+    ).stdout
+    injected = yaml.load(out, Loader=Yaml12Loader)["spec"]
+    by_name = lambda vs: sorted(vs, key=lambda v: v["name"])  # noqa: E731 (volume order has no meaning)
+    assert by_name(injected.pop("volumes")) == by_name(pod["volumes"])
+    (plugin_sidecar,) = injected.pop("initContainers")
+    # What the chart adds to the rule's container: the clone's volume, its
+    # own resources, and probes on its metrics port.
+    ours = {k: v for k, v in sidecar.items() if k not in ("resources", "ports", "readinessProbe", "livenessProbe")}
+    ours["volumeMounts"] = [m for m in sidecar["volumeMounts"] if m["name"] != "git-repo"]
+    del plugin_sidecar["resources"]
+    assert ours == plugin_sidecar
+    assert injected == {k: v for k, v in pod.items() if k not in ("initContainers", "volumes")}
+
+
+MIRROR_TYPES = [
+    ApiType("", "v1", "configmaps", "ConfigMap", True),
+    ApiType("", "v1", "secrets", "Secret", True),
+    ApiType("", "v1", "namespaces", "Namespace", False),
+    ApiType("example.com", "v1", "widgets", "Widget", False),
+    ApiType("configbutler.ai", "v1alpha3", "gittargets", "GitTarget", True),
+    ApiType("configbutler.ai", "v1alpha3", "gitproviders", "GitProvider", True),
+    ApiType("configbutler.ai", "v1alpha3", "watchrules", "WatchRule", True),
+    ApiType("configbutler.ai", "v1alpha3", "clusterwatchrules", "ClusterWatchRule", False),
+    ApiType("configbutler.ai", "v1alpha3", "clusterproviders", "ClusterProvider", False),
+]
+
+
+def b64(s: str) -> str:
+    return base64.b64encode(s.encode()).decode()
+
+
+def seed_cluster(api: FakeApi, remote: pathlib.Path, key_dir: pathlib.Path, signing_secret: str) -> None:
+    """The cluster MIRROR is written for: GitTarget mirror/prod, its GitProvider
+    (SSH credentials, known_hosts from a ConfigMap, a generated signing key),
+    a WatchRule for ConfigMaps of shop (admitted by namespace selector) and a
+    ClusterWatchRule for widgets."""
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "git", "-f", str(key_dir / "id")], check=True)
+    cb = "configbutler.ai/v1alpha3"
+    for ns, labels in (("mirror", {}), ("shop", {"mirror": "yes"}), ("other", {})):
+        api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}})
+    api.put({"apiVersion": cb, "kind": "ClusterProvider", "metadata": {"name": "default"},
+             "spec": {"attribution": {"auditRoute": "prod-eu-1"}}})
+    api.put({"apiVersion": cb, "kind": "GitTarget", "metadata": {"name": "prod", "namespace": "mirror"},
+             "spec": {"providerRef": {"name": "git"}, "branch": "main", "path": "clusters/prod",
+                      "allowedSourceNamespaces": {"selector": {"matchLabels": {"mirror": "yes"}}}}})
+    api.put({"apiVersion": cb, "kind": "GitProvider", "metadata": {"name": "git", "namespace": "mirror"},
+             "spec": {"url": remote.as_uri(), "allowedBranches": ["main"], "secretRef": {"name": "git-creds"},
+                      "knownHostsRef": {"kind": "ConfigMap", "name": "ssh-known-hosts"},
+                      "commit": {"signing": {"secretRef": {"name": "git-signing"}, "generateWhenMissing": True}},
+                      "push": {"commitWindow": "0s"}}})
+    api.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-creds", "namespace": "mirror"},
+             "data": {"ssh-privatekey": b64((key_dir / "id").read_text())}})
+    api.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssh-known-hosts", "namespace": "mirror"},
+             "data": {"known_hosts": "git.example " + (key_dir / "id.pub").read_text()}})
+    if signing_secret == "empty":
+        api.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "git-signing", "namespace": "mirror"}})
+    api.put({"apiVersion": cb, "kind": "WatchRule", "metadata": {"name": "configs", "namespace": "mirror"},
+             "spec": {"targetRef": {"name": "prod"}, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "sourceNamespace": "shop"}]}})
+    api.put({"apiVersion": cb, "kind": "ClusterWatchRule", "metadata": {"name": "widgets"},
+             "spec": {"targetRef": {"name": "prod", "namespace": "mirror"}, "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"]}]}})
+    api.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "demo", "namespace": "shop"}, "data": {"a": "1"}})
+    api.put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "elsewhere", "namespace": "other"}, "data": {"a": "1"}})
+    api.put({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}})
+
+
+def tree(remote: pathlib.Path) -> list[str]:
+    out = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"], capture_output=True, text=True)
+    return out.stdout.split() if out.returncode == 0 else []
+
+
+def wait_for_file(remote: pathlib.Path, path: str, logs: list[pathlib.Path]) -> None:
+    deadline = time.monotonic() + 60
+    while path not in tree(remote):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{path} never reached the remote ({tree(remote)}):\n" + "\n".join(f"{p}:\n{p.read_text()}" for p in logs))
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("signing_secret", ["absent", "empty"])
+def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
+    chart: helm.Chart, tmp_path: pathlib.Path, redis_url: str, signing_secret: str
+) -> None:
+    objs, pod = mirror_pod(chart, {"mirrors": [MIRROR]})
+    (sidecar,) = pod["initContainers"]
+    (watcher,) = pod["containers"]
+    # The pod's volumes (all emptyDirs) as local directories.
+    mounts = {}
+    for v in pod["volumes"]:
+        assert v.get("emptyDir") == {}, v
+        (tmp_path / "volumes" / v["name"]).mkdir(parents=True)
+    for c in (sidecar, watcher):
+        for m in c["volumeMounts"]:
+            mounts[m["mountPath"].rstrip("/") + "/"] = str(tmp_path / "volumes" / m["name"]) + "/"
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    (tmp_path / "keys").mkdir()
+
+    with FakeApi(MIRROR_TYPES) as api:
+        seed_cluster(api, remote, tmp_path / "keys", signing_secret)
+        # In a pod the in-cluster account is used; here $KUBECONFIG, which the
+        # binaries consult first, points at the fake API.
+        env = {"KUBECONFIG": str(api.kubeconfig(tmp_path / "kubeconfig")), "HOME": str(tmp_path)}
+        (redis_env,) = sidecar["env"]
+        assert redis_env["valueFrom"]["secretKeyRef"] == {"name": "reverser-redis", "key": "url"}
+        sidecar_env = {**env, "REVERSER_REDIS_URL": redis_url}
+        watcher_env = {**env, **{e["name"]: localize([e["value"]], mounts, {})[0] for e in watcher["env"]}}
+        sidecar_ports: dict[str, int] = {}
+        watcher_ports: dict[str, int] = {}
+        sidecar_log, watcher_log = tmp_path / "sidecar.log", tmp_path / "watcher.log"
+        # A native sidecar starts first and stops last.
+        with running(localize(sidecar["args"], mounts, sidecar_ports), sidecar_log, sidecar_env) as sp:
+            wait_healthy(sp, sidecar_log, sidecar_ports["--metrics-listen"])
+            socket_file = tmp_path / "volumes" / "reverser-socket" / "reverser.sock"
+            assert socket_file.is_socket() and socket_file.stat().st_mode & 0o777 == 0o666
+            with running(localize(watcher["args"], mounts, watcher_ports), watcher_log, watcher_env) as wp:
+                wait_healthy(wp, watcher_log, watcher_ports["--metrics-listen"])
+                logs = [sidecar_log, watcher_log]
+                # The first list reconciles both watched types into Git.
+                wait_for_file(remote, "clusters/prod/core/v1/configmaps/shop/demo.yaml", logs)
+                wait_for_file(remote, "clusters/prod/example.com/v1/widgets/_cluster/w1.yaml", logs)
+                # Then watch events: the forward leg's write (--exclude-field-manager) is not mirrored.
+                fields = lambda m, t: [{"manager": m, "operation": "Update", "apiVersion": "v1", "time": t}]  # noqa: E731
+                api.put({"apiVersion": "v1", "kind": "ConfigMap", "data": {"b": "2"}, "metadata": {
+                    "name": "flux-owned", "namespace": "shop", "managedFields": fields("kustomize-controller", "2026-12-01T00:00:01Z")}})
+                api.put({"apiVersion": "v1", "kind": "ConfigMap", "data": {"c": "3"}, "metadata": {
+                    "name": "added", "namespace": "shop", "managedFields": fields("kubectl-create", "2026-12-01T00:00:02Z")}})
+                wait_for_file(remote, "clusters/prod/core/v1/configmaps/shop/added.yaml", logs)
+        files = tree(remote)
+        assert "clusters/prod/core/v1/configmaps/shop/flux-owned.yaml" not in files
+        assert not [f for f in files if "/other/" in f or "/mirror/" in f], files
+        # Signed with the key the sidecar generated into the signing Secret.
+        signing = api.get("", "secrets", "mirror", "git-signing")
+        assert signing and "ssh-privatekey" in signing["data"]
+        head = subprocess.run(["git", "--git-dir", str(remote), "cat-file", "commit", "main"], capture_output=True, text=True, check=True).stdout
+        assert "-----BEGIN SSH SIGNATURE-----" in head
+        requests = list(api.requests)
+
+    # Every request either binary made is one the chart's RBAC allows...
+    sa = next(o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == pod["serviceAccountName"])
+    rbac = Rbac(objs, sa["metadata"]["namespace"], sa["metadata"]["name"])
+    denied = sorted({r for r in requests if not rbac.allowing(r)}, key=str)
+    assert not denied, f"the chart's RBAC forbids requests the mirror makes: {denied}"
+    # ... and every permission it grants was needed: every verb on every
+    # type and name of every rule. The only one unused is the other half of
+    # generateWhenMissing (create when the Secret is absent, patch when it
+    # exists without a key).
+    used = {cell for r in requests for cell in rbac.allowing(r)}
+    unused = rbac.cells() - used
+    other_half = "patch" if signing_secret == "absent" else "create"
+    assert [(verb, resource) for _, verb, _, resource, _ in unused] == [(other_half, "secrets")], unused

@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from conftest import DOCS
+from conftest import DOCS, objects, render
 
 
 def yaml_blocks(name: str) -> list[dict]:
@@ -43,3 +43,13 @@ def test_audit_setup_gives_the_flags(flag: str) -> None:
     text = (DOCS / "audit-setup.md").read_text()
     assert flag in text
     assert "up to 30 s by default" in text
+
+
+def test_the_mirrors_example_renders_as_documented(chart) -> None:
+    (example,) = [b for b in yaml_blocks("chart.md") if isinstance(b, dict) and "mirrors" in b]
+    objs = objects(render(chart, example))
+    roles = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs if o["kind"] == "Role"}
+    # The GitTarget's own namespace, and one Role per watched namespace.
+    assert {ns for ns, _ in roles} == {"mirror", "shop", "billing"}
+    (deploy,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["labels"]["app.kubernetes.io/component"] == "mirror"]
+    assert "--exclude-field-manager=kustomize-controller" in deploy["spec"]["template"]["spec"]["containers"][0]["args"]

@@ -99,6 +99,15 @@ the in-memory transport outright".
 {{- if and .Values.injector.enabled (not .Values.injector.podSelectorEnabled) (not .Values.injector.namespaceSelectorEnabled) }}
 {{- fail "injector.podSelectorEnabled and injector.namespaceSelectorEnabled are both false, so the webhook would select no pod: enable one, or set injector.enabled=false" }}
 {{- end }}
+{{- /* One writer per branch (spec, mirror.md): two mirrors of one GitTarget would race. */}}
+{{- $targets := list }}
+{{- range $i, $m := .Values.mirrors }}
+{{- $t := printf "%s/%s" $m.gitTarget.namespace $m.gitTarget.name }}
+{{- if has $t $targets }}
+{{- fail (printf "mirrors[%d] mirrors GitTarget %s again: one mirror per GitTarget (two writers of one branch would race); merge the two entries" $i $t) }}
+{{- end }}
+{{- $targets = append $targets $t }}
+{{- end }}
 {{- end }}
 
 {{/* Namespaces no webhook of this chart ever touches. */}}
@@ -125,4 +134,17 @@ ca, cert, key (PEM).
 {{- $cert := genSignedCert (printf "%s.%s.svc" .service $ns) .ips $dns 3650 $ca }}
 {{- dict "ca" $ca.Cert "cert" $cert.Cert "key" $cert.Key | toJson }}
 {{- end }}
+{{- end }}
+
+{{/*
+A mirror's object name: "<fullname>-mirror-<namespace>-<name>", cut to 48
+characters, then a hash of "namespace/name". The hash keeps names unique
+however they are cut (and "a-b/c" apart from "a/b-c"); 48 + 9 leaves room
+for the "-watch" suffix within 63.
+*/}}
+{{- define "reverser.mirrorName" -}}
+{{- $t := .mirror.gitTarget }}
+{{- $readable := printf "%s-mirror-%s-%s" (include "reverser.fullname" .root) $t.namespace $t.name | replace "." "-" | trunc 48 }}
+{{- $readable = regexReplaceAll "-+$" $readable "" }}
+{{- printf "%s-%s" $readable (printf "%s/%s" $t.namespace $t.name | sha256sum | trunc 8) }}
 {{- end }}
