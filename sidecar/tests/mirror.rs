@@ -253,3 +253,289 @@ fn creates_updates_and_a_finalized_deletion_are_authored_by_their_actors() {
     let committers = git(&m.remote, &["log", "--format=%cn <%ce>", "main"]);
     assert!(committers.lines().all(|l| l == "Lab Mirror <mirror@lab.invalid>"), "{committers}");
 }
+
+#[test]
+fn a_change_while_the_watcher_is_down_is_written_once_on_restart() {
+    let mut m = Mirror::start(|_| {});
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    m.stop_watcher();
+    m.act("bob", true, |s| {
+        s.patch("configmaps", NS, "web", &json!({"data": {"k": "2"}}), false).unwrap();
+        s.create("configmaps", NS, configmap("db", "1")).unwrap();
+    });
+    let before = m.commits();
+    m.start_watcher(&[]);
+    m.wait("the reconcile of what changed meanwhile", || m.remote_has(&cm_path("db")));
+    // The facts were held by the sidecar all along: the reconcile knows who.
+    assert_eq!(m.authors(&cm_path("web")), ["bob", "alice"]);
+    assert_eq!(m.authors(&cm_path("db")), ["bob"]);
+    let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
+    assert!(subject.starts_with("reconcile: 2 objects of configmaps at revision "), "{subject}");
+    assert_eq!(m.commits(), before + 1);
+    // A second restart with nothing changed writes nothing.
+    m.stop_watcher();
+    m.start_watcher(&[]);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(m.commits(), before + 1, "nothing written twice");
+}
+
+#[test]
+fn a_410_relists_and_reconciles_without_losing_or_repeating_a_change() {
+    let m = Mirror::start(|_| {});
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    let restarts = m.watcher_metric("gitopsreverser_mirror_watch_restarts_total");
+    // The watch connections drop, and the history they would resume from is
+    // compacted away meanwhile: resuming answers 410 Gone.
+    {
+        let mut store = m.api.store.lock().unwrap();
+        store.set_event_window(1);
+    }
+    m.api.drop_watches();
+    m.act("bob", true, |s| {
+        s.create("configmaps", NS, configmap("db", "1")).unwrap();
+        s.patch("configmaps", NS, "web", &json!({"data": {"k": "2"}}), false).unwrap();
+    });
+    m.api.compact();
+    m.wait("the relist's reconcile", || m.remote_has(&cm_path("db")));
+    assert!(m.watcher_metric("gitopsreverser_mirror_watch_restarts_total") > restarts);
+    assert!(
+        m.watcher_metric("gitopsreverser_mirror_watch_restarts_total{resource=\"configmaps\",reason=\"gone\"}") >= 1
+            || m.watcher_log().contains("410 Gone"),
+        "{}",
+        m.watcher_log()
+    );
+    assert_eq!(m.authors(&cm_path("db")), ["bob"]);
+    assert_eq!(m.authors(&cm_path("web")), ["bob", "alice"]);
+}
+
+#[test]
+fn excluded_actors_and_field_managers_are_not_mirrored() {
+    let flux = "system:serviceaccount:flux-system:kustomize-controller";
+    let m =
+        Mirror::start_with(|_| {}, &[], &["--exclude-user", flux, "--exclude-field-manager", "kustomize-controller"]);
+    m.act(flux, true, |s| {
+        s.create("configmaps", NS, configmap("from-git", "1")).unwrap();
+    });
+    let mut applied = configmap("applied", "1");
+    applied["metadata"]["managedFields"] =
+        json!([{"manager": "kustomize-controller", "operation": "Apply", "time": "2026-11-29T12:00:00Z"}]);
+    m.act("someone", false, |s| {
+        s.create("configmaps", NS, applied).unwrap();
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(!m.remote_has(&cm_path("from-git")), "the forward leg's own change came back");
+    assert!(!m.remote_has(&cm_path("applied")), "a field manager of the forward leg came back");
+    assert!(m.watcher_metric("gitopsreverser_mirror_events_skipped_total") >= 1);
+    assert!(
+        m.sidecar.metrics().contains("gitopsreverser_mirror_excluded_total{reason=\"actor\"} 1"),
+        "{}",
+        m.sidecar.metrics()
+    );
+}
+
+#[test]
+fn status_only_changes_make_no_commit_and_secrets_never_reach_git() {
+    let m = Mirror::start(|_| {});
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": NS},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "api"}},
+                 "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "api", "image": "api:1"}]}}}});
+    m.act("alice", true, |s| {
+        s.create("deployments", NS, deployment).unwrap();
+        s.create(
+            "secrets",
+            NS,
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": NS},
+            "data": {"password": "aHVudGVyMg=="}}),
+        )
+        .unwrap();
+    });
+    let path = format!("{PREFIX}/apps/v1/deployments/{NS}/api.yaml");
+    m.wait("alice's deployment", || m.remote_has(&path));
+    let before = m.commits();
+    m.act("system:serviceaccount:kube-system:deployment-controller", true, |s| {
+        s.patch("deployments", NS, "api", &json!({"status": {"readyReplicas": 1, "observedGeneration": 1}}), true)
+            .unwrap();
+    });
+    m.act("bob", true, |s| {
+        s.create("configmaps", NS, configmap("marker", "1")).unwrap();
+    });
+    m.wait("bob's marker", || m.remote_has(&cm_path("marker")));
+    assert_eq!(m.commits(), before + 1, "the status write made no commit");
+    let everything = git(&m.remote, &["log", "-p", "--all"]);
+    assert!(!everything.contains("aHVudGVyMg==") && !everything.contains("/secrets/"), "a Secret reached Git");
+    assert!(m.sidecar.metrics().contains("gitopsreverser_mirror_sensitive_skipped_total 1"), "{}", m.sidecar.metrics());
+}
+
+#[test]
+fn commits_are_signed_with_a_generated_key_that_git_verify_commit_accepts() {
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["commit"]["signing"] =
+            json!({"secretRef": {"name": "lab-signing"}, "generateWhenMissing": true});
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    // The sidecar generated the key into the Secret; its public half is what
+    // a user adds to allowed signers.
+    let secret = m.api.store.lock().unwrap().get("secrets", NS, "lab-signing").unwrap();
+    let public = secret["data"]["ssh-publickey"].as_str().expect("the generated public key");
+    let public = String::from_utf8(base64_decode(public)).unwrap();
+    let allowed = m.dir.path().join("allowed_signers");
+    std::fs::write(&allowed, format!("mirror@lab.invalid {public}\n")).unwrap();
+    let verify = Command::new("git")
+        .arg("-C")
+        .arg(&m.remote)
+        .args(["-c", "gpg.format=ssh", "-c"])
+        .arg(format!("gpg.ssh.allowedSignersFile={}", allowed.display()))
+        .args(["verify-commit", "main"])
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    assert!(String::from_utf8_lossy(&verify.stderr).contains("Good \"git\" signature"));
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(s).unwrap()
+}
+
+#[test]
+fn a_push_rejected_by_a_concurrent_writer_loses_nothing() {
+    let m = Mirror::start(|_| {});
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    // Someone else pushes to the branch: the mirror's next push is rejected,
+    // fetches, replays its commit on top, and pushes again.
+    let other = m.dir.path().join("other");
+    git(m.dir.path(), &["clone", "--quiet", m.remote.to_str().unwrap(), other.to_str().unwrap()]);
+    std::fs::write(other.join("README.md"), "hand-written\n").unwrap();
+    git(&other, &["add", "README.md"]);
+    git(
+        &other,
+        &["-c", "user.name=Hand", "-c", "user.email=hand@lab.invalid", "commit", "--quiet", "-m", "a human commit"],
+    );
+    git(&other, &["push", "--quiet", "origin", "main"]);
+    m.act("bob", true, |s| {
+        s.create("configmaps", NS, configmap("db", "1")).unwrap();
+    });
+    m.wait("bob's create", || m.remote_has(&cm_path("db")));
+    assert!(m.remote_has("README.md"), "the other writer's commit is kept");
+    assert_eq!(git(&m.remote, &["log", "--format=%an", "main"]).lines().collect::<Vec<_>>(), ["bob", "Hand", "alice"]);
+}
+
+#[test]
+fn a_gittarget_naming_a_missing_provider_stops_both_processes_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::new();
+    store.load_crd_schemas(&testkit::fixtures::gitops_reverser_crds()).unwrap();
+    store
+        .seed_object(json!({"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
+            "metadata": {"name": "lab", "namespace": NS},
+            "spec": {"providerRef": {"name": "nowhere"}, "branch": "main", "path": "x"}}))
+        .unwrap();
+    let api = fakeapi::spawn(store).unwrap();
+    let kc = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
+    for (mode, extra) in [("serve", vec!["--audit-listen", "off", "--socket"]), ("watch", vec!["--socket"])] {
+        let out = Command::new(sidecar::binary())
+            .arg(mode)
+            .args(["--git-target", "shop/lab", "--kubeconfig"])
+            .arg(&kc)
+            .args(&extra)
+            .arg(dir.path().join(format!("{mode}.sock")))
+            .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{mode}: {stderr}");
+        assert!(
+            stderr.contains("GitProvider shop/nowhere not found") && stderr.contains("spec.providerRef"),
+            "{mode}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_template_with_an_unknown_field_stops_the_sidecar_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::new();
+    store.load_crd_schemas(&testkit::fixtures::gitops_reverser_crds()).unwrap();
+    let setup = Setup::new(&dir.path().join("remote.git"));
+    let mut provider = setup.provider;
+    provider["spec"]["commit"]["message"] = json!({"groupTemplate": "{{.Autor}} changed {{.Count}}"});
+    store.seed_object(provider).unwrap();
+    store.seed_object(setup.target).unwrap();
+    let api = fakeapi::spawn(store).unwrap();
+    let kc = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
+    let out = Command::new(sidecar::binary())
+        .args(["serve", "--audit-listen", "off", "--git-target", "shop/lab", "--kubeconfig"])
+        .arg(&kc)
+        .arg("--socket")
+        .arg(dir.path().join("s.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("spec.commit.message")
+            && stderr.contains("unknown field `.Autor`")
+            && stderr.contains(".Author"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unreachable_remote_and_an_unknown_resource_leave_the_rest_mirroring() {
+    let later = tempfile::tempdir().unwrap();
+    let remote = later.path().join("late.git");
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["url"] = json!(format!("file://{}", remote.display()));
+        s.rules[0]["spec"]["rules"] = json!([{"resources": ["configmaps", "gizmos"]}]);
+    });
+    // The rule's unknown resource is a problem the watcher reports; the
+    // configmaps are still watched.
+    m.wait("the rule problem", || m.watcher_metric("gitopsreverser_mirror_rule_problems") == 1);
+    assert!(m.watcher_log().contains("\"gizmos\""), "{}", m.watcher_log());
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    // Committed in the clone while the remote is away.
+    let clone = m.dir.path().join("clone");
+    m.wait("alice's commit in the clone", || {
+        Command::new("git")
+            .arg("-C")
+            .arg(&clone)
+            .args(["cat-file", "-e", &format!("main:{}", cm_path("web"))])
+            .status()
+            .unwrap()
+            .success()
+    });
+    assert!(m.sidecar.metrics().contains("gitopsreverser_mirror_push_failures_total"), "{}", m.sidecar.metrics());
+    // The remote appears: the owed push goes out on its own.
+    std::fs::create_dir_all(&remote).unwrap();
+    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = Command::new("git").arg("-C").arg(&remote).args(["log", "--format=%an", "main"]).output().unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "alice" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the owed push never went out\n{}", m.watcher_log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -23,8 +23,11 @@ use tonic::transport::Channel;
 use super::metrics::WatchMetrics;
 use super::stream::{Item, Listed};
 
-/// How often an idle watcher retries a failed push.
-const PUSH_RETRY: Duration = Duration::from_secs(30);
+/// How an idle watcher paces its retries of a failed push: soon at first
+/// (a remote back after a blip), then at most every 30 s.
+fn push_retry() -> Backoff {
+    Backoff::new(Duration::from_secs(1), Duration::from_secs(30)).expect("valid bounds")
+}
 /// Objects per Reconcile message.
 const RECONCILE_CHUNK: usize = 200;
 
@@ -75,10 +78,14 @@ pub async fn run(
     let mut first = Instant::now();
     let mut last = Instant::now();
     let mut push_owed = false;
+    let mut retry = push_retry();
     loop {
+        if !push_owed {
+            retry.reset();
+        }
         let flush_at = if pending.is_empty() {
             // Nothing pending: wake only to retry an owed push.
-            Instant::now() + if push_owed { PUSH_RETRY } else { Duration::from_secs(3600) }
+            Instant::now() + if push_owed { retry.next_delay() } else { Duration::from_secs(3600) }
         } else {
             first + settings.policy.flush_at(Duration::ZERO, last.duration_since(first))
         };
