@@ -189,6 +189,23 @@ def test_every_subcommand_the_chart_runs_is_in_the_image(chart: helm.Chart) -> N
     assert not missing, f"the chart runs {sorted(missing)}, which {SIDECAR_BINARY.name} --help does not list"
 
 
+# What gcr.io/distroless/cc-debian12 carries: glibc, libgcc and OpenSSL 3.
+RUNTIME_LIBRARIES = re.compile(r"(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|ld-linux-[\w-]+\.so\.\d|libgcc_s\.so\.1|libssl\.so\.3|libcrypto\.so\.3)")
+
+
+def test_the_binary_needs_only_what_the_runtime_base_has() -> None:
+    # The same sources and features as the image's build, so the same
+    # dynamic libraries (zlib is compiled in: libz-sys static).
+    if not SIDECAR_BINARY.is_file():
+        pytest.skip(f"SKIP: {SIDECAR_BINARY} is not built (cargo build -p reverser-sidecar)")
+    if not shutil.which("readelf"):
+        pytest.skip("SKIP: readelf (binutils) is not installed")
+    dynamic = subprocess.run(["readelf", "-d", str(SIDECAR_BINARY)], capture_output=True, text=True, check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    assert "libc.so.6" in needed, dynamic
+    assert [lib for lib in needed if not RUNTIME_LIBRARIES.fullmatch(lib)] == []
+
+
 def context_files() -> list[str]:
     """The tracked files `docker build .` sends, after .dockerignore
     (Docker's rules: patterns from the context root, `**` any directories,
