@@ -19,6 +19,7 @@ import hashlib
 import os
 import pathlib
 import platform
+import re
 import shutil
 import subprocess
 import tarfile
@@ -300,3 +301,31 @@ def test_a_used_out_dir_is_refused(repo: pathlib.Path, tmp_path: pathlib.Path) -
     assert p.returncode == 2 and "is not an empty directory" in p.stderr, p.stderr
     assert [f.name for f in out.iterdir()] == ["kubectl-reverser_v0.0.1_linux_amd64.tar.gz"]
     assert not target_dir.exists()
+
+
+def test_the_install_docs_name_what_the_release_writes(released: pathlib.Path) -> None:
+    """The commands in docs/install.md and docs/release.md name this
+    version's files, as scripts/release names them."""
+    text = "\n".join((ROOT / "docs" / d).read_text() for d in ("install.md", "release.md"))
+    text = text.replace("\\\n", " ")
+    base = {name: template(ROOT, name)["spec"]["platforms"][0]["uri"].rsplit("/", 2)[0] for name in PLUGINS}
+
+    local = re.findall(r"kubectl krew install --manifest=dist/(\w+)\.yaml --archive=dist/(\S+)", text)
+    assert sorted(name for name, _ in local) == PLUGINS
+    for name, archive in local:
+        m = re.fullmatch(rf"kubectl-{name}_{re.escape(VERSION)}_(\w+)_(\w+)\.tar\.gz", archive)
+        assert m, archive
+        assert {"os": m.group(1), "arch": m.group(2)} in [p["selector"]["matchLabels"] for p in template(ROOT, name)["spec"]["platforms"]]
+        if (m.group(1), m.group(2)) == HOST:
+            assert (released / archive).is_file()
+
+    urls = re.findall(r"--manifest-url=(\S+)", text)
+    assert sorted(urls) == sorted(f"{base[name]}/{VERSION}/{name}.yaml" for name in PLUGINS)
+    assert all((released / url.rsplit("/", 1)[1]).is_file() for url in urls)
+
+    builds = re.findall(r"docker (?:buildx )?build (?:--platform \S+ )?--build-arg VERSION=(\S+)\s+-t (\S+):(\S+)", text)
+    assert len(builds) >= 3 and all((v, tag) == (VERSION, CARGO_VERSION) for v, _, tag in builds), builds
+    assert set(re.findall(r"scripts/release (\S+) dist", text)) == {VERSION}
+    assert set(re.findall(r"--set image\.tag=(\S+)", text)) == {CARGO_VERSION}
+    assert set(re.findall(r"reverser-(\d[\w.-]*)\.tgz", text)) == {CARGO_VERSION}
+    assert (released / f"reverser-{CARGO_VERSION}.tgz").is_file()
