@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import tarfile
 import tomllib
-from typing import Any
+from typing import Any, Iterator
 
 import helm_python as helm
 import pytest
@@ -129,11 +129,13 @@ def workspace_bins() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+def released(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]:
     out = tmp_path_factory.mktemp("release") / "out"
     p = release(ROOT, VERSION, str(out), "--allow-dirty", "--profile", "dev")
     assert p.returncode == 0, p.stderr
-    return out
+    yield out
+    # Debug archives are large: pytest would keep them for three runs.
+    shutil.rmtree(out)
 
 
 @pytest.mark.parametrize("name", PLUGINS)
@@ -143,8 +145,11 @@ def test_each_manifest_agrees_with_its_archive(released: pathlib.Path, name: str
     members = check_manifest(ROOT, released, name, VERSION, helper)
     # The archived binary is this build's, for this version.
     binary = extract(released, name, f"kubectl-{name}", tmp_path)
-    assert members[binary.name].size == binary.stat().st_size
-    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True).stdout
+    try:
+        assert members[binary.name].size == binary.stat().st_size
+        version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, check=True).stdout
+    finally:
+        binary.unlink()
     assert version.split() == [f"kubectl-{name}", CARGO_VERSION]
 
 
