@@ -1,7 +1,9 @@
 //! `krew/reverser.yaml` and `krew/tatara.yaml` are krew plugin manifests krew would accept: the
 //! schema's required fields (krew's `pkg/index` types, unknown fields
 //! refused so a typo cannot hide), this crate's version, and one archive per
-//! platform for linux and darwin on amd64 and arm64.
+//! platform for linux and darwin on amd64 and arm64, each installing the
+//! binary, LICENSE and NOTICE. They are the templates `scripts/release`
+//! fills; tests/release/test_release.py checks what it writes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -137,6 +139,14 @@ fn covers_linux_and_darwin_on_amd64_and_arm64(name: &str) -> BTreeSet<String> {
             "the archive's binary must be installed: {:?}",
             p.files
         );
+        // The archive carries the licence and its notice (Apache-2.0, section 4).
+        for legal in ["LICENSE", "NOTICE"] {
+            assert!(
+                p.files.iter().any(|f| f.from == legal && f.to == "."),
+                "{name} {os}/{arch} does not install {legal}: {:?}",
+                p.files
+            );
+        }
     }
     let want: BTreeSet<(String, String)> =
         [("darwin", "amd64"), ("darwin", "arm64"), ("linux", "amd64"), ("linux", "arm64")]

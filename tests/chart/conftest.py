@@ -3,6 +3,7 @@ every documented option is exercised with."""
 
 from __future__ import annotations
 
+import os
 import pathlib
 from typing import Any
 
@@ -16,6 +17,21 @@ CHART_DIR = ROOT / "charts" / "reverser"
 DOCS = ROOT / "docs"
 RELEASE = "rev"
 NAMESPACE = "reverser"
+
+# The binaries the cargo tests built (scripts/test names them).
+TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", pathlib.Path.home() / ".cache" / "reverser-target"))
+SIDECAR_BINARY = pathlib.Path(os.environ.get("REVERSER_SIDECAR_BIN", TARGET / "debug" / "reverser-sidecar"))
+PLUGIN_BINARY = pathlib.Path(os.environ.get("KUBECTL_REVERSER_BIN", TARGET / "debug" / "kubectl-reverser"))
+
+
+def require_sidecar_binary() -> None:
+    """Skips the calling module when the sidecar is not built, unless
+    REVERSER_SIDECAR_BIN names it (then its absence is an error)."""
+    if SIDECAR_BINARY.is_file():
+        return
+    if "REVERSER_SIDECAR_BIN" in os.environ:
+        raise RuntimeError(f"REVERSER_SIDECAR_BIN={SIDECAR_BINARY} does not exist: build it with cargo build -p reverser-sidecar")
+    pytest.skip(f"SKIP: {SIDECAR_BINARY} is not built (cargo build -p reverser-sidecar); these tests run it", allow_module_level=True)
 
 # Kubernetes 1.29 is the chart's floor (Chart.yaml kubeVersion); the newest is
 # whatever kubernetes-validate ships, asked of the package rather than guessed.

@@ -25,20 +25,14 @@ import helm_python as helm
 import pytest
 import yaml
 
-from conftest import MIRROR, NAMESPACE, RELEASE, objects, render
+from conftest import MIRROR, NAMESPACE, PLUGIN_BINARY, RELEASE, SIDECAR_BINARY, objects, render, require_sidecar_binary
 from fakeapi import ApiType, FakeApi, Rbac
 
-TARGET = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", pathlib.Path.home() / ".cache" / "reverser-target"))
-BINARY = pathlib.Path(os.environ.get("REVERSER_SIDECAR_BIN", TARGET / "debug" / "reverser-sidecar"))
-
-if not BINARY.is_file():
-    if "REVERSER_SIDECAR_BIN" in os.environ:
-        raise RuntimeError(f"REVERSER_SIDECAR_BIN={BINARY} does not exist: build it with cargo build -p reverser-sidecar")
-    pytest.skip(f"SKIP: {BINARY} is not built (cargo build -p reverser-sidecar); the chart-to-binary tests need it", allow_module_level=True)
-
+require_sidecar_binary()
+BINARY = SIDECAR_BINARY
 # `kubectl reverser inject`, to compare the webhook's patch with; optional
 # here (the Rust end-to-end test compares with the plugin's own function).
-PLUGIN = pathlib.Path(os.environ.get("KUBECTL_REVERSER_BIN", TARGET / "debug" / "kubectl-reverser"))
+PLUGIN = PLUGIN_BINARY
 
 ROUTE = "prod-eu-1"
 AUDIT_EVENT = {

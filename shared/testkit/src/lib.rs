@@ -9,6 +9,7 @@ pub mod audit;
 pub mod fake_github;
 pub mod fakeapi;
 pub mod fixtures;
+pub mod mirror;
 pub mod kubectl;
 mod redis;
 pub mod sidecar;
