@@ -9,8 +9,8 @@ pub mod audit;
 pub mod fake_github;
 pub mod fakeapi;
 pub mod fixtures;
-pub mod mirror;
 pub mod kubectl;
+pub mod mirror;
 mod redis;
 pub mod sidecar;
 

@@ -221,4 +221,3 @@ impl Drop for Mirror {
         }
     }
 }
-

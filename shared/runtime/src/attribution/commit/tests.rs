@@ -608,8 +608,10 @@ fn http_remote_with_a_token_pushes_and_replays_after_a_rejection() {
     );
     assert!(server.served.load(std::sync::atomic::Ordering::SeqCst) > 0);
 
-    // A wrong token is refused, and said so, rather than looping.
-    let err = token_writer(tmp.path(), "clone-c", &url, "wrong").unwrap_err();
+    // A wrong token is refused, and said so, rather than looping; the
+    // writer still opens (the remote may come right), and the push says why.
+    let mut wrong = token_writer(tmp.path(), "clone-c", &url, "wrong").unwrap();
+    let err = wrong.commit(&[write(user("carol"), cm("a", "z", "1"), "3", 2)]).unwrap_err();
     assert!(err.to_string().contains("credentials"), "{err}");
     assert!(server.refused.load(std::sync::atomic::Ordering::SeqCst) > 0);
 }
