@@ -343,3 +343,37 @@ fn an_unreachable_remote_and_an_unknown_resource_leave_the_rest_mirroring() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn prune_never_keeps_documents_and_prune_always_removes_what_vanished_while_down() {
+    // Never: even an observed deletion leaves the document.
+    let m = Mirror::start(|s| s.target["spec"]["prune"] = json!({"mode": "Never"}));
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    m.act("bob", true, |s| {
+        s.delete("configmaps", NS, "web", None, None).unwrap();
+        s.create("configmaps", NS, configmap("marker", "1")).unwrap();
+    });
+    m.wait("bob's marker", || m.remote_has(&cm_path("marker")));
+    assert!(m.remote_has(&cm_path("web")), "prune mode Never removed a document");
+
+    // Always: a relist removes the document of an object deleted while the
+    // watcher was down (OnEvent, the default, would keep it).
+    let mut m = Mirror::start(|s| s.target["spec"]["prune"] = json!({"mode": "Always"}));
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+        s.create("configmaps", NS, configmap("db", "1")).unwrap();
+    });
+    m.wait("alice's creates", || m.remote_has(&cm_path("db")) && m.remote_has(&cm_path("web")));
+    m.stop_watcher();
+    m.act("carol", true, |s| {
+        s.delete("configmaps", NS, "db", None, None).unwrap();
+    });
+    m.start_watcher(&[]);
+    m.wait("the reconcile's removal", || !m.remote_has(&cm_path("db")));
+    assert!(m.remote_has(&cm_path("web")));
+    let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
+    assert!(subject.starts_with("reconcile: 1 object of configmaps"), "{subject}");
+}
