@@ -78,6 +78,8 @@ pub struct Metrics {
     pub facts: Family<OpLabel, Counter>,
     pub fact_index_entries: Gauge,
     pub fact_index_evictions: Family<ReasonLabel, Counter>,
+    /// Re-delivered facts (an auditID the index already held) ignored.
+    pub fact_duplicates: Counter,
     pub collection_without_uidset: Family<ReasonLabel, Counter>,
     pub fact_stream_gaps: Family<StreamLabel, Counter>,
     pub fact_stream_decode_errors: Family<TransportLabel, Counter>,
@@ -100,6 +102,7 @@ impl Default for Metrics {
             facts: Family::default(),
             fact_index_entries: Gauge::default(),
             fact_index_evictions: Family::default(),
+            fact_duplicates: Counter::default(),
             collection_without_uidset: Family::default(),
             fact_stream_gaps: Family::default(),
             fact_stream_decode_errors: Family::default(),
@@ -188,6 +191,11 @@ impl Metrics {
             format!("{p}_attribution_fact_index_evictions"),
             "whether the caps are binding",
             self.fact_index_evictions.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_duplicates"),
+            "re-delivered facts (an auditID already held) that changed nothing",
+            self.fact_duplicates.clone(),
         );
         registry.register(
             format!("{p}_attribution_collection_without_uidset"),

@@ -145,9 +145,13 @@ impl Engine {
             let mut ix = self.write();
             let before = ix.evictions();
             let mut keys = Vec::new();
+            let mut duplicates = 0;
             for fact in batch.facts {
-                keys.extend(ix.insert(&batch.scope, fact, batch.at_ms));
+                let filed = ix.file(&batch.scope, fact, batch.at_ms);
+                duplicates += u64::from(filed.duplicate);
+                keys.extend(filed.keys);
             }
+            self.metrics.fact_duplicates.inc_by(duplicates);
             let mut last = self.last_sweep_ms.lock().unwrap_or_else(|e| e.into_inner());
             if now.saturating_sub(*last) >= SWEEP_EVERY_MS {
                 ix.sweep(now);
