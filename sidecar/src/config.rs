@@ -65,6 +65,10 @@ pub struct Attribution {
     /// Stream key prefix (gitops-reverser's default).
     #[arg(long, env = "REVERSER_STREAM_PREFIX", default_value = rules::attribution::DEFAULT_STREAM_PREFIX)]
     pub stream_prefix: String,
+    /// How long an append may wait for Redis before the receiver answers 503
+    /// (the API server retries; a retried batch is stored once).
+    #[arg(long, env = "REVERSER_REDIS_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub redis_timeout: Duration,
     /// Replicas of this Deployment; the memory transport is refused above 1.
     #[arg(long, env = "REVERSER_REPLICA_COUNT", default_value_t = 1)]
     pub replica_count: u32,
@@ -101,8 +105,12 @@ impl Attribution {
             }
             None => None,
         };
-        let config =
-            TransportConfig { prefix: self.stream_prefix.clone(), ttl: self.ttl, ..TransportConfig::default() };
+        let config = TransportConfig {
+            prefix: self.stream_prefix.clone(),
+            ttl: self.ttl,
+            response_timeout: self.redis_timeout,
+            ..TransportConfig::default()
+        };
         Ok(TransportOptions { kind, replica_count: self.replica_count, redis, config })
     }
 }

@@ -92,3 +92,36 @@ async fn redis_a_retried_batch_never_changes_the_author_of_a_removal_even_after_
     eventually("the re-warm", || http_get(second.metrics_port, "/readyz").starts_with("HTTP/1.1 200"));
     the_removal_falls_back_to_the_last_writer(&second).await;
 }
+
+/// Redis stalls past the receiver's timeout: the POST is answered 503
+/// although Redis appended it when it woke; the API server's retry is
+/// answered 200 and stores nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_answered_503_after_storing_is_stored_once_on_retry() {
+    let redis = RedisServer::start_with(&["--enable-debug-command", "yes"], None).unwrap();
+    let url = redis.url();
+    let receiver = Sidecar::start("receive", &["--redis-url", &url, "--redis-timeout", "300ms"]);
+    let warm = event_list(vec![stamped("create", "alice", "warm", "u-w", "1", 1)]);
+    assert_eq!(receiver.post("/audit-webhook/lab", &warm).0, 200);
+    let port = redis.port().to_string();
+    let stall = std::thread::spawn(move || {
+        std::process::Command::new("redis-cli").args(["-p", &port, "DEBUG", "SLEEP", "1.5"]).output().unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let batch = event_list(vec![stamped("update", "bob", "cm", "u-1", "6", 2)]);
+    let (code, body) = receiver.post("/audit-webhook/lab", &batch);
+    assert_eq!(code, 503, "{body}");
+    assert!(stall.join().unwrap().status.success());
+    let stream = "gitops-reverser:author:v2:audit:route:lab:configmaps";
+    assert_eq!(redis.cli(&["XLEN", stream]).unwrap().trim(), "2", "Redis appended the batch it answered 503 for");
+    let (code, body) = receiver.post("/audit-webhook/lab", &batch);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(redis.cli(&["XLEN", stream]).unwrap().trim(), "2", "the retry is not stored again");
+    let follower = Sidecar::start_sharing_certs(
+        "serve",
+        &["--redis-url", &url, "--audit-listen", "off", "--follow", "lab:configmaps"],
+        Some(&receiver.certs),
+    );
+    let r = resolve_on(&follower, "MODIFIED", watch_object("ns", "cm", "u-1", "6", false)).await;
+    assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "bob"));
+}

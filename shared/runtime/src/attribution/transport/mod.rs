@@ -120,6 +120,9 @@ pub struct TransportConfig {
     pub retry_min: Duration,
     /// Ceiling of the follower's retry delay.
     pub retry_max: Duration,
+    /// How long the publisher waits for Redis to answer an append before
+    /// the receiver answers 503 (the API server then retries the batch).
+    pub response_timeout: Duration,
 }
 
 impl Default for TransportConfig {
@@ -133,6 +136,7 @@ impl Default for TransportConfig {
             trim_interval: Duration::from_secs(60),
             retry_min: Duration::from_millis(100),
             retry_max: Duration::from_secs(5),
+            response_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -143,9 +147,12 @@ impl Default for TransportConfig {
 pub trait FactPublisher: Send + Sync {
     /// Publishes `facts`, grouped into one batch (one stream entry) per scope,
     /// in first-seen scope order with each scope's facts in input order.
-    /// Returns how many facts were written. An error means nothing can be
-    /// assumed written: the caller answers the API server with an error so it
-    /// retries the batch (a duplicate is harmless: a fact is keyed data).
+    /// Returns how many facts are stored (now, or by an earlier publish of
+    /// the same batch). An error means nothing can be assumed written: the
+    /// caller answers the API server with an error so it retries the batch.
+    /// Publishing the same batch again stores it once (Redis: a dedup key per
+    /// batch), and a duplicate that gets through anyway changes no
+    /// resolution: the index ignores a fact whose auditID it holds.
     fn publish(&self, facts: Vec<(Scope, Fact)>) -> impl Future<Output = Result<usize>> + Send;
 }
 

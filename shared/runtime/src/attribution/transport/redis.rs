@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::streams::StreamReadReply;
 use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::{
@@ -252,7 +253,7 @@ impl RedisPublisher {
         if let Some(c) = guard.as_ref() {
             return Ok(c.clone());
         }
-        let c = self.inner.shared.connect(Duration::from_secs(10)).await?;
+        let c = self.inner.shared.connect(self.inner.shared.config.response_timeout).await?;
         *guard = Some(c.clone());
         Ok(c)
     }
@@ -266,7 +267,45 @@ impl RedisPublisher {
     }
 }
 
+/// One batch's append, idempotent: `KEYS[1]` the stream, `KEYS[2]` the
+/// batch's dedup key; `ARGV` maxLen, the `facts` value, the TTL in seconds,
+/// and a `MINID` to trim to (empty: no trim this time). When the dedup key
+/// exists the batch was appended before (a retry of a batch whose reply was
+/// lost to a timeout): nothing is appended and the first append's id is
+/// returned. `XADD MAXLEN ~` and `EXPIRE` as the reference issues them, in
+/// one script so the append and its dedup key land together or not at all.
+const APPEND_SCRIPT: &str = r"
+local seen = redis.call('GET', KEYS[2])
+if seen then
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  return {seen, 1}
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'facts', ARGV[2])
+redis.call('SET', KEYS[2], id, 'EX', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('XTRIM', KEYS[1], 'MINID', '~', ARGV[4])
+end
+return {id, 0}
+";
+
+/// The dedup key of one batch: its stream and the SHA-256 of the entry it
+/// appends. The API server re-sends a batch byte for byte, so a retry
+/// encodes to the same entry and finds the key; the facts carry their
+/// auditIDs, so two different batches never share it.
+pub(crate) fn dedup_key(prefix: &str, stream: &str, entry: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(stream.as_bytes());
+    h.update([0]);
+    h.update(entry.as_bytes());
+    format!("{prefix}:author:v2:audit:dedup:{}", hex::encode(h.finalize()))
+}
+
 impl FactPublisher for RedisPublisher {
+    /// Appends one entry per scope through [`APPEND_SCRIPT`], so a batch
+    /// published twice (the API server retrying after our reply was lost)
+    /// is stored once, and the retry is answered with what Redis did the
+    /// first time.
     async fn publish(&self, facts: Vec<(Scope, Fact)>) -> Result<usize> {
         let shared = &self.inner.shared;
         let config = &shared.config;
@@ -278,39 +317,39 @@ impl FactPublisher for RedisPublisher {
         let ttl_secs = config.ttl.as_secs().max(1);
         let mut pipe = ::redis::pipe();
         let mut keys = Vec::with_capacity(batches.len());
-        let mut written = 0usize;
+        let mut counts = Vec::with_capacity(batches.len());
         {
             let trims = self.trims();
             for (scope, facts) in &batches {
                 let key = scope.stream_key(&config.prefix);
-                written += facts.len();
-                pipe.cmd("XADD")
-                    .arg(&key)
-                    .arg("MAXLEN")
-                    .arg("~")
-                    .arg(config.max_len)
-                    .arg("*")
-                    .arg(ENTRY_FIELD)
-                    .arg(Fact::encode_entry(facts));
-                pipe.cmd("EXPIRE").arg(&key).arg(ttl_secs).ignore();
+                let entry = Fact::encode_entry(facts);
                 // Retention trim, amortized: at most once per trim interval
                 // per stream, by the server's own clock (the id of our last
                 // append there), so a skewed local clock cannot trim early.
-                if let Some(t) = trims.get(&key)
-                    && t.last_trim.elapsed() >= config.trim_interval
-                {
-                    let min_id = t.last_id_ms.saturating_sub(ttl_ms);
-                    pipe.cmd("XTRIM").arg(&key).arg("MINID").arg("~").arg(min_id).ignore();
-                }
+                let min_id = trims
+                    .get(&key)
+                    .filter(|t| t.last_trim.elapsed() >= config.trim_interval)
+                    .map(|t| t.last_id_ms.saturating_sub(ttl_ms).to_string())
+                    .unwrap_or_default();
+                pipe.cmd("EVAL")
+                    .arg(APPEND_SCRIPT)
+                    .arg(2)
+                    .arg(&key)
+                    .arg(dedup_key(&config.prefix, &key, &entry))
+                    .arg(config.max_len)
+                    .arg(entry)
+                    .arg(ttl_secs)
+                    .arg(min_id);
                 keys.push(key);
+                counts.push(facts.len());
             }
         }
         let conn = self.connection().await;
-        let result: Result<Vec<String>, RedisError> = match conn {
+        let result: Result<Vec<(String, u8)>, RedisError> = match conn {
             Ok(mut conn) => pipe.query_async(&mut conn).await,
             Err(e) => Err(e),
         };
-        let ids = match result {
+        let appended = match result {
             Ok(ids) => ids,
             Err(e) => {
                 if is_connection_failure(&e) {
@@ -320,10 +359,18 @@ impl FactPublisher for RedisPublisher {
                 return Err(shared.error("XADD pipeline", target, e));
             }
         };
+        let mut written = 0usize;
+        let mut again = 0usize;
         {
             let mut trims = self.trims();
             let now = Instant::now();
-            for (key, id) in keys.into_iter().zip(ids) {
+            for ((key, (id, duplicate)), n) in keys.into_iter().zip(appended).zip(counts) {
+                if duplicate == 1 {
+                    again += n;
+                    tracing::debug!(stream = %key, %id, facts = n, "audit batch appended before (a retry): not appended again");
+                    continue;
+                }
+                written += n;
                 let last_id_ms = EntryId::parse(&id).map_or(0, |i| i.ms);
                 let state = trims.entry(key).or_insert(TrimState { last_trim: now, last_id_ms });
                 if now.duration_since(state.last_trim) >= config.trim_interval {
@@ -333,7 +380,7 @@ impl FactPublisher for RedisPublisher {
             }
         }
         shared.metrics.fact_op("written", written as u64);
-        Ok(written)
+        Ok(written + again)
     }
 }
 

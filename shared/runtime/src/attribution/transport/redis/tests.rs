@@ -8,6 +8,7 @@ use super::*;
 use crate::attribution::transport::conformance::{
     Recorder, RedisHarness, counter, fact, gate_on, scope, start, test_config, wait_caught_up,
 };
+use rules::attribution::DEFAULT_STREAM_PREFIX;
 use testkit::{RedisServer, TlsFiles};
 
 fn id(ms: u64, seq: u64) -> EntryId {
@@ -428,4 +429,54 @@ async fn subscription_changes_reuse_the_connection() {
     follower.release(&a);
     tokio::time::timeout(Duration::from_secs(20), follower.settled()).await.unwrap();
     assert_eq!(one_xread_client(&h.server).await, before);
+}
+
+/// A batch published twice is stored once, and the second publish answers
+/// as the first did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn publishing_a_batch_again_stores_it_once() {
+    let h = RedisHarness::new(test_config());
+    let a = scope("r", "", "configmaps");
+    let key = h.key(&a);
+    let batch = vec![(a.clone(), fact("alice", "cm")), (a.clone(), fact("bob", "cm2"))];
+    let p = h.transport.publisher();
+    assert_eq!(p.publish(batch.clone()).await.unwrap(), 2);
+    assert_eq!(p.publish(batch.clone()).await.unwrap(), 2, "stored, by the first publish");
+    assert_eq!(h.server.cli(&["XLEN", &key]).unwrap().trim(), "1");
+    // Another batch is another entry.
+    p.publish(vec![(a.clone(), fact("carol", "cm3"))]).await.unwrap();
+    assert_eq!(h.server.cli(&["XLEN", &key]).unwrap().trim(), "2");
+    // The dedup key lives as long as the stream's retention.
+    let keys = h.server.cli(&["KEYS", "gitops-reverser:author:v2:audit:dedup:*"]).unwrap();
+    let dedup = keys.lines().next().unwrap().to_owned();
+    let ttl: i64 = h.server.cli(&["TTL", &dedup]).unwrap().trim().parse().unwrap();
+    assert!(ttl > 0 && ttl <= 120, "{ttl}");
+}
+
+/// Redis stalls past the publisher's timeout: the publish fails although
+/// the append went through once Redis resumed; the retry stores nothing
+/// twice, and is answered with success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_publish_that_timed_out_after_storing_is_not_stored_again_on_retry() {
+    let server = RedisServer::start_with(&["--enable-debug-command", "yes"], None).unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let config = TransportConfig { response_timeout: Duration::from_millis(300), ..test_config() };
+    let t = RedisTransport::new(RedisOptions { url: server.url(), ca_cert_pem: None }, config, metrics).unwrap();
+    let a = scope("r", "", "configmaps");
+    let key = a.stream_key(DEFAULT_STREAM_PREFIX);
+    let p = t.publisher();
+    p.publish(vec![(a.clone(), fact("warm", "up"))]).await.unwrap();
+    // The server stalls 1.5 s: our append waits in its socket, the reply
+    // times out, and Redis runs the append when it wakes.
+    let port = server.port().to_string();
+    let stall = std::thread::spawn(move || {
+        std::process::Command::new("redis-cli").args(["-p", &port, "DEBUG", "SLEEP", "1.5"]).output().unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let batch = vec![(a.clone(), fact("alice", "cm"))];
+    assert!(p.publish(batch.clone()).await.is_err(), "timed out");
+    assert!(stall.join().unwrap().status.success());
+    assert_eq!(server.cli(&["XLEN", &key]).unwrap().trim(), "2", "Redis did append");
+    assert_eq!(p.publish(batch).await.unwrap(), 1);
+    assert_eq!(server.cli(&["XLEN", &key]).unwrap().trim(), "2", "the retry appended nothing");
 }
