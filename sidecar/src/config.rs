@@ -8,7 +8,7 @@ use std::time::Duration;
 use rules::attribution::index::IndexConfig;
 use runtime::attribution::EngineConfig;
 use runtime::attribution::transport::redis::RedisOptions;
-use runtime::attribution::transport::{TransportConfig, TransportKind, TransportOptions};
+use runtime::attribution::transport::{TransportConfig, TransportKind, TransportOptions, retry_ceiling};
 
 use crate::error::{Error, Result};
 
@@ -105,11 +105,13 @@ impl Attribution {
             }
             None => None,
         };
+        let defaults = TransportConfig::default();
         let config = TransportConfig {
             prefix: self.stream_prefix.clone(),
             ttl: self.ttl,
             response_timeout: self.redis_timeout,
-            ..TransportConfig::default()
+            retry_max: retry_ceiling(self.grace, defaults.retry_min),
+            ..defaults
         };
         Ok(TransportOptions { kind, replica_count: self.replica_count, redis, config })
     }

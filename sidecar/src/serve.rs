@@ -17,7 +17,6 @@ use runtime::proto::attribution_server::AttributionServer;
 use runtime::redact::redact_url;
 use runtime::shutdown::{Tasks, terminated};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::watch;
 
 use crate::api::Api;
 use crate::config;
@@ -173,6 +172,14 @@ async fn start_receiver(
     Ok(())
 }
 
+/// Watches Redis (readiness, and the follower's reconnect) for the life of the process.
+fn spawn_monitor(transport: &Transport, tasks: &mut Tasks) {
+    if transport.health().is_some() {
+        let t = transport.clone();
+        tasks.spawn_until_stopped("redis monitor", async move { t.monitor().await });
+    }
+}
+
 /// Serves /metrics, /healthz, /readyz (and, with an engine, /v1/explain).
 async fn start_ops(addr: std::net::SocketAddr, router: axum::Router, tasks: &mut Tasks) -> Result<()> {
     let listener = bind(addr, "metrics").await?;
@@ -202,6 +209,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     );
 
     let mut tasks = Tasks::new();
+    spawn_monitor(&transport, &mut tasks);
     {
         let (f, sink) = (follower.clone(), engine.clone());
         tasks.spawn_until_stopped("fact follower", async move { f.follow(sink).await });
@@ -246,7 +254,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
     }
 
-    let ops = crate::ops::router(metrics.clone(), follower.caught_up())
+    let ops = crate::ops::router(metrics.clone(), crate::ops::ready_checks(&transport, Some(follower.caught_up())))
         .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
     start_ops(args.ops.metrics_listen, ops, &mut tasks).await?;
 
@@ -300,9 +308,15 @@ pub async fn receive(args: ReceiveArgs) -> Result<()> {
         "reverser-sidecar receiving"
     );
     let mut tasks = Tasks::new();
+    spawn_monitor(&transport, &mut tasks);
     start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
-    // A receiver has no follower: it is ready once it listens.
-    start_ops(args.ops.metrics_listen, crate::ops::router(metrics, watch::channel(true).1), &mut tasks).await?;
+    // A receiver has no follower: it is ready while Redis answers.
+    start_ops(
+        args.ops.metrics_listen,
+        crate::ops::router(metrics, crate::ops::ready_checks(&transport, None)),
+        &mut tasks,
+    )
+    .await?;
     terminated().await;
     tasks.shutdown(SHUTDOWN_DEADLINE).await;
     Ok(())

@@ -125,3 +125,42 @@ async fn a_batch_answered_503_after_storing_is_stored_once_on_retry() {
     let r = resolve_on(&follower, "MODIFIED", watch_object("ns", "cm", "u-1", "6", false)).await;
     assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "bob"));
 }
+
+fn readyz(port: u16) -> String {
+    http_get(port, "/readyz")
+}
+
+/// Redis restarts (no persistence): while it is down the receiver reports
+/// not ready; once it is back the first POST is stored (no 503 from a dead
+/// connection) and its fact resolves within the grace, not `absent`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_redis_restart_the_first_post_is_stored_and_resolves_within_the_grace() {
+    let mut redis = RedisServer::start().unwrap();
+    let url = redis.url();
+    let receiver = Sidecar::start("receive", &["--redis-url", &url]);
+    let follower = Sidecar::start_sharing_certs(
+        "serve",
+        &["--redis-url", &url, "--audit-listen", "off", "--follow", "lab:configmaps"],
+        Some(&receiver.certs),
+    );
+    eventually("the receiver to be ready", || readyz(receiver.metrics_port).starts_with("HTTP/1.1 200"));
+    let before = event_list(vec![stamped("create", "alice", "before", "u-b", "1", 1)]);
+    assert_eq!(receiver.post("/audit-webhook/lab", &before).0, 200);
+    let r = resolve_on(&follower, "ADDED", watch_object("ns", "before", "u-b", "1", false)).await;
+    assert_eq!(r.tier, "exact");
+
+    redis.kill();
+    eventually("the receiver to report Redis down", || readyz(receiver.metrics_port).contains("Redis does not answer"));
+    eventually("the follower to report Redis down", || readyz(follower.metrics_port).starts_with("HTTP/1.1 503"));
+    // Long enough for a doubling retry pause to have grown past the grace.
+    std::thread::sleep(Duration::from_secs(4));
+    redis.restart().unwrap();
+
+    let after = event_list(vec![stamped("create", "bob", "after", "u-a", "2", 2)]);
+    let (code, body) = receiver.post("/audit-webhook/lab", &after);
+    assert_eq!(code, 200, "the first post after the restart: {body}");
+    let r = resolve_on(&follower, "ADDED", watch_object("ns", "after", "u-a", "2", false)).await;
+    assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "bob"), "waited {} ms", r.waited_ms);
+    eventually("the receiver to be ready again", || readyz(receiver.metrics_port).starts_with("HTTP/1.1 200"));
+    eventually("the follower to be ready again", || readyz(follower.metrics_port).starts_with("HTTP/1.1 200"));
+}

@@ -159,6 +159,9 @@ struct Shared {
     /// The follower's retry pacing, checked once at construction.
     backoff: Backoff,
     metrics: Arc<Metrics>,
+    /// Whether Redis answered the last time anyone in this process asked
+    /// (the monitor's PING, a publish, a follower read).
+    up: watch::Sender<bool>,
 }
 
 impl fmt::Debug for RedisTransport {
@@ -184,7 +187,44 @@ impl RedisTransport {
             .transport_info
             .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Redis.label().to_owned() })
             .set(1);
-        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics }) })
+        let up = watch::Sender::new(false);
+        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics, up }) })
+    }
+
+    /// Whether Redis answers, as this process last saw it (`/readyz` of a
+    /// receiver). `false` until something has reached it.
+    pub fn health(&self) -> watch::Receiver<bool> {
+        self.shared.up.subscribe()
+    }
+
+    /// Watches Redis: a `PING` every second while it answers, every
+    /// [`MONITOR_DOWN_EVERY`] while it does not, so [`RedisTransport::health`]
+    /// turns as soon as Redis does, and a follower waiting out a retry pause
+    /// reconnects at once. Runs until dropped.
+    pub async fn monitor(&self) {
+        let shared = &self.shared;
+        let mut conn: Option<MultiplexedConnection> = None;
+        loop {
+            let ok = match &mut conn {
+                Some(c) => ::redis::cmd("PING").query_async::<String>(c).await.is_ok(),
+                None => match shared.connect(MONITOR_TIMEOUT).await {
+                    Ok(mut c) => {
+                        let ok = ::redis::cmd("PING").query_async::<String>(&mut c).await.is_ok();
+                        conn = Some(c);
+                        ok
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, url = %shared.url, "Redis monitor: not reachable");
+                        false
+                    }
+                },
+            };
+            if !ok {
+                conn = None;
+            }
+            shared.set_up(ok);
+            tokio::time::sleep(if ok { MONITOR_UP_EVERY } else { MONITOR_DOWN_EVERY }).await;
+        }
     }
 
     pub fn publisher(&self) -> RedisPublisher {
@@ -203,7 +243,21 @@ impl RedisTransport {
     }
 }
 
+/// The monitor's pace: slow while Redis answers, quick while it does not, so
+/// a restart is noticed well within a grace.
+const MONITOR_UP_EVERY: Duration = Duration::from_secs(1);
+const MONITOR_DOWN_EVERY: Duration = Duration::from_millis(200);
+const MONITOR_TIMEOUT: Duration = Duration::from_secs(1);
+
 impl Shared {
+    fn set_up(&self, up: bool) {
+        self.up.send_if_modified(|v| {
+            let changed = *v != up;
+            *v = up;
+            changed
+        });
+    }
+
     async fn connect(&self, response_timeout: Duration) -> Result<MultiplexedConnection, RedisError> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
@@ -219,6 +273,13 @@ impl Shared {
 /// Whether a failure means the connection should be dropped and made anew.
 fn is_connection_failure(e: &RedisError) -> bool {
     e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// Whether the connection was already gone when the command was sent (Redis
+/// restarted since): a new connection may succeed at once. Not a timeout,
+/// which would only double the wait.
+fn is_stale_connection(e: &RedisError) -> bool {
+    (e.is_connection_dropped() || e.is_io_error()) && !e.is_timeout() && !e.is_connection_refusal()
 }
 
 /// Appends batches with `XADD MAXLEN ~` + `EXPIRE` in one pipeline.
@@ -344,21 +405,33 @@ impl FactPublisher for RedisPublisher {
                 counts.push(facts.len());
             }
         }
-        let conn = self.connection().await;
-        let result: Result<Vec<(String, u8)>, RedisError> = match conn {
-            Ok(mut conn) => pipe.query_async(&mut conn).await,
-            Err(e) => Err(e),
-        };
-        let appended = match result {
-            Ok(ids) => ids,
-            Err(e) => {
-                if is_connection_failure(&e) {
-                    self.forget_connection().await;
+        // A connection Redis dropped (it restarted) fails the first command
+        // sent on it: reconnect and send again, once. Safe even if the first
+        // send did land: the script appends a batch only once.
+        let mut attempt = 0;
+        let appended = loop {
+            attempt += 1;
+            let result: Result<Vec<(String, u8)>, RedisError> = match self.connection().await {
+                Ok(mut conn) => pipe.query_async(&mut conn).await,
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(ids) => break ids,
+                Err(e) => {
+                    if is_connection_failure(&e) {
+                        self.forget_connection().await;
+                    }
+                    if attempt == 1 && is_stale_connection(&e) {
+                        tracing::debug!(error = %e, "Redis connection was gone; appending on a new one");
+                        continue;
+                    }
+                    shared.set_up(!is_connection_failure(&e));
+                    let target = keys.join(", ");
+                    return Err(shared.error("XADD pipeline", target, e));
                 }
-                let target = keys.join(", ");
-                return Err(shared.error("XADD pipeline", target, e));
             }
         };
+        shared.set_up(true);
         let mut written = 0usize;
         let mut again = 0usize;
         {
@@ -431,17 +504,37 @@ impl FactFollower for RedisFollower {
         let mut conn: Option<MultiplexedConnection> = None;
         let mut backoff = self.shared.backoff.clone();
         let mut requested = self.core.requested_rx();
+        let mut up = self.shared.up.subscribe();
         loop {
             match self.read_once(&mut conn, &mut streams, &mut requested, sink.as_ref()).await {
-                Ok(()) => backoff.reset(),
+                Ok(()) => {
+                    backoff.reset();
+                    self.shared.set_up(true);
+                }
                 Err(e) => {
                     self.shared.metrics.follower_error(TRANSPORT);
+                    // The index misses whatever is appended meanwhile.
+                    self.core.set_caught_up(false);
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %e, retry_in = ?delay, url = %self.shared.url, "fact follower read failed; retrying with the cursors it holds");
-                    if is_connection_failure(&e) {
-                        conn = None;
+                    if !is_connection_failure(&e) {
+                        tokio::time::sleep(delay).await;
+                        continue;
                     }
-                    tokio::time::sleep(delay).await;
+                    conn = None;
+                    self.shared.set_up(false);
+                    up.borrow_and_update();
+                    // Redis answering again (the monitor, a publish) ends the
+                    // pause at once; never sooner than the first step, so a
+                    // flapping signal cannot spin the loop.
+                    let back = async {
+                        let _ = up.wait_for(|v| *v).await;
+                        tokio::time::sleep(self.shared.config.retry_min).await;
+                    };
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = back => tracing::debug!("Redis answers again: the follower reconnects now"),
+                    }
                 }
             }
         }

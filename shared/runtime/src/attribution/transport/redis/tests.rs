@@ -480,3 +480,35 @@ async fn a_publish_that_timed_out_after_storing_is_not_stored_again_on_retry() {
     assert_eq!(p.publish(batch).await.unwrap(), 1);
     assert_eq!(server.cli(&["XLEN", &key]).unwrap().trim(), "2", "the retry appended nothing");
 }
+
+#[test]
+fn the_follower_pause_stays_below_the_grace() {
+    use crate::attribution::transport::retry_ceiling;
+    let min = Duration::from_millis(100);
+    assert_eq!(retry_ceiling(Duration::from_secs(3), min), Duration::from_secs(1));
+    assert_eq!(retry_ceiling(Duration::from_millis(900), min), Duration::from_millis(300));
+    assert_eq!(retry_ceiling(Duration::from_secs(60), min), Duration::from_secs(1));
+    assert_eq!(retry_ceiling(Duration::from_millis(30), min), min, "never below the first step");
+}
+
+/// The monitor turns `health` as Redis goes away and comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn the_monitor_reports_redis_down_and_back() {
+    let mut h = RedisHarness::new(test_config());
+    let mut health = h.transport.health();
+    assert!(!*health.borrow(), "unknown until reached");
+    let t = h.transport.clone();
+    let monitor = tokio::spawn(async move { t.monitor().await });
+    let wait = |want: bool, health: &mut tokio::sync::watch::Receiver<bool>| {
+        let mut health = health.clone();
+        async move { tokio::time::timeout(Duration::from_secs(5), health.wait_for(|v| *v == want)).await.is_ok() }
+    };
+    assert!(wait(true, &mut health).await, "up");
+    h.server.kill();
+    assert!(wait(false, &mut health).await, "down");
+    h.server.restart().unwrap();
+    let start = std::time::Instant::now();
+    assert!(wait(true, &mut health).await, "up again");
+    assert!(start.elapsed() < Duration::from_secs(1), "noticed within a fraction of a grace: {:?}", start.elapsed());
+    monitor.abort();
+}
