@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http_body_util::BodyExt;
-use rules::attribution::audit::{self, EventList, Published};
+use rules::attribution::audit::{self, Decoded, EventList, Published};
 use rules::attribution::{Fact, Scope};
 use runtime::attribution::transport::{AnyPublisher, FactPublisher};
 use runtime::metrics::Metrics;
@@ -39,7 +39,7 @@ fn reply(code: StatusCode, message: impl Into<String>) -> Response {
     (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], m).into_response()
 }
 
-async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Result<EventList, Response> {
+async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Result<Decoded, Response> {
     let too_large = || {
         reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -74,7 +74,7 @@ async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Resul
     if total > s.body_limit {
         return Err(too_large());
     }
-    EventList::from_json(&bytes).map_err(|e| reply(StatusCode::BAD_REQUEST, format!("malformed audit batch: {e}")))
+    EventList::decode(&bytes).map_err(|e| reply(StatusCode::BAD_REQUEST, format!("malformed audit batch: {e}")))
 }
 
 async fn routed(
@@ -107,10 +107,16 @@ async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Bod
     ingest(&s, list, |ev| ev.annotations.get(&key).filter(|r| !r.is_empty()).cloned()).await
 }
 
-async fn ingest(s: &ReceiverState, list: EventList, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {
+async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {
     let mut facts: Vec<(Scope, Fact)> = Vec::new();
-    let (mut rejected, total) = (0usize, list.items.len());
-    for ev in &list.items {
+    let (mut rejected, total) = (list.refused.len(), list.events.len() + list.refused.len());
+    // One undecodable event costs only itself: counted and logged, the
+    // others go on.
+    for r in &list.refused {
+        tracing::warn!(audit_id = %r.audit_id, index = r.index, error = %r.error, "audit event refused: it is not an audit.k8s.io/v1 Event; the rest of its batch is kept");
+        s.metrics.audit_event(&r.group, &r.resource, &r.verb, "rejected", "undecodable");
+    }
+    for ev in &list.events {
         let Some(route) = route_of(ev) else {
             // Never credited to a fallback route: counted and dropped.
             let (g, r) =

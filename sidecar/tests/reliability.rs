@@ -10,6 +10,36 @@ use runtime::proto::{ResolveRequest, ResolveResponse};
 use support::*;
 use testkit::RedisServer;
 
+/// Like `Sidecar::start`, with the process's log (stderr, at `info`) kept
+/// in a file the test reads.
+fn start_logging(mode: &str, extra: &[&str]) -> (Sidecar, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (audit_port, metrics_port) = (testkit::free_port().unwrap(), testkit::free_port().unwrap());
+    let (socket, certs, log) = (dir.path().join("reverser.sock"), dir.path().join("certs"), dir.path().join("log"));
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.arg(mode)
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--audit-listen", &format!("127.0.0.1:{audit_port}")])
+        .arg("--dev-certs-dir")
+        .arg(&certs);
+    if mode == "serve" {
+        cmd.arg("--socket").arg(&socket);
+    }
+    let child = cmd
+        .args(extra)
+        .env("REVERSER_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let s = Sidecar { child: Some(child), dir, socket, audit_port, metrics_port, certs };
+    eventually("the sidecar to listen", || {
+        std::net::TcpStream::connect(("127.0.0.1", s.metrics_port)).is_ok() && (mode != "serve" || s.socket.exists())
+    });
+    (s, log)
+}
+
 fn stamped(verb: &str, user: &str, name: &str, uid: &str, rv: &str, micros: u32) -> serde_json::Value {
     let mut e = audit_event(verb, user, "ns", name, uid, rv);
     e["stageTimestamp"] = format!("2026-11-29T12:00:00.{micros:06}Z").into();
@@ -163,4 +193,34 @@ async fn after_a_redis_restart_the_first_post_is_stored_and_resolves_within_the_
     assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "bob"), "waited {} ms", r.waited_ms);
     eventually("the receiver to be ready again", || readyz(receiver.metrics_port).starts_with("HTTP/1.1 200"));
     eventually("the follower to be ready again", || readyz(follower.metrics_port).starts_with("HTTP/1.1 200"));
+}
+
+/// One undecodable event costs only itself: the rest of its batch is
+/// stored, the refused one is counted and logged with its auditID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_bad_event_never_costs_its_batch() {
+    let (s, log) = start_logging("serve", &["--follow", "lab:configmaps"]);
+    let mut typed = stamped("update", "mallory", "typed", "u-t", "3", 3);
+    typed["auditID"] = "refused-1".into();
+    typed["impersonatedUser"] = "not an object".into();
+    // A spec nested 200 levels deep, past what a whole-body parse accepts
+    // (written as text: serde_json could not build it as a Value).
+    let mut deep = stamped("update", "bob", "deep", "u-d", "4", 4);
+    deep["requestObject"] = serde_json::json!({"metadata": {"name": "deep"}, "spec": "SPEC"});
+    let deep =
+        serde_json::to_string(&deep).unwrap().replace("\"SPEC\"", &format!("{}1{}", "[".repeat(200), "]".repeat(200)));
+    let good = serde_json::to_string(&stamped("update", "alice", "good", "u-g", "2", 2)).unwrap();
+    let body = format!(r#"{{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{good},{typed},{deep}]}}"#);
+    assert!(serde_json::from_str::<serde_json::Value>(&body).is_err(), "the body nests past serde_json's limit");
+    let (code, text) = s.post("/audit-webhook/lab", body.as_bytes());
+    assert_eq!((code, text.trim()), (200, r#"{"events":3,"facts":2,"rejected":1}"#));
+    let r = resolve_on(&s, "MODIFIED", watch_object("ns", "good", "u-g", "2", false)).await;
+    assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "alice"));
+    let r = resolve_on(&s, "MODIFIED", watch_object("ns", "deep", "u-d", "4", false)).await;
+    assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "bob"));
+    assert!(s.metrics().contains(r#"gitopsreverser_audit_events_total{group="",resource="configmaps",verb="update",result="rejected",reason="undecodable"} 1"#), "{}", s.metrics());
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("audit event refused") && logged.contains("refused-1"), "{logged}");
+    // A body that is no EventList is still a 400.
+    assert_eq!(s.post("/audit-webhook/lab", b"[1,2]").0, 400);
 }
