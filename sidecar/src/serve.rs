@@ -266,7 +266,10 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let stopping = tasks.stopping();
     let api_service = AttributionServer::from_arc(api);
     tasks.spawn("socket API", async move {
-        let incoming = tokio_stream::wrappers::UnixListenerStream::new(uds);
+        // Any :authority: a socket has no host (see `authority`).
+        use tokio_stream::StreamExt;
+        let incoming =
+            tokio_stream::wrappers::UnixListenerStream::new(uds).map(|s| s.map(crate::authority::AnyAuthority::new));
         if let Err(e) = tonic::transport::Server::builder()
             .add_service(health_service)
             .add_service(api_service)
