@@ -140,6 +140,13 @@ pub struct Receiver {
     /// Largest audit batch accepted, in bytes (413 above).
     #[arg(long, env = "REVERSER_AUDIT_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
     pub audit_body_limit: usize,
+    /// A connection with no request in flight this long is closed: a
+    /// request head sent slowly (or never finished) and an idle keep-alive.
+    #[arg(long, env = "REVERSER_AUDIT_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub audit_header_timeout: Duration,
+    /// The whole body of an audit batch must arrive within this (408 after).
+    #[arg(long, env = "REVERSER_AUDIT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub audit_body_timeout: Duration,
 }
 
 impl Receiver {

@@ -23,6 +23,8 @@ pub struct ReceiverState {
     pub metrics: Arc<Metrics>,
     pub route_annotation_key: Option<String>,
     pub body_limit: usize,
+    /// The whole body must arrive within this; 408 past it.
+    pub body_timeout: std::time::Duration,
 }
 
 pub fn router(state: Arc<ReceiverState>) -> Router {
@@ -57,18 +59,31 @@ async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Resul
     if declared.is_some_and(|n| n > drain_cap) {
         return Err(too_large());
     }
-    let mut body = body;
     let (mut bytes, mut total) = (Vec::new(), 0usize);
-    while let Some(frame) = body.frame().await {
-        let frame =
-            frame.map_err(|e| reply(StatusCode::BAD_REQUEST, format!("reading the audit batch failed: {e}")))?;
-        if let Ok(data) = frame.into_data() {
-            total += data.len();
-            if total <= s.body_limit {
-                bytes.extend_from_slice(&data);
-            } else if total > drain_cap {
-                break;
+    let read = async {
+        let mut body = body;
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|e| reply(StatusCode::BAD_REQUEST, format!("reading the audit batch failed: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                total += data.len();
+                if total <= s.body_limit {
+                    bytes.extend_from_slice(&data);
+                } else if total > drain_cap {
+                    break;
+                }
             }
+        }
+        Ok(())
+    };
+    // A body sent slowly, or never finished, holds no connection past this.
+    match tokio::time::timeout(s.body_timeout, read).await {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(reply(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the audit batch did not arrive within {:?} (--audit-body-timeout)", s.body_timeout),
+            ));
         }
     }
     if total > s.body_limit {

@@ -158,9 +158,11 @@ async fn start_receiver(
         metrics: metrics.clone(),
         route_annotation_key: a.route_annotation_key.clone(),
         body_limit: r.audit_body_limit,
+        body_timeout: r.audit_body_timeout,
     });
     let stopping = tasks.stopping();
-    tasks.spawn("audit receiver", tls::serve(listener, config, receiver::router(state), stopping));
+    let timeouts = tls::ClientTimeouts { header: r.audit_header_timeout };
+    tasks.spawn("audit receiver", tls::serve(listener, config, receiver::router(state), timeouts, stopping));
     tracing::info!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
     if let Some(dev) = &tls.dev {
         tracing::info!(

@@ -224,3 +224,76 @@ async fn one_bad_event_never_costs_its_batch() {
     // A body that is no EventList is still a 400.
     assert_eq!(s.post("/audit-webhook/lab", b"[1,2]").0, 400);
 }
+
+/// A mutual-TLS connection to the receiver with the development client
+/// certificate, speaking `alpn`.
+async fn tls_connect(s: &Sidecar, alpn: &[u8]) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let pem = |name: &str| std::fs::read(s.certs.join(name)).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut pem("ca.pem").as_slice()) {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let chain = rustls_pemfile::certs(&mut pem("client.pem").as_slice()).collect::<Result<Vec<_>, _>>().unwrap();
+    let key = rustls_pemfile::private_key(&mut pem("client-key.pem").as_slice()).unwrap().unwrap();
+    let mut config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .unwrap();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.audit_port)).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)).connect(name, tcp).await.unwrap()
+}
+
+/// Reads until the server closes; returns what it sent, or panics when it
+/// holds the connection past `within`.
+async fn until_closed(conn: &mut (impl tokio::io::AsyncRead + Unpin), within: Duration) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let read = async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(within, read).await.expect("the server still holds the connection");
+    out
+}
+
+/// After the TLS handshake a client gets `--audit-header-timeout` for its
+/// request head (HTTP/1 and HTTP/2) and `--audit-body-timeout` for its body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_hold_no_connection_past_the_timeouts() {
+    use tokio::io::AsyncWriteExt;
+    let s = Sidecar::start("serve", &["--audit-header-timeout", "1s", "--audit-body-timeout", "1s"]);
+    let limit = Duration::from_secs(4);
+
+    // HTTP/1: a request head that never ends.
+    let mut c = tls_connect(&s, b"http/1.1").await;
+    c.write_all(b"POST /audit-webhook/lab HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
+    let start = Instant::now();
+    until_closed(&mut c, limit).await;
+    assert!(start.elapsed() >= Duration::from_millis(500), "closed too early: {:?}", start.elapsed());
+
+    // HTTP/1: a body that never ends: 408.
+    let mut c = tls_connect(&s, b"http/1.1").await;
+    c.write_all(b"POST /audit-webhook/lab HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"items\":[").await.unwrap();
+    let answer = String::from_utf8_lossy(&until_closed(&mut c, limit).await).to_string();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("--audit-body-timeout"), "{answer}");
+
+    // HTTP/2: the connection preface and settings, then no request at all.
+    let mut c = tls_connect(&s, b"h2").await;
+    c.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    until_closed(&mut c, limit).await;
+
+    // A client that sends its batch is served as ever.
+    let batch = event_list(vec![stamped("create", "alice", "cm", "u-1", "1", 1)]);
+    assert_eq!(s.post("/audit-webhook/lab", &batch).0, 200);
+}
