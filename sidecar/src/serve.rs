@@ -78,10 +78,28 @@ async fn bind(addr: std::net::SocketAddr, what: &'static str) -> Result<TcpListe
     TcpListener::bind(addr).await.map_err(|source| Error::Listen { what, addr: addr.to_string(), source })
 }
 
-/// Binds the Unix socket, replacing a stale file (one no process answers on).
+/// Binds the Unix socket, replacing a stale socket (one no process answers
+/// on) and refusing anything else at the path.
 fn bind_socket(path: &Path, mode: u32) -> Result<UnixListener> {
     let problem = |problem: String| Error::Socket { path: path.to_path_buf(), problem };
-    if path.exists() {
+    // Only a stale socket is ever replaced: anything else at the path is
+    // someone's file, and deleting it silently would be data loss.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else if meta.is_file() {
+                "a regular file"
+            } else {
+                "not a socket"
+            };
+            return Err(problem(format!(
+                "it is {what}, which the sidecar never replaces: remove it yourself, or pass another --socket"
+            )));
+        }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(problem("it is in use by a running process: stop it, or pass another --socket".into()));
         }

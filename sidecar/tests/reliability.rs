@@ -297,3 +297,28 @@ async fn slow_clients_hold_no_connection_past_the_timeouts() {
     let batch = event_list(vec![stamped("create", "alice", "cm", "u-1", "1", 1)]);
     assert_eq!(s.post("/audit-webhook/lab", &batch).0, 200);
 }
+
+/// Only a stale socket is replaced: a regular file, a directory or a
+/// symbolic link at `--socket` is refused with a clear error and left alone.
+#[test]
+fn anything_but_a_stale_socket_at_the_socket_path_is_refused_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("precious.txt");
+    std::fs::write(&file, "keep me").unwrap();
+    let sub = dir.path().join("a-dir");
+    std::fs::create_dir(&sub).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    for (path, what) in [(&file, "a regular file"), (&sub, "a directory"), (&link, "a symbolic link")] {
+        let out = std::process::Command::new(BIN)
+            .args(["serve", "--audit-listen", "off", "--metrics-listen", "127.0.0.1:0", "--socket"])
+            .arg(path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains(&format!("it is {what}, which the sidecar never replaces")), "{stderr}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
+    assert!(sub.is_dir() && link.is_symlink());
+}
