@@ -322,3 +322,46 @@ fn anything_but_a_stale_socket_at_the_socket_path_is_refused_and_kept() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
     assert!(sub.is_dir() && link.is_symlink());
 }
+
+/// Development certificates are 0700/0600 whatever the umask, and a set
+/// that others may write (a CA dropped in would be trusted) is refused.
+#[test]
+fn dev_certificates_ignore_the_umask_and_a_writable_set_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path().join("certs");
+    let metrics = testkit::free_port().unwrap();
+    let serve = |umask: &str| {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" serve --audit-listen 127.0.0.1:0 --metrics-listen 127.0.0.1:{metrics} --socket \"$1\" --dev-certs-dir \"$2\""
+            ))
+            .arg(BIN)
+            .arg(dir.path().join("s.sock"))
+            .arg(&certs)
+            .env("REVERSER_LOG", "warn")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = serve("000");
+    eventually("the sidecar to listen", || std::net::TcpStream::connect(("127.0.0.1", metrics)).is_ok());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&certs), 0o700);
+    for f in ["ca.pem", "server.pem", "server-key.pem", "client.pem", "client-key.pem"] {
+        assert_eq!(mode(&certs.join(f)), 0o600, "{f}");
+    }
+
+    std::fs::set_permissions(certs.join("ca.pem"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = serve("022").wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("ca.pem is writable by its group or by others (mode 666)"), "{stderr}");
+    std::fs::set_permissions(certs.join("ca.pem"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(&certs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = serve("022").wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("(mode 777)"), "the directory too");
+}
