@@ -70,6 +70,12 @@ impl Api {
                 .map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))?
         };
         let event = WatchEvent { kind, object };
+        if let Some(why) = event.unusable() {
+            return Err(Status::invalid_argument(format!(
+                "object_json of a {} event must be the watched object: {why}",
+                req.event_type
+            )));
+        }
         // A watcher asking about a type covers it: follow its stream.
         if event.is_change() {
             self.ensure_following(&scope);

@@ -365,3 +365,43 @@ fn dev_certificates_ignore_the_umask_and_a_writable_set_is_refused() {
     let out = serve("022").wait_with_output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("(mode 777)"), "the directory too");
 }
+
+/// `object_json` that names no object is refused at once, not after the
+/// grace with `absent`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_json_that_names_no_object_is_invalid_argument_at_once() {
+    let s = Sidecar::start("serve", &[]);
+    let mut c = s.client().await;
+    for (event_type, object) in [
+        ("MODIFIED", &b"null"[..]),
+        ("MODIFIED", b"123"),
+        ("DELETED", b"[]"),
+        ("ADDED", b"{}"),
+        ("ADDED", b""),
+        ("MODIFIED", br#"{"metadata":{"name":""}}"#),
+        ("MODIFIED", br#"{"metadata":"cm"}"#),
+    ] {
+        let start = Instant::now();
+        let status = c
+            .resolve(ResolveRequest {
+                r#type: configmaps("lab"),
+                event_type: event_type.into(),
+                object_json: object.to_vec(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{object:?}: {status}");
+        assert!(start.elapsed() < Duration::from_secs(1), "{object:?} waited {:?}", start.elapsed());
+    }
+    // A BOOKMARK carries no object to name.
+    let r = c
+        .resolve(ResolveRequest {
+            r#type: configmaps("lab"),
+            event_type: "BOOKMARK".into(),
+            object_json: b"{}".to_vec(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.action, "ignored");
+}
