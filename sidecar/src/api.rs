@@ -22,9 +22,13 @@ pub struct Api {
     /// from a blocking thread, one window at a time.
     git: Option<Arc<Mutex<GitWriter>>>,
     follower: AnyFollower,
-    /// References held per scope: explicit Acquires, plus one the first
-    /// Resolve of a type takes (a watcher asking about a type covers it).
+    /// References held per scope by explicit Acquires (and --follow).
     refs: Mutex<HashMap<Scope, u32>>,
+    /// Scopes a Resolve made this process follow (a watcher asking about a
+    /// type covers it), with when a Resolve last asked, on the engine's
+    /// clock: released once nobody asked for a TTL, so routes that only
+    /// junk ever named stop costing Redis reads.
+    implicit: Mutex<HashMap<Scope, u64>>,
 }
 
 fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
@@ -48,6 +52,7 @@ impl Api {
             git: git.map(|g| Arc::new(Mutex::new(g))),
             follower,
             refs: Mutex::new(HashMap::new()),
+            implicit: Mutex::new(HashMap::new()),
         }
     }
 
@@ -126,11 +131,30 @@ impl Api {
 
     /// The first Resolve of a type takes its one reference; the check and
     /// the take happen under one lock, so concurrent first Resolves take one.
+    /// Every Resolve renews it.
     fn ensure_following(&self, scope: &Scope) {
-        let mut refs = self.refs();
-        if !refs.contains_key(scope) {
-            Self::take(&mut refs, &self.follower, scope);
+        let now = self.engine().clock().now_ms();
+        let mut implicit = self.implicit.lock().unwrap_or_else(|e| e.into_inner());
+        if implicit.insert(scope.clone(), now).is_none() {
+            self.follower.acquire(scope);
         }
+    }
+
+    /// Drops the follow of every scope no Resolve asked about within `idle_ms`
+    /// (explicit Acquires are untouched). Returns how many were released.
+    pub fn release_idle(&self, idle_ms: u64) -> usize {
+        let now = self.engine().clock().now_ms();
+        let mut implicit = self.implicit.lock().unwrap_or_else(|e| e.into_inner());
+        let before = implicit.len();
+        implicit.retain(|scope, last| {
+            let keep = now.saturating_sub(*last) < idle_ms;
+            if !keep {
+                tracing::debug!(%scope, "no Resolve asked about this type for a TTL: no longer following it");
+                self.follower.release(scope);
+            }
+            keep
+        });
+        before - implicit.len()
     }
 }
 

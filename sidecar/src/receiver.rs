@@ -52,32 +52,38 @@ async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Resul
             ),
         )
     };
-    // Past the limit the rest of the body is still read (up to a cap) and
-    // discarded, so the client sees a clean 413 rather than a reset stream.
-    let drain_cap = s.body_limit.saturating_mul(4).max(64 << 20);
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > drain_cap) {
-        return Err(too_large());
-    }
-    let (mut bytes, mut total) = (Vec::new(), 0usize);
+    // Reading the body would tell such a client to send it.
+    let waits_for_continue =
+        headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     let read = async {
         let mut body = body;
+        // Refused by its declared length before a byte is read: nothing of
+        // it is ever buffered.
+        if declared.is_some_and(|n| n > s.body_limit) {
+            if !waits_for_continue {
+                drain(&mut body).await;
+            }
+            return Err(too_large());
+        }
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0));
         while let Some(frame) = body.frame().await {
             let frame =
                 frame.map_err(|e| reply(StatusCode::BAD_REQUEST, format!("reading the audit batch failed: {e}")))?;
             if let Ok(data) = frame.into_data() {
-                total += data.len();
-                if total <= s.body_limit {
-                    bytes.extend_from_slice(&data);
-                } else if total > drain_cap {
-                    break;
+                if bytes.len() + data.len() > s.body_limit {
+                    // No length declared (chunked): stop at the limit.
+                    drop(bytes);
+                    drain(&mut body).await;
+                    return Err(too_large());
                 }
+                bytes.extend_from_slice(&data);
             }
         }
-        Ok(())
+        Ok(bytes)
     };
     // A body sent slowly, or never finished, holds no connection past this.
-    match tokio::time::timeout(s.body_timeout, read).await {
+    let bytes = match tokio::time::timeout(s.body_timeout, read).await {
         Ok(result) => result?,
         Err(_) => {
             return Err(reply(
@@ -85,12 +91,29 @@ async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Resul
                 format!("the audit batch did not arrive within {:?} (--audit-body-timeout)", s.body_timeout),
             ));
         }
-    }
-    if total > s.body_limit {
-        return Err(too_large());
-    }
+    };
     EventList::decode(&bytes).map_err(|e| reply(StatusCode::BAD_REQUEST, format!("malformed audit batch: {e}")))
 }
+
+/// Reads and discards what a client already sent of a refused body, up to
+/// [`DRAIN_CAP`] and [`DRAIN_TIME`], so a small one gets its 413 rather than
+/// a reset connection; never buffered. A client that waits for `100
+/// Continue` sends nothing more.
+async fn drain(body: &mut Body) {
+    let mut seen = 0usize;
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        while seen <= DRAIN_CAP {
+            match body.frame().await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
+                _ => break,
+            }
+        }
+    })
+    .await;
+}
+
+const DRAIN_CAP: usize = 1 << 20;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn routed(
     State(s): State<Arc<ReceiverState>>,

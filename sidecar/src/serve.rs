@@ -234,17 +234,6 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         let (f, sink) = (follower.clone(), engine.clone());
         tasks.spawn_until_stopped("fact follower", async move { f.follow(sink).await });
     }
-    {
-        // Expiry is decided on read; this only bounds memory.
-        let e = engine.clone();
-        tasks.spawn_until_stopped("index sweeper", async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                tick.tick().await;
-                e.sweep();
-            }
-        });
-    }
 
     let git = match args.git.writer_config() {
         Some(c) => {
@@ -267,6 +256,21 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let api = Arc::new(Api::new(engine.clone(), follower.clone(), git));
     for s in &follow {
         api.acquire(s);
+    }
+    {
+        // Expiry is decided on read; this only bounds memory: expired facts,
+        // and follows of types no Resolve asked about for a TTL.
+        let (e, api) = (engine.clone(), api.clone());
+        let ttl = args.attribution.ttl;
+        let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(10));
+        tasks.spawn_until_stopped("index sweeper", async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                e.sweep();
+                api.release_idle(ttl.as_millis() as u64);
+            }
+        });
     }
 
     // Receiver (optional in this process).

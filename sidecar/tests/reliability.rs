@@ -405,3 +405,103 @@ async fn an_object_json_that_names_no_object_is_invalid_argument_at_once() {
         .into_inner();
     assert_eq!(r.action, "ignored");
 }
+
+fn rss_kib(s: &Sidecar) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.as_ref().unwrap().id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().to_owned();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Batches past `--audit-body-limit` are refused by their Content-Length
+/// before a byte is read, and a body with no length is never buffered past
+/// the limit: eight 48 MB posts at once (three times the 16 MiB limit)
+/// leave the process about as small as it was.
+#[test]
+fn oversized_batches_cost_no_memory() {
+    let s = Sidecar::start("serve", &[]);
+    let big = s.dir.path().join("big.json");
+    // Sparse: 48 MB that take no disk.
+    std::fs::File::create(&big).unwrap().set_len(48 << 20).unwrap();
+    let before = rss_kib(&s);
+    let curl = |extra: &[&str]| {
+        let mut c = std::process::Command::new("curl");
+        c.args(["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", s.ca().to_str().unwrap()])
+            .args(["--cert", s.certs.join("client.pem").to_str().unwrap()])
+            .args(["--key", s.certs.join("client-key.pem").to_str().unwrap()])
+            .args(["-H", "Content-Type: application/json"])
+            .args(extra)
+            .arg("--data-binary")
+            .arg(format!("@{}", big.display()))
+            .arg(format!("https://localhost:{}/audit-webhook/lab", s.audit_port))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        c.spawn().unwrap()
+    };
+    // HTTP/1.1 with a length: curl waits for 100 Continue, which never comes.
+    let posts: Vec<_> = (0..8).map(|_| curl(&["--http1.1"])).collect();
+    for p in posts {
+        let out = p.wait_with_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "413");
+    }
+    // HTTP/2, or no 100-continue: the head decides, the body is dropped
+    // (the client may see its stream reset rather than the 413).
+    let posts: Vec<_> =
+        (0..8).map(|i| if i % 2 == 0 { curl(&[]) } else { curl(&["--http1.1", "-H", "Expect:"]) }).collect();
+    for p in posts {
+        let code = String::from_utf8_lossy(&p.wait_with_output().unwrap().stdout).to_string();
+        assert!(code == "413" || code == "000", "{code}");
+    }
+    let after = rss_kib(&s);
+    assert!(after < before + 16 * 1024, "resident grew from {before} KiB to {after} KiB");
+    // No length (chunked): read up to the limit, then 413.
+    let out = curl(&["-H", "Transfer-Encoding: chunked", "-H", "Expect:"]).wait_with_output().unwrap();
+    let code = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(code == "413" || code == "000", "{code}");
+    // And the receiver still serves.
+    let batch = event_list(vec![stamped("create", "alice", "cm", "u-1", "1", 1)]);
+    assert_eq!(s.post("/audit-webhook/lab", &batch).0, 200);
+}
+
+/// A Resolve makes the process follow the type it names; when no Resolve
+/// names it again for a TTL the follow is released (junk routes stop
+/// costing reads), while `--follow` types stay followed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follows_nobody_uses_are_released_after_a_ttl() {
+    let s = Sidecar::start(
+        "serve",
+        &["--author-attribution-ttl", "2s", "--author-attribution-grace", "100ms", "--follow", "kept:configmaps"],
+    );
+    let mut c = s.client().await;
+    let following = |route: &'static str| {
+        let socket = s.socket.clone();
+        async move {
+            let mut c = runtime::proto::attribution_client::AttributionClient::new(channel(&socket).await);
+            c.explain(runtime::proto::ExplainRequest { r#type: configmaps(route), ..Default::default() })
+                .await
+                .unwrap()
+                .into_inner()
+                .following
+        }
+    };
+    // Twenty junk routes, junk-0 asked about last.
+    for i in (0..20).rev() {
+        let mut t = configmaps("lab");
+        t.as_mut().unwrap().route = format!("junk-{i}");
+        c.resolve(ResolveRequest {
+            r#type: t,
+            event_type: "MODIFIED".into(),
+            object_json: watch_object("ns", "x", "u", "1", false),
+        })
+        .await
+        .unwrap();
+    }
+    let start = Instant::now();
+    assert!(following("junk-0").await);
+    while following("junk-0").await {
+        assert!(start.elapsed() < Duration::from_secs(10), "still following a type nobody asked about");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(start.elapsed() >= Duration::from_millis(1500), "released before its TTL: {:?}", start.elapsed());
+    assert!(!following("junk-19").await);
+    assert!(following("kept").await, "--follow is not released");
+}
