@@ -505,3 +505,44 @@ async fn follows_nobody_uses_are_released_after_a_ttl() {
     assert!(!following("junk-19").await);
     assert!(following("kept").await, "--follow is not released");
 }
+
+/// On connecting, the sidecar reads Redis's persistence settings: with none
+/// it warns and says so on /metrics; with AOF it says facts survive.
+#[test]
+fn redis_without_persistence_is_reported() {
+    let redis = RedisServer::start().unwrap();
+    let (s, log) = start_logging("receive", &["--redis-url", &redis.url()]);
+    let none = r#"gitopsreverser_attribution_redis_persistence{mode="none"} 1"#;
+    eventually("the persistence metric", || s.metrics().contains(none));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("Redis has no persistence") && logged.contains("appendonly yes"), "{logged}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let aof = RedisServer::start_with(&["--appendonly", "yes", "--dir", dir.path().to_str().unwrap()], None).unwrap();
+    let (s, _log) = start_logging("receive", &["--redis-url", &aof.url()]);
+    eventually("the persistence metric", || {
+        s.metrics().contains(r#"gitopsreverser_attribution_redis_persistence{mode="aof"} 1"#)
+    });
+    assert!(s.metrics().contains(r#"gitopsreverser_attribution_redis_persistence{mode="none"} 0"#));
+}
+
+/// Facts evicted by the caps while their posts were acknowledged are
+/// logged, not only counted.
+#[test]
+fn evictions_of_acknowledged_facts_are_logged() {
+    let (s, log) = start_logging("serve", &["--author-attribution-max-facts", "2", "--follow", "lab:configmaps"]);
+    let batch =
+        event_list((0..5).map(|i| stamped("create", "alice", &format!("cm{i}"), &format!("u{i}"), "1", i)).collect());
+    assert_eq!(s.post("/audit-webhook/lab", &batch).0, 200);
+    eventually("the eviction to be counted", || {
+        s.metrics().contains(r#"gitopsreverser_attribution_fact_index_evictions_total{reason="total"} 3"#)
+    });
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("the fact index is full") && logged.contains("evicted=3"), "{logged}");
+    // Rate-limited: a second batch within the minute adds no line.
+    assert_eq!(s.post("/audit-webhook/lab", &event_list(vec![stamped("create", "bob", "x", "ux", "1", 9)])).0, 200);
+    eventually("the next eviction", || {
+        s.metrics().contains(r#"gitopsreverser_attribution_fact_index_evictions_total{reason="total"} 4"#)
+    });
+    assert_eq!(std::fs::read_to_string(&log).unwrap().matches("the fact index is full").count(), 1);
+}

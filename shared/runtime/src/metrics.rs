@@ -53,6 +53,12 @@ pub struct TransportLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModeLabel {
+    /// `aof`, `rdb`, `none` or `unknown`.
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AuditLabels {
     pub group: String,
     pub resource: String,
@@ -86,6 +92,8 @@ pub struct Metrics {
     pub fact_follower_errors: Family<TransportLabel, Counter>,
     pub fact_follower_last_success_timestamp_seconds: Gauge<f64, AtomicU64>,
     pub transport_info: Family<TransportLabel, Gauge>,
+    /// 1 on the persistence mode Redis reported, 0 on the others.
+    pub redis_persistence: Family<ModeLabel, Gauge>,
     pub audit_events: Family<AuditLabels, Counter>,
     pub commits: Family<CommitLabels, Counter>,
 }
@@ -109,6 +117,7 @@ impl Default for Metrics {
             fact_follower_errors: Family::default(),
             fact_follower_last_success_timestamp_seconds: Gauge::default(),
             transport_info: Family::default(),
+            redis_persistence: Family::default(),
             audit_events: Family::default(),
             commits: Family::default(),
         }
@@ -226,6 +235,11 @@ impl Metrics {
             format!("{p}_attribution_transport_info"),
             "which contract the metrics above are read under",
             self.transport_info.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_redis_persistence"),
+            "what keeps acknowledged facts across a Redis restart (aof keeps them; rdb, none and unknown may not)",
+            self.redis_persistence.clone(),
         );
         registry.register(format!("{p}_audit_events"), "audit events by outcome", self.audit_events.clone());
         registry.register(format!("{p}_commits"), "what reached Git", self.commits.clone());

@@ -210,6 +210,9 @@ impl RedisTransport {
                 None => match shared.connect(MONITOR_TIMEOUT).await {
                     Ok(mut c) => {
                         let ok = ::redis::cmd("PING").query_async::<String>(&mut c).await.is_ok();
+                        if ok {
+                            shared.check_persistence(&mut c).await;
+                        }
                         conn = Some(c);
                         ok
                     }
@@ -249,7 +252,84 @@ const MONITOR_UP_EVERY: Duration = Duration::from_secs(1);
 const MONITOR_DOWN_EVERY: Duration = Duration::from_millis(200);
 const MONITOR_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// What keeps acknowledged facts across a Redis restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// `appendonly yes`: every append is in the AOF (fsynced per
+    /// `appendfsync`, each second by default).
+    Aof,
+    /// Snapshots only (`save`): whatever arrived since the last one is lost.
+    Rdb,
+    /// Neither: a restart loses every fact.
+    None,
+    /// Redis would not say (CONFIG and INFO refused).
+    Unknown,
+}
+
+impl Persistence {
+    pub fn label(self) -> &'static str {
+        match self {
+            Persistence::Aof => "aof",
+            Persistence::Rdb => "rdb",
+            Persistence::None => "none",
+            Persistence::Unknown => "unknown",
+        }
+    }
+
+    /// The rule: AOF keeps acknowledged facts, snapshots keep some, nothing
+    /// keeps none. `appendonly` and `save` as `CONFIG GET` answers them.
+    pub fn of(appendonly: &str, save: &str) -> Self {
+        if appendonly.eq_ignore_ascii_case("yes") {
+            Persistence::Aof
+        } else if !save.trim().is_empty() {
+            Persistence::Rdb
+        } else {
+            Persistence::None
+        }
+    }
+}
+
 impl Shared {
+    /// Reads Redis's persistence settings (on each new monitor connection),
+    /// sets `gitopsreverser_attribution_redis_persistence{mode}`, and warns
+    /// when a restart would lose acknowledged facts.
+    async fn check_persistence(&self, c: &mut MultiplexedConnection) {
+        let config = async {
+            let aof: Vec<String> = ::redis::cmd("CONFIG").arg("GET").arg("appendonly").query_async(c).await?;
+            let save: Vec<String> = ::redis::cmd("CONFIG").arg("GET").arg("save").query_async(c).await?;
+            Ok::<_, RedisError>(Persistence::of(
+                aof.get(1).map_or("", String::as_str),
+                save.get(1).map_or("", String::as_str),
+            ))
+        };
+        let mode = match config.await {
+            Ok(mode) => mode,
+            // Managed Redis often renames CONFIG; INFO still tells about the AOF.
+            Err(_) => match ::redis::cmd("INFO").arg("persistence").query_async::<String>(c).await {
+                Ok(info) if info.lines().any(|l| l.trim() == "aof_enabled:1") => Persistence::Aof,
+                Ok(_) | Err(_) => Persistence::Unknown,
+            },
+        };
+        let labels = |m: Persistence| crate::metrics::ModeLabel { mode: m.label().to_owned() };
+        for m in [Persistence::Aof, Persistence::Rdb, Persistence::None, Persistence::Unknown] {
+            self.metrics.redis_persistence.get_or_create(&labels(m)).set(i64::from(m == mode));
+        }
+        match mode {
+            Persistence::Aof => {
+                tracing::info!(url = %self.url, "Redis persistence: AOF; acknowledged facts survive a Redis restart")
+            }
+            Persistence::Rdb => {
+                tracing::warn!(url = %self.url, "Redis persists by snapshots only: a Redis restart loses every fact acknowledged since the last snapshot; set appendonly yes (appendfsync everysec) to keep them")
+            }
+            Persistence::None => {
+                tracing::warn!(url = %self.url, "Redis has no persistence (appendonly no, no save points): a Redis restart loses every acknowledged fact; set appendonly yes (appendfsync everysec) to keep them")
+            }
+            Persistence::Unknown => {
+                tracing::warn!(url = %self.url, "Redis would not report its persistence settings (CONFIG and INFO refused): make sure appendonly is yes, or a Redis restart loses acknowledged facts")
+            }
+        }
+    }
+
     fn set_up(&self, up: bool) {
         self.up.send_if_modified(|v| {
             let changed = *v != up;

@@ -512,3 +512,12 @@ async fn the_monitor_reports_redis_down_and_back() {
     assert!(start.elapsed() < Duration::from_secs(1), "noticed within a fraction of a grace: {:?}", start.elapsed());
     monitor.abort();
 }
+
+#[test]
+fn persistence_reads_aof_then_snapshots() {
+    assert_eq!(Persistence::of("yes", ""), Persistence::Aof);
+    assert_eq!(Persistence::of("yes", "3600 1"), Persistence::Aof);
+    assert_eq!(Persistence::of("no", "3600 1 300 100"), Persistence::Rdb);
+    assert_eq!(Persistence::of("no", ""), Persistence::None);
+    assert_eq!(Persistence::of("no", "  "), Persistence::None);
+}
