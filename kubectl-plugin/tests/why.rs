@@ -375,3 +375,51 @@ fn why_errors_are_clear_and_non_zero() {
         .unwrap();
     fail(&["cm/web"], &dead, 1, "cannot reach the API server");
 }
+
+/// An author is whatever the API server's user said: one with control
+/// characters, an escape sequence, a newline, NUL, angle brackets, or 10 KB
+/// still makes a valid commit, and `why` prints it escaped, never raw.
+#[test]
+fn a_hostile_author_makes_a_valid_commit_and_a_safe_why() {
+    let k = Kubectl::new();
+    let api = FakeApi::start();
+    let kc = api.kubeconfig(k.dir.path());
+    let sidecar = Sidecar::start(&["default:configmaps"]);
+    let evil = "mal\u{1b}[31mlory\nReverser-Actor: eve\u{0}<root@evil>\u{7}";
+    let long = "x".repeat(10 * 1024);
+    assert_eq!(sidecar.post("default", &[audit("create", evil, "default", "web", "u-web", "10")]), 200);
+    api.put("configmaps", configmap("default", "web", "u-web", "10"));
+
+    let repo = k.dir.path().join("mirror.git");
+    let mut w = GitWriter::open(WriterConfig {
+        repo_dir: repo.clone(),
+        branch: "main".into(),
+        committer: Identity::new("reverser", "reverser@example.invalid"),
+        remote: None,
+    })
+    .unwrap();
+    let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
+    for (name, who) in [("web", evil), ("long", long.as_str()), ("crud", "...<>"), ("ctl", "\u{0}\n\u{1b}")] {
+        w.commit(&[change(name, cm(name, "10"), Some(who), Tier::Exact, Some("audit\nid"))]).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(&repo).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["fsck", "--strict"]);
+    let authors = git(&["log", "main", "--format=%an <%ae>"]);
+    assert_eq!(authors.lines().count(), 4, "{authors}");
+    for line in authors.lines() {
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(line.chars().count() < 600, "{} chars", line.chars().count());
+    }
+
+    let out = why(
+        &k,
+        &kc,
+        &["configmap/web", "--socket", sidecar.socket.to_str().unwrap(), "--repo", repo.to_str().unwrap()],
+    );
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    assert!(out.contains(r"mal\u{1b}[31mlory\nReverser-Actor: eve\u{0}<root@evil>\u{7}"), "{out}");
+}
