@@ -77,16 +77,21 @@ fn change(name: &str, action: Action, author: Option<&str>, tier: Tier, audit: O
     }
 }
 
-/// The Git mirror as the writer would have made it for these objects.
-fn mirror(dir: &Path, removal: (&str, &str)) -> PathBuf {
-    let repo = dir.join("mirror.git");
-    let mut w = GitWriter::open(WriterConfig {
-        repo_dir: repo.clone(),
+/// The sidecar's Git writer on a local mirror at `repo`, not pushing.
+fn writer(repo: &Path) -> GitWriter {
+    GitWriter::open(WriterConfig {
+        repo_dir: repo.to_path_buf(),
         branch: "main".into(),
         committer: Identity::new("reverser", "reverser@example.invalid"),
         remote: None,
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// The Git mirror as the writer would have made it for these objects.
+fn mirror(dir: &Path, removal: (&str, &str)) -> PathBuf {
+    let repo = dir.join("mirror.git");
+    let mut w = writer(&repo);
     let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
     let steps = [
         change("web", cm("web", "10"), Some("alice"), Tier::Exact, Some("audit-create-web-10")),
@@ -391,13 +396,7 @@ fn a_hostile_author_makes_a_valid_commit_and_a_safe_why() {
     api.put("configmaps", configmap("default", "web", "u-web", "10"));
 
     let repo = k.dir.path().join("mirror.git");
-    let mut w = GitWriter::open(WriterConfig {
-        repo_dir: repo.clone(),
-        branch: "main".into(),
-        committer: Identity::new("reverser", "reverser@example.invalid"),
-        remote: None,
-    })
-    .unwrap();
+    let mut w = writer(&repo);
     let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
     for (name, who) in [("web", evil), ("long", long.as_str()), ("crud", "...<>"), ("ctl", "\u{0}\n\u{1b}")] {
         w.commit(&[change(name, cm(name, "10"), Some(who), Tier::Exact, Some("audit\nid"))]).unwrap();

@@ -40,6 +40,18 @@ fn start_logging(mode: &str, extra: &[&str]) -> (Sidecar, std::path::PathBuf) {
     (s, log)
 }
 
+/// A `receive` on `url`, and a `serve` following `lab:configmaps` from the
+/// same Redis (extra flags appended), sharing the receiver's certificates.
+fn receive_and_follow(url: &str, receive_extra: &[&str], serve_extra: &[&str]) -> (Sidecar, Sidecar) {
+    let receiver = Sidecar::start("receive", &[&["--redis-url", url][..], receive_extra].concat());
+    let follower = Sidecar::start_sharing_certs(
+        "serve",
+        &[&["--redis-url", url, "--audit-listen", "off", "--follow", "lab:configmaps"][..], serve_extra].concat(),
+        Some(&receiver.certs),
+    );
+    (receiver, follower)
+}
+
 fn stamped(verb: &str, user: &str, name: &str, uid: &str, rv: &str, micros: u32) -> serde_json::Value {
     let mut e = audit_event(verb, user, "ns", name, uid, rv);
     e["stageTimestamp"] = format!("2026-11-29T12:00:00.{micros:06}Z").into();
@@ -130,7 +142,7 @@ async fn redis_a_retried_batch_never_changes_the_author_of_a_removal_even_after_
 async fn a_batch_answered_503_after_storing_is_stored_once_on_retry() {
     let redis = RedisServer::start_with(&["--enable-debug-command", "yes"], None).unwrap();
     let url = redis.url();
-    let receiver = Sidecar::start("receive", &["--redis-url", &url, "--redis-timeout", "300ms"]);
+    let (receiver, follower) = receive_and_follow(&url, &["--redis-timeout", "300ms"], &[]);
     let warm = event_list(vec![stamped("create", "alice", "warm", "u-w", "1", 1)]);
     assert_eq!(receiver.post("/audit-webhook/lab", &warm).0, 200);
     let port = redis.port().to_string();
@@ -147,11 +159,6 @@ async fn a_batch_answered_503_after_storing_is_stored_once_on_retry() {
     let (code, body) = receiver.post("/audit-webhook/lab", &batch);
     assert_eq!(code, 200, "{body}");
     assert_eq!(redis.cli(&["XLEN", stream]).unwrap().trim(), "2", "the retry is not stored again");
-    let follower = Sidecar::start_sharing_certs(
-        "serve",
-        &["--redis-url", &url, "--audit-listen", "off", "--follow", "lab:configmaps"],
-        Some(&receiver.certs),
-    );
     let r = resolve_on(&follower, "MODIFIED", watch_object("ns", "cm", "u-1", "6", false)).await;
     assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "bob"));
 }
@@ -167,12 +174,7 @@ fn readyz(port: u16) -> String {
 async fn after_a_redis_restart_the_first_post_is_stored_and_resolves_within_the_grace() {
     let mut redis = RedisServer::start().unwrap();
     let url = redis.url();
-    let receiver = Sidecar::start("receive", &["--redis-url", &url]);
-    let follower = Sidecar::start_sharing_certs(
-        "serve",
-        &["--redis-url", &url, "--audit-listen", "off", "--follow", "lab:configmaps"],
-        Some(&receiver.certs),
-    );
+    let (receiver, follower) = receive_and_follow(&url, &[], &[]);
     eventually("the receiver to be ready", || readyz(receiver.metrics_port).starts_with("HTTP/1.1 200"));
     let before = event_list(vec![stamped("create", "alice", "before", "u-b", "1", 1)]);
     assert_eq!(receiver.post("/audit-webhook/lab", &before).0, 200);
