@@ -8,7 +8,7 @@ use std::time::Duration;
 use rules::attribution::index::IndexConfig;
 use runtime::attribution::EngineConfig;
 use runtime::attribution::transport::redis::RedisOptions;
-use runtime::attribution::transport::{TransportConfig, TransportKind, TransportOptions};
+use runtime::attribution::transport::{TransportConfig, TransportKind, TransportOptions, retry_ceiling};
 
 use crate::error::{Error, Result};
 
@@ -65,6 +65,10 @@ pub struct Attribution {
     /// Stream key prefix (gitops-reverser's default).
     #[arg(long, env = "REVERSER_STREAM_PREFIX", default_value = rules::attribution::DEFAULT_STREAM_PREFIX)]
     pub stream_prefix: String,
+    /// How long an append may wait for Redis before the receiver answers 503
+    /// (the API server retries; a retried batch is stored once).
+    #[arg(long, env = "REVERSER_REDIS_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub redis_timeout: Duration,
     /// Replicas of this Deployment; the memory transport is refused above 1.
     #[arg(long, env = "REVERSER_REPLICA_COUNT", default_value_t = 1)]
     pub replica_count: u32,
@@ -101,8 +105,14 @@ impl Attribution {
             }
             None => None,
         };
-        let config =
-            TransportConfig { prefix: self.stream_prefix.clone(), ttl: self.ttl, ..TransportConfig::default() };
+        let defaults = TransportConfig::default();
+        let config = TransportConfig {
+            prefix: self.stream_prefix.clone(),
+            ttl: self.ttl,
+            response_timeout: self.redis_timeout,
+            retry_max: retry_ceiling(self.grace, defaults.retry_min),
+            ..defaults
+        };
         Ok(TransportOptions { kind, replica_count: self.replica_count, redis, config })
     }
 }
@@ -130,6 +140,13 @@ pub struct Receiver {
     /// Largest audit batch accepted, in bytes (413 above).
     #[arg(long, env = "REVERSER_AUDIT_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
     pub audit_body_limit: usize,
+    /// A connection with no request in flight this long is closed: a
+    /// request head sent slowly (or never finished) and an idle keep-alive.
+    #[arg(long, env = "REVERSER_AUDIT_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub audit_header_timeout: Duration,
+    /// The whole body of an audit batch must arrive within this (408 after).
+    #[arg(long, env = "REVERSER_AUDIT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub audit_body_timeout: Duration,
 }
 
 impl Receiver {

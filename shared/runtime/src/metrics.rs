@@ -53,6 +53,12 @@ pub struct TransportLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModeLabel {
+    /// `aof`, `rdb`, `none` or `unknown`.
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AuditLabels {
     pub group: String,
     pub resource: String,
@@ -78,12 +84,16 @@ pub struct Metrics {
     pub facts: Family<OpLabel, Counter>,
     pub fact_index_entries: Gauge,
     pub fact_index_evictions: Family<ReasonLabel, Counter>,
+    /// Re-delivered facts (an auditID the index already held) ignored.
+    pub fact_duplicates: Counter,
     pub collection_without_uidset: Family<ReasonLabel, Counter>,
     pub fact_stream_gaps: Family<StreamLabel, Counter>,
     pub fact_stream_decode_errors: Family<TransportLabel, Counter>,
     pub fact_follower_errors: Family<TransportLabel, Counter>,
     pub fact_follower_last_success_timestamp_seconds: Gauge<f64, AtomicU64>,
     pub transport_info: Family<TransportLabel, Gauge>,
+    /// 1 on the persistence mode Redis reported, 0 on the others.
+    pub redis_persistence: Family<ModeLabel, Gauge>,
     pub audit_events: Family<AuditLabels, Counter>,
     pub commits: Family<CommitLabels, Counter>,
     /// Writes of a sensitive type (Secrets) skipped: never in clear text.
@@ -106,12 +116,14 @@ impl Default for Metrics {
             facts: Family::default(),
             fact_index_entries: Gauge::default(),
             fact_index_evictions: Family::default(),
+            fact_duplicates: Counter::default(),
             collection_without_uidset: Family::default(),
             fact_stream_gaps: Family::default(),
             fact_stream_decode_errors: Family::default(),
             fact_follower_errors: Family::default(),
             fact_follower_last_success_timestamp_seconds: Gauge::default(),
             transport_info: Family::default(),
+            redis_persistence: Family::default(),
             audit_events: Family::default(),
             commits: Family::default(),
             mirror_sensitive_skipped: Counter::default(),
@@ -199,6 +211,11 @@ impl Metrics {
             self.fact_index_evictions.clone(),
         );
         registry.register(
+            format!("{p}_attribution_fact_duplicates"),
+            "re-delivered facts (an auditID already held) that changed nothing",
+            self.fact_duplicates.clone(),
+        );
+        registry.register(
             format!("{p}_attribution_collection_without_uidset"),
             "how often the precise collection join was unavailable",
             self.collection_without_uidset.clone(),
@@ -227,6 +244,11 @@ impl Metrics {
             format!("{p}_attribution_transport_info"),
             "which contract the metrics above are read under",
             self.transport_info.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_redis_persistence"),
+            "what keeps acknowledged facts across a Redis restart (aof keeps them; rdb, none and unknown may not)",
+            self.redis_persistence.clone(),
         );
         registry.register(format!("{p}_audit_events"), "audit events by outcome", self.audit_events.clone());
         registry.register(format!("{p}_commits"), "what reached Git", self.commits.clone());

@@ -8,6 +8,68 @@ tonic::include_proto!("reverser.v1");
 
 use std::path::Path;
 
+pub mod codec {
+    //! prost's codec, except for what a malformed message is: a request that
+    //! is no valid protobuf is the caller's mistake, so the server answers
+    //! INVALID_ARGUMENT (tonic-prost says INTERNAL, which reads as ours).
+
+    use std::marker::PhantomData;
+
+    use tonic::codec::{BufferSettings, DecodeBuf};
+    use tonic::{Code, Status};
+    use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
+
+    #[derive(Debug, Clone)]
+    pub struct Codec<T, U>(PhantomData<(T, U)>);
+
+    impl<T, U> Default for Codec<T, U> {
+        fn default() -> Self {
+            Self(PhantomData)
+        }
+    }
+
+    impl<T, U> tonic::codec::Codec for Codec<T, U>
+    where
+        T: prost::Message + Send + 'static,
+        U: prost::Message + Default + Send + 'static,
+    {
+        type Encode = T;
+        type Decode = U;
+        type Encoder = ProstEncoder<T>;
+        type Decoder = Decoder<U>;
+
+        fn encoder(&mut self) -> Self::Encoder {
+            ProstCodec::<T, U>::default().encoder()
+        }
+
+        fn decoder(&mut self) -> Self::Decoder {
+            Decoder(ProstDecoder::default())
+        }
+    }
+
+    #[derive(Debug)]
+    pub struct Decoder<U>(ProstDecoder<U>);
+
+    impl<U: prost::Message + Default> tonic::codec::Decoder for Decoder<U> {
+        type Item = U;
+        type Error = Status;
+
+        fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+            self.0.decode(buf).map_err(|s| {
+                if s.code() == Code::Internal {
+                    Status::invalid_argument(format!("the message is not a valid protobuf encoding: {}", s.message()))
+                } else {
+                    s
+                }
+            })
+        }
+
+        fn buffer_settings(&self) -> BufferSettings {
+            self.0.buffer_settings()
+        }
+    }
+}
+
 use rules::attribution::Fact as WireFact;
 use rules::attribution::index::StoredFact;
 use rules::attribution::why::explanation::{parse_labels, parse_tier};

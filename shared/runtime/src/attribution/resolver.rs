@@ -79,7 +79,13 @@ pub struct Engine {
     routes: Mutex<HashMap<String, RouteHealth>>,
     shutdown: watch::Sender<bool>,
     last_sweep_ms: Mutex<u64>,
+    /// Evictions not yet logged, and when they last were.
+    evictions_unlogged: Mutex<(u64, Option<u64>)>,
 }
+
+/// At most one eviction warning per this long: the caps binding is a sizing
+/// problem, worth a line a minute, not one per fact.
+const EVICTION_LOG_EVERY_MS: u64 = 60_000;
 
 /// How often applying facts also sweeps expired ones (memory only).
 const SWEEP_EVERY_MS: u64 = 10_000;
@@ -96,6 +102,7 @@ impl Engine {
             routes: Mutex::new(HashMap::new()),
             shutdown: watch::channel(false).0,
             last_sweep_ms: Mutex::new(now),
+            evictions_unlogged: Mutex::new((0, None)),
         }
     }
 
@@ -145,9 +152,13 @@ impl Engine {
             let mut ix = self.write();
             let before = ix.evictions();
             let mut keys = Vec::new();
+            let mut duplicates = 0;
             for fact in batch.facts {
-                keys.extend(ix.insert(&batch.scope, fact, batch.at_ms));
+                let filed = ix.file(&batch.scope, fact, batch.at_ms);
+                duplicates += u64::from(filed.duplicate);
+                keys.extend(filed.keys);
             }
+            self.metrics.fact_duplicates.inc_by(duplicates);
             let mut last = self.last_sweep_ms.lock().unwrap_or_else(|e| e.into_inner());
             if now.saturating_sub(*last) >= SWEEP_EVERY_MS {
                 ix.sweep(now);
@@ -164,6 +175,31 @@ impl Engine {
         for _ in evictions_before.total..evictions_after.total {
             self.metrics.eviction("total");
         }
+        let evicted =
+            (evictions_after.per_type - evictions_before.per_type) + (evictions_after.total - evictions_before.total);
+        if evicted > 0 {
+            self.log_evictions(evicted, now, &evictions_after);
+        }
+    }
+
+    /// Evictions drop facts the receiver acknowledged: say so (rate-limited),
+    /// not only count it.
+    fn log_evictions(&self, evicted: u64, now: u64, totals: &rules::attribution::index::Evictions) {
+        let mut state = self.evictions_unlogged.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 += evicted;
+        if state.1.is_some_and(|last| now.saturating_sub(last) < EVICTION_LOG_EVERY_MS) {
+            return;
+        }
+        tracing::warn!(
+            evicted = state.0,
+            per_type_total = totals.per_type,
+            total_cap_total = totals.total,
+            max_facts = self.config.index.max_facts,
+            max_facts_per_type = self.config.index.max_facts_per_type,
+            "the fact index is full: acknowledged facts were evicted before their TTL, so their objects may resolve absent; \
+             raise --author-attribution-max-facts / --author-attribution-max-facts-per-type or shorten --author-attribution-ttl"
+        );
+        *state = (0, Some(now));
     }
 
     /// Drops expired facts (memory only; expiry is decided on read anyway).
