@@ -377,3 +377,72 @@ fn prune_never_keeps_documents_and_prune_always_removes_what_vanished_while_down
     let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
     assert!(subject.starts_with("reconcile: 1 object of configmaps"), "{subject}");
 }
+
+#[test]
+fn without_custom_resources_watch_takes_the_types_from_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let mut store = Store::new();
+    store.seed_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).unwrap();
+    store.seed_object(configmap("existing", "0")).unwrap();
+    let api = fakeapi::spawn(store).unwrap();
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
+    let clone = dir.path().join("clone");
+    let remote_url = format!("file://{}", remote.display());
+    let sidecar = testkit::sidecar::Sidecar::builder("serve")
+        .args(&["--git-repo", clone.to_str().unwrap(), "--git-remote", &remote_url, "--author-attribution-grace", "1s"])
+        .start();
+    let mut watcher = Command::new(sidecar::binary())
+        .args([
+            "watch",
+            "--resource",
+            "configmaps",
+            "--resource",
+            "deployments.apps",
+            "-n",
+            NS,
+            "--commit-window",
+            "200ms",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(&sidecar.socket)
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let has = |path: &str| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&remote)
+            .args(["cat-file", "-e", &format!("main:{path}")])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // The first list reconciles what exists; no prefix without a GitTarget.
+    wait("the reconcile of the existing ConfigMap", &|| has(&format!("core/v1/configmaps/{NS}/existing.yaml")));
+    let writes = {
+        let mut s = api.store.lock().unwrap();
+        s.as_user("alice").create("configmaps", NS, configmap("web", "1")).unwrap();
+        s.take_writes()
+    };
+    let events: Vec<serde_json::Value> = writes.iter().map(testkit::audit::from_write).collect();
+    assert_eq!(sidecar.post_events("default", &events), 200);
+    wait("alice's create", &|| has(&format!("core/v1/configmaps/{NS}/web.yaml")));
+    assert_eq!(git(&remote, &["log", "-1", "--format=%an", "main"]).trim(), "alice");
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+}
