@@ -232,7 +232,7 @@ impl Engine {
             .explain(scope, q)
             .into_iter()
             .map(|c| CandidateView {
-                wins: winner.best.as_ref().is_some_and(|w| w.tier == c.tier && Arc::ptr_eq(&w.fact, &c.fact)),
+                wins: winner.best.as_ref().is_some_and(|w| w.tier == c.tier && w.fact.same(&c.fact)),
                 tier: c.tier,
                 asserts: c.tier.asserts().into(),
                 fact: EvidenceFact::from(&*c.fact),

@@ -12,16 +12,23 @@
 //! own order ([`order`]), not the one that arrived last, and a fact whose
 //! auditID the scope already holds is a re-delivery and changes nothing: so
 //! duplicates and reordering of facts never change a resolution.
+//!
+//! Facts are held compactly ([`store`]); a read hands out the fact as it
+//! was filed ([`StoredFact`]), built for the answer only.
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use super::selector::Selector;
 use super::{Fact, Scope, Tier};
 
 pub mod order;
+mod store;
 pub use order::{object_order, supersedes};
+use store::{Fid, Hashes, Key, NONE, Slot, Store};
 
 /// Caps and horizons of the index. Defaults are the sidecar's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,16 +50,21 @@ impl Default for IndexConfig {
     }
 }
 
-/// A fact as the index holds it: `at_ms` is when it was appended to its
-/// stream (the clock it ages on); `seq` is arrival order (what caps evict by).
+/// A held fact as a read hands it out: `at_ms` is when it was appended to
+/// its stream (the clock it ages on).
 #[derive(Debug, PartialEq)]
 pub struct StoredFact {
     pub fact: Fact,
     pub at_ms: u64,
+    /// Arrival order: unique per held fact.
     seq: u64,
-    /// Parsed once at filing; `None` for an unparseable selector, which
-    /// then matches nothing (a wrong author is worse than no author).
-    selector: Option<Selector>,
+}
+
+impl StoredFact {
+    /// Whether two reads handed out the same held fact.
+    pub fn same(&self, other: &StoredFact) -> bool {
+        self.seq == other.seq
+    }
 }
 
 pub type FactRef = Arc<StoredFact>;
@@ -159,86 +171,94 @@ pub struct Filed {
     pub duplicate: bool,
 }
 
-/// The uid tiers of one object, under one copy of its uid: `exact` (by
-/// resourceVersion), `latest`, and the sticky removal pointer.
-#[derive(Debug, Default)]
+/// The uid tiers of one object: `latest` and the sticky removal pointer
+/// (`exact` is its own table, keyed by uid and resourceVersion).
+#[derive(Debug, Clone, Copy)]
 struct UidEntry {
-    /// Few per object within a TTL, so a short list beats a map.
-    exact: Vec<(Box<str>, FactRef)>,
-    latest: Option<FactRef>,
-    sticky: Option<FactRef>,
+    latest: Fid,
+    sticky: Fid,
 }
 
 impl UidEntry {
-    fn is_empty(&self) -> bool {
-        self.exact.is_empty() && self.latest.is_none() && self.sticky.is_none()
-    }
-
-    fn exact(&self, rv: &str) -> Option<&FactRef> {
-        self.exact.iter().find(|(r, _)| &**r == rv).map(|(_, f)| f)
+    /// A slot naming the entry's uid (either pointer: they share it).
+    fn any(&self) -> Fid {
+        if self.latest != NONE { self.latest } else { self.sticky }
     }
 }
 
+/// Every table holds slot numbers; a key is hashed from what its slot holds.
 #[derive(Debug, Default)]
 struct ScopeIndex {
-    by_uid: HashMap<Box<str>, UidEntry>,
-    rv: HashMap<Box<str>, FactRef>,
-    /// namespace -> name -> fact, so a read needs no allocation.
-    name: HashMap<Box<str>, HashMap<Box<str>, FactRef>>,
-    collections: HashMap<Box<str>, Vec<FactRef>>,
+    by_uid: HashTable<UidEntry>,
+    /// `exact`: by uid + resourceVersion.
+    exact: HashTable<Fid>,
+    rv: HashTable<Fid>,
+    /// The name tier: by interned namespace + name.
+    name: HashTable<Fid>,
+    /// Collection facts by interned namespace.
+    collections: HashMap<u32, Vec<Fid>>,
     /// TTL-bound facts in arrival order.
-    live: VecDeque<FactRef>,
+    live: VecDeque<Fid>,
     /// Removal facts past their TTL, still held by the sticky pointer.
-    sticky_only: VecDeque<FactRef>,
-    /// Held facts by a hash of their auditID, to recognise a re-delivery.
-    /// The fact itself confirms a match, so a hash collision only costs the
-    /// check, never a fact.
-    audit_ids: HashMap<u64, FactRef>,
+    sticky_only: VecDeque<Fid>,
+    /// Held facts by auditID, to recognise a re-delivery.
+    audit_ids: HashTable<Fid>,
 }
 
-fn audit_hash(audit_id: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    audit_id.hash(&mut h);
-    h.finish()
+fn exact_hash(h: &Hashes, s: &Slot) -> u64 {
+    h.of((s.uid(), s.rv()))
+}
+
+fn name_hash(h: &Hashes, s: &Slot) -> u64 {
+    h.of((s.namespace, s.name()))
+}
+
+/// Whether `new` may replace `cur` in a last-writer-wins slot.
+fn supersedes_slot(st: &Store, new: Fid, cur: Fid) -> bool {
+    cur == NONE || order::order_of(st.get(new).order(), st.get(cur).order()).is_none_or(|o| o == Ordering::Greater)
 }
 
 /// Puts `f` in `slot` when the slot is empty or `f` supersedes what it holds.
-fn take_slot(slot: &mut Option<FactRef>, f: &FactRef) -> bool {
-    let take = slot.as_ref().is_none_or(|cur| supersedes(&f.fact, &cur.fact));
+fn take_slot(st: &Store, slot: &mut Fid, f: Fid) -> bool {
+    let take = supersedes_slot(st, f, *slot);
     if take {
-        *slot = Some(f.clone());
+        *slot = f;
     }
     take
 }
 
-/// [`take_slot`] for a map entry.
-fn take_entry(map: &mut HashMap<Box<str>, FactRef>, key: Box<str>, f: &FactRef) -> bool {
-    match map.entry(key) {
-        std::collections::hash_map::Entry::Occupied(mut e) => {
-            let take = supersedes(&f.fact, &e.get().fact);
-            if take {
-                e.insert(f.clone());
-            }
-            take
-        }
-        std::collections::hash_map::Entry::Vacant(e) => {
-            e.insert(f.clone());
+/// The last of `facts` in the object's order (arrival order breaks ties:
+/// `facts` come in arrival order).
+fn latest(st: &Store, facts: impl Iterator<Item = Fid>) -> Option<Fid> {
+    facts.fold(None, |best, f| match best {
+        Some(b) if !supersedes_slot(st, f, b) => Some(b),
+        _ => Some(f),
+    })
+}
+
+/// A last-writer-wins table entry for `f` under `hash`, where `same` finds
+/// the entry of `f`'s key and `rehash` hashes a held slot.
+fn take_entry(
+    st: &Store,
+    table: &mut HashTable<Fid>,
+    hash: u64,
+    f: Fid,
+    same: impl Fn(&Slot) -> bool,
+    rehash: impl Fn(&Slot) -> u64,
+) -> bool {
+    match table.find_mut(hash, |&cur| same(st.get(cur))) {
+        Some(cur) => take_slot(st, cur, f),
+        None => {
+            table.insert_unique(hash, f, |&cur| rehash(st.get(cur)));
             true
         }
     }
 }
 
-/// The last of `facts` in the object's order (arrival order breaks ties:
-/// `facts` come in arrival order).
-fn latest<'a>(facts: impl Iterator<Item = &'a FactRef>) -> Option<&'a FactRef> {
-    facts.fold(None, |best, f| match best {
-        Some(b) if !supersedes(&f.fact, &b.fact) => Some(b),
-        _ => Some(f),
-    })
-}
-
-fn same(a: &Option<FactRef>, f: &FactRef) -> bool {
-    a.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, f))
+fn remove_entry(table: &mut HashTable<Fid>, hash: u64, f: Fid) {
+    if let Ok(e) = table.find_entry(hash, |&cur| cur == f) {
+        e.remove();
+    }
 }
 
 impl ScopeIndex {
@@ -246,93 +266,99 @@ impl ScopeIndex {
         self.live.len() + self.sticky_only.len()
     }
 
-    fn oldest_seq(&self) -> Option<u64> {
-        let a = self.live.front().map(|f| f.seq);
-        let b = self.sticky_only.front().map(|f| f.seq);
+    fn oldest_seq(&self, st: &Store) -> Option<u64> {
+        let a = self.live.front().map(|&f| st.get(f).seq);
+        let b = self.sticky_only.front().map(|&f| st.get(f).seq);
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    fn uid(&self, uid: &str) -> Option<&UidEntry> {
-        self.by_uid.get(uid)
+    fn uid(&self, st: &Store, h: &Hashes, uid: Key<'_>) -> Option<UidEntry> {
+        self.by_uid.find(h.of(Some(uid)), |e| st.get(e.any()).uid() == Some(uid)).copied()
     }
 
-    fn name(&self, namespace: &str, name: &str) -> Option<&FactRef> {
-        self.name.get(namespace)?.get(name)
+    fn exact(&self, st: &Store, h: &Hashes, uid: Key<'_>, rv: Key<'_>) -> Option<Fid> {
+        let s = |f: &Fid| st.get(*f).uid() == Some(uid) && st.get(*f).rv() == Some(rv);
+        self.exact.find(h.of((Some(uid), Some(rv))), s).copied()
     }
 
-    /// The held fact with `f`'s auditID, if any: `f` is then a re-delivery.
-    fn held_duplicate(&self, f: &Fact) -> bool {
-        !f.audit_id.is_empty()
-            && self.audit_ids.get(&audit_hash(&f.audit_id)).is_some_and(|held| held.fact.audit_id == f.audit_id)
+    fn rv(&self, st: &Store, h: &Hashes, rv: Key<'_>) -> Option<Fid> {
+        self.rv.find(h.of(Some(rv)), |&f| st.get(f).rv() == Some(rv)).copied()
     }
 
-    fn remember_audit_id(&mut self, f: &FactRef) {
-        if !f.fact.audit_id.is_empty() {
-            // On a (astronomically rare) collision the first holder stays.
-            self.audit_ids.entry(audit_hash(&f.fact.audit_id)).or_insert_with(|| f.clone());
+    fn name(&self, st: &Store, h: &Hashes, namespace: Option<u32>, name: &str) -> Option<Fid> {
+        let ns = namespace?;
+        self.name.find(h.of((ns, name)), |&f| st.get(f).namespace == ns && st.get(f).name() == name).copied()
+    }
+
+    /// Whether the scope holds a fact with `f`'s auditID: `f` is then a re-delivery.
+    fn held_duplicate(&self, st: &Store, h: &Hashes, f: &Fact) -> bool {
+        Key::id(&f.audit_id)
+            .is_some_and(|a| self.audit_ids.find(h.of(Some(a)), |&x| st.get(x).audit() == Some(a)).is_some())
+    }
+
+    fn remember_audit_id(&mut self, st: &Store, h: &Hashes, f: Fid) {
+        let Some(a) = st.get(f).audit() else { return };
+        let hash = h.of(Some(a));
+        // On a (vanishingly rare) second holder the first one stays.
+        if self.audit_ids.find(hash, |&x| st.get(x).audit() == Some(a)).is_none() {
+            self.audit_ids.insert_unique(hash, f, |&x| h.of(st.get(x).audit()));
         }
     }
 
-    fn forget_audit_id(&mut self, f: &FactRef) {
-        if f.fact.audit_id.is_empty() {
-            return;
-        }
-        let h = audit_hash(&f.fact.audit_id);
-        if self.audit_ids.get(&h).is_some_and(|held| Arc::ptr_eq(held, f)) {
-            self.audit_ids.remove(&h);
+    fn forget_audit_id(&mut self, st: &Store, h: &Hashes, f: Fid) {
+        if let Some(a) = st.get(f).audit() {
+            remove_entry(&mut self.audit_ids, h.of(Some(a)), f);
         }
     }
 
     /// Files `f` under the keys of its one branch; returns the keys whose
     /// slot it took (none: a later fact already holds every slot it could
-    /// fill, so it is not held at all).
-    fn file(&mut self, f: &FactRef) -> Vec<IndexKey> {
-        let fact = &f.fact;
+    /// fill, so it is not held at all). `fact` is `f` as it arrived.
+    fn file(&mut self, st: &Store, h: &Hashes, f: Fid, fact: &Fact) -> Vec<IndexKey> {
+        let slot = st.get(f);
         let mut keys = Vec::with_capacity(2);
-        if fact.is_collection() {
-            let ns: Box<str> = fact.namespace.as_str().into();
-            self.collections.entry(ns.clone()).or_default().push(f.clone());
-            keys.push(IndexKey::Collection(ns));
-        } else if !fact.uid.is_empty() {
-            let uid: Box<str> = fact.uid.as_str().into();
-            let e = self.by_uid.entry(uid.clone()).or_default();
-            if !fact.resource_version.is_empty() {
-                let rv = fact.resource_version.as_str();
-                let took = match e.exact.iter_mut().find(|(r, _)| &**r == rv) {
-                    Some(slot) if supersedes(fact, &slot.1.fact) => {
-                        slot.1 = f.clone();
-                        true
-                    }
-                    Some(_) => false,
-                    None => {
-                        e.exact.push((rv.into(), f.clone()));
-                        true
-                    }
-                };
-                if took {
-                    keys.push(IndexKey::Exact(uid.clone(), rv.into()));
+        if slot.is_collection() {
+            self.collections.entry(slot.namespace).or_default().push(f);
+            keys.push(IndexKey::Collection(fact.namespace.as_str().into()));
+        } else if let Some(uid) = slot.uid() {
+            if let Some(rv) = slot.rv() {
+                let same = |s: &Slot| s.uid() == Some(uid) && s.rv() == Some(rv);
+                if take_entry(st, &mut self.exact, h.of((Some(uid), Some(rv))), f, same, |s| exact_hash(h, s)) {
+                    keys.push(IndexKey::Exact(fact.uid.as_str().into(), fact.resource_version.as_str().into()));
                 }
             }
-            let mut took_uid = take_slot(&mut e.latest, f);
-            if fact.is_removal() {
-                // Only another removal fact may fill the sticky pointer.
-                took_uid |= take_slot(&mut e.sticky, f);
+            let hash = h.of(Some(uid));
+            let removal = slot.is_removal();
+            let took = match self.by_uid.find_mut(hash, |e| st.get(e.any()).uid() == Some(uid)) {
+                Some(e) => {
+                    let mut took = take_slot(st, &mut e.latest, f);
+                    if removal {
+                        // Only another removal fact may fill the sticky pointer.
+                        took |= take_slot(st, &mut e.sticky, f);
+                    }
+                    took
+                }
+                None => {
+                    let e = UidEntry { latest: f, sticky: if removal { f } else { NONE } };
+                    self.by_uid.insert_unique(hash, e, |e| h.of(st.get(e.any()).uid()));
+                    true
+                }
+            };
+            if took {
+                keys.push(IndexKey::Uid(fact.uid.as_str().into()));
             }
-            if took_uid {
-                keys.push(IndexKey::Uid(uid));
-            }
-        } else if !fact.resource_version.is_empty() {
-            let rv: Box<str> = fact.resource_version.as_str().into();
-            if take_entry(&mut self.rv, rv.clone(), f) {
-                keys.push(IndexKey::Rv(rv));
+        } else if let Some(rv) = slot.rv() {
+            if take_entry(st, &mut self.rv, h.of(Some(rv)), f, |s| s.rv() == Some(rv), |s| h.of(s.rv())) {
+                keys.push(IndexKey::Rv(fact.resource_version.as_str().into()));
             }
         } else if !fact.name.is_empty() {
-            let (ns, name): (Box<str>, Box<str>) = (fact.namespace.as_str().into(), fact.name.as_str().into());
-            if take_entry(self.name.entry(ns.clone()).or_default(), name.clone(), f) {
-                keys.push(IndexKey::Name(ns, name));
+            let (ns, name) = (slot.namespace, slot.name());
+            let same = |s: &Slot| s.namespace == ns && s.name() == name;
+            if take_entry(st, &mut self.name, h.of((ns, name)), f, same, |s| name_hash(h, s)) {
+                keys.push(IndexKey::Name(fact.namespace.as_str().into(), fact.name.as_str().into()));
             }
         }
         keys
@@ -340,60 +366,40 @@ impl ScopeIndex {
 
     /// Removes `f` from every TTL-bound structure that still points at it,
     /// and from the sticky pointer too when `with_sticky`.
-    fn unfile(&mut self, f: &FactRef, with_sticky: bool) {
-        let fact = &f.fact;
-        if fact.is_collection() {
-            if let Some(v) = self.collections.get_mut(fact.namespace.as_str()) {
-                v.retain(|c| !Arc::ptr_eq(c, f));
+    fn unfile(&mut self, st: &Store, h: &Hashes, f: Fid, with_sticky: bool) {
+        let slot = st.get(f);
+        if slot.is_collection() {
+            if let Some(v) = self.collections.get_mut(&slot.namespace) {
+                v.retain(|&c| c != f);
                 if v.is_empty() {
-                    self.collections.remove(fact.namespace.as_str());
+                    self.collections.remove(&slot.namespace);
                 }
             }
-        } else if !fact.uid.is_empty() {
-            if let Some(e) = self.by_uid.get_mut(fact.uid.as_str()) {
-                e.exact.retain(|(_, cur)| !Arc::ptr_eq(cur, f));
-                if same(&e.latest, f) {
-                    e.latest = None;
+        } else if let Some(uid) = slot.uid() {
+            if slot.rv().is_some() {
+                remove_entry(&mut self.exact, exact_hash(h, slot), f);
+            }
+            if let Ok(mut e) = self.by_uid.find_entry(h.of(Some(uid)), |e| e.latest == f || e.sticky == f) {
+                let entry = e.get_mut();
+                if entry.latest == f {
+                    entry.latest = NONE;
                 }
-                if with_sticky && same(&e.sticky, f) {
-                    e.sticky = None;
+                if with_sticky && entry.sticky == f {
+                    entry.sticky = NONE;
                 }
-                if e.is_empty() {
-                    self.by_uid.remove(fact.uid.as_str());
+                if entry.latest == NONE && entry.sticky == NONE {
+                    e.remove();
                 }
             }
-        } else if !fact.resource_version.is_empty() {
-            if self.rv.get(fact.resource_version.as_str()).is_some_and(|cur| Arc::ptr_eq(cur, f)) {
-                self.rv.remove(fact.resource_version.as_str());
-            }
-        } else if let Some(names) = self.name.get_mut(fact.namespace.as_str()) {
-            if names.get(fact.name.as_str()).is_some_and(|cur| Arc::ptr_eq(cur, f)) {
-                names.remove(fact.name.as_str());
-            }
-            if names.is_empty() {
-                self.name.remove(fact.namespace.as_str());
-            }
+        } else if let Some(rv) = slot.rv() {
+            remove_entry(&mut self.rv, h.of(Some(rv)), f);
+        } else {
+            remove_entry(&mut self.name, name_hash(h, slot), f);
         }
     }
 
-    fn holds_sticky(&self, f: &FactRef) -> bool {
-        !f.fact.uid.is_empty() && self.by_uid.get(f.fact.uid.as_str()).is_some_and(|e| same(&e.sticky, f))
-    }
-
-    /// Evicts the oldest fact entirely (caps): every key, sticky included.
-    fn evict_oldest(&mut self) -> bool {
-        let from_live = match (self.live.front(), self.sticky_only.front()) {
-            (Some(a), Some(b)) => a.seq < b.seq,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => return false,
-        };
-        let f = if from_live { self.live.pop_front() } else { self.sticky_only.pop_front() };
-        if let Some(f) = f {
-            self.unfile(&f, true);
-            self.forget_audit_id(&f);
-        }
-        true
+    fn holds_sticky(&self, st: &Store, h: &Hashes, f: Fid) -> bool {
+        st.get(f).uid().and_then(|u| self.uid(st, h, u)).is_some_and(|e| e.sticky == f)
     }
 }
 
@@ -403,9 +409,8 @@ pub struct Index {
     config: IndexConfig,
     scope_ids: HashMap<Scope, u32>,
     scopes: Vec<ScopeIndex>,
-    /// Arrival order across scopes (seq, scope id), for the total cap.
-    /// Entries of facts already gone are skipped lazily.
-    arrivals: VecDeque<(u64, u32)>,
+    store: Store,
+    hashes: Hashes,
     next_seq: u64,
     total: usize,
     evictions: Evictions,
@@ -468,28 +473,28 @@ impl Index {
                 id
             }
         };
+        let (st, h) = (&mut self.store, &self.hashes);
         let s = &mut self.scopes[id as usize];
-        if s.held_duplicate(&fact) {
+        if s.held_duplicate(st, h, &fact) {
             self.duplicates += 1;
             return Filed { keys: Vec::new(), duplicate: true };
         }
         let selector = if fact.is_collection() { Selector::parse(&fact.label_selector).ok() } else { None };
-        let seq = self.next_seq;
-        let stored = Arc::new(StoredFact { fact, at_ms, seq, selector });
-        let cap = self.config.max_facts_per_type.max(1);
-        let keys = s.file(&stored);
+        let f = st.alloc(&fact, at_ms, self.next_seq + 1, selector);
+        let keys = s.file(st, h, f, &fact);
         if keys.is_empty() {
+            st.free(f);
             return Filed::default();
         }
-        s.remember_audit_id(&stored);
+        s.remember_audit_id(st, h, f);
         self.next_seq += 1;
-        while s.len() >= cap && s.evict_oldest() {
+        let cap = self.config.max_facts_per_type.max(1);
+        while s.len() >= cap && Self::evict_oldest(st, h, s) {
             self.total -= 1;
             self.evictions.per_type += 1;
         }
-        s.live.push_back(stored);
+        s.live.push_back(f);
         self.total += 1;
-        self.arrivals.push_back((seq, id));
         while self.total > self.config.max_facts.max(1) {
             if !self.evict_globally_oldest() {
                 break;
@@ -499,16 +504,30 @@ impl Index {
         Filed { keys, duplicate: false }
     }
 
-    fn evict_globally_oldest(&mut self) -> bool {
-        while let Some((seq, id)) = self.arrivals.pop_front() {
-            let s = &mut self.scopes[id as usize];
-            if s.oldest_seq() == Some(seq) {
-                s.evict_oldest();
-                self.total -= 1;
-                return true;
-            }
+    /// Evicts the oldest fact of `s` entirely (caps): every key, sticky included.
+    fn evict_oldest(st: &mut Store, h: &Hashes, s: &mut ScopeIndex) -> bool {
+        let from_live = match (s.live.front(), s.sticky_only.front()) {
+            (Some(&a), Some(&b)) => st.get(a).seq < st.get(b).seq,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => return false,
+        };
+        let f = if from_live { s.live.pop_front() } else { s.sticky_only.pop_front() };
+        if let Some(f) = f {
+            s.unfile(st, h, f, true);
+            s.forget_audit_id(st, h, f);
+            st.free(f);
         }
-        false
+        true
+    }
+
+    fn evict_globally_oldest(&mut self) -> bool {
+        let st = &self.store;
+        let oldest = self.scopes.iter().enumerate().filter_map(|(id, s)| Some((s.oldest_seq(st)?, id))).min();
+        let Some((_, id)) = oldest else { return false };
+        Self::evict_oldest(&mut self.store, &self.hashes, &mut self.scopes[id]);
+        self.total -= 1;
+        true
     }
 
     /// Bounds memory: drops facts past the TTL from the TTL-bound tiers. A
@@ -517,122 +536,138 @@ impl Index {
     /// decided on read.
     pub fn sweep(&mut self, now_ms: u64) {
         let ttl = self.config.ttl_ms;
+        let (st, h) = (&mut self.store, &self.hashes);
         let mut dropped = 0;
         for s in &mut self.scopes {
-            while s.live.front().is_some_and(|f| f.at_ms.saturating_add(ttl) <= now_ms) {
-                let f = s.live.pop_front().expect("front checked");
-                s.unfile(&f, false);
-                if s.holds_sticky(&f) {
-                    let at = s.sticky_only.partition_point(|x| x.seq < f.seq);
+            while let Some(&f) = s.live.front().filter(|&&f| st.get(f).at_ms.saturating_add(ttl) <= now_ms) {
+                s.live.pop_front();
+                s.unfile(st, h, f, false);
+                if s.holds_sticky(st, h, f) {
+                    let seq = st.get(f).seq;
+                    let at = s.sticky_only.partition_point(|&x| st.get(x).seq < seq);
                     s.sticky_only.insert(at, f);
                 } else {
-                    s.forget_audit_id(&f);
+                    s.forget_audit_id(st, h, f);
+                    st.free(f);
                     dropped += 1;
                 }
             }
         }
         self.total -= dropped;
-        // Forget arrival entries of facts that are gone, so the queue stays
-        // proportional to what is held.
-        if self.arrivals.len() > 2 * self.total + 1024 {
-            let mut held: Vec<(u64, u32)> = self
-                .scopes
-                .iter()
-                .enumerate()
-                .flat_map(|(id, s)| s.live.iter().chain(&s.sticky_only).map(move |f| (f.seq, id as u32)))
-                .collect();
-            held.sort_unstable_by_key(|(seq, _)| *seq);
-            self.arrivals = held.into();
-        }
     }
 
-    fn live<'a>(&self, f: Option<&'a FactRef>, now_ms: u64) -> Option<&'a FactRef> {
-        f.filter(|f| f.at_ms.saturating_add(self.config.ttl_ms) > now_ms)
+    fn live(&self, f: Option<Fid>, now_ms: u64) -> Option<Fid> {
+        f.filter(|&f| self.store.get(f).at_ms.saturating_add(self.config.ttl_ms) > now_ms)
+    }
+
+    /// The fact in slot `f`, as it was filed.
+    fn stored(&self, f: Fid) -> FactRef {
+        let s = self.store.get(f);
+        Arc::new(StoredFact { fact: self.store.fact(f), at_ms: s.at_ms, seq: s.seq })
     }
 
     /// Reads the tiers for `q` in the spec's precedence (§4 flowchart).
     pub fn lookup(&self, scope: &Scope, q: &Query, now_ms: u64) -> Lookup {
+        let (best, settled) = self.resolve(scope, q, now_ms);
+        Lookup { best: best.map(|(tier, f)| Match { tier, fact: self.stored(f) }), settled }
+    }
+
+    /// [`Index::lookup`] by slot: the winner and whether it settles.
+    fn resolve(&self, scope: &Scope, q: &Query, now_ms: u64) -> (Option<(Tier, Fid)>, bool) {
         let Some(s) = self.scope(scope) else {
-            return Lookup::default();
+            return (None, false);
         };
-        let found = |tier: Tier, f: &FactRef| Some(Match { tier, fact: f.clone() });
-        let by_uid = if q.uid.is_empty() { None } else { s.uid(&q.uid) };
-        let exact = if q.resource_version.is_empty() {
-            None
-        } else {
-            self.live(by_uid.and_then(|e| e.exact(&q.resource_version)), now_ms)
+        let (st, h) = (&self.store, &self.hashes);
+        let (uid, rv) = (Key::id(&q.uid), Key::rv(&q.resource_version));
+        let by_uid = uid.and_then(|u| s.uid(st, h, u));
+        let exact = match (uid, rv) {
+            (Some(u), Some(r)) => self.live(s.exact(st, h, u, r), now_ms),
+            _ => None,
         };
+        let removal = |f: Fid| st.get(f).is_removal();
+        let ns = st.find_string(&q.namespace);
 
         if q.removal {
             // A fact about the deletion, filed under any key, ends the wait;
             // a write fact is only ever held as a fallback.
-            let mut fallback: Option<Match> = None;
-            if let Some(f) = by_uid.and_then(|e| e.sticky.as_ref()) {
+            let mut fallback = None;
+            if let Some(f) = by_uid.map(|e| e.sticky).filter(|&f| f != NONE) {
                 // Not TTL-bound: a uid is unique across space and time.
-                return Lookup { best: found(Tier::DeleteSticky, f), settled: true };
+                return (Some((Tier::DeleteSticky, f)), true);
             }
             if let Some(f) = exact {
-                if f.fact.is_removal() {
-                    return Lookup { best: found(Tier::Exact, f), settled: true };
+                if removal(f) {
+                    return (Some((Tier::Exact, f)), true);
                 }
-                fallback = found(Tier::Exact, f);
+                fallback = Some((Tier::Exact, f));
             }
-            if !q.uid.is_empty()
-                && let Some(f) = self.collection_with_uid(s, q, now_ms)
+            if uid.is_some()
+                && let Some(f) = self.collection_with_uid(s, ns, q, now_ms)
             {
-                return Lookup { best: found(Tier::DeletecollectionBodyUid, f), settled: true };
+                return (Some((Tier::DeletecollectionBodyUid, f)), true);
             }
-            if let Some(f) = self.live(by_uid.and_then(|e| e.latest.as_ref()), now_ms) {
-                if f.fact.is_removal() {
-                    return Lookup { best: found(Tier::Latest, f), settled: true };
+            if let Some(f) = self.live(by_uid.map(|e| e.latest).filter(|&f| f != NONE), now_ms) {
+                if removal(f) {
+                    return (Some((Tier::Latest, f)), true);
                 }
-                fallback = fallback.or_else(|| found(Tier::Latest, f));
+                fallback = fallback.or(Some((Tier::Latest, f)));
             }
-            let name = self.live(s.name(&q.namespace, &q.name), now_ms);
-            if let Some(f) = name.filter(|f| f.fact.is_removal()) {
-                return Lookup { best: found(Tier::Name, f), settled: true };
+            let name = self.live(s.name(st, h, ns, &q.name), now_ms);
+            if let Some(f) = name.filter(|&f| removal(f)) {
+                return (Some((Tier::Name, f)), true);
             }
             if fallback.is_some() {
-                return Lookup { best: fallback, settled: false };
+                return (fallback, false);
             }
-            if let Some(f) = self.collection_covering(s, q, now_ms) {
-                return Lookup { best: found(Tier::DeletecollectionScope, f), settled: true };
+            if let Some(f) = self.collection_covering(s, ns, q, now_ms) {
+                return (Some((Tier::DeletecollectionScope, f)), true);
             }
         } else if let Some(f) = exact {
-            return Lookup { best: found(Tier::Exact, f), settled: true };
+            return (Some((Tier::Exact, f)), true);
         }
 
         // The rv hatch and the name tier: all an exact-capable event may
         // reach after `exact`, and the last resort of a removal.
-        let hatch = (!q.resource_version.is_empty())
-            .then(|| self.live(s.rv.get(q.resource_version.as_str()), now_ms))
-            .flatten()
+        let hatch = rv
+            .and_then(|r| self.live(s.rv(st, h, r), now_ms))
             .map(|f| (Tier::ResourceVersion, f))
-            .or_else(|| self.live(s.name(&q.namespace, &q.name), now_ms).map(|f| (Tier::Name, f)));
+            .or_else(|| self.live(s.name(st, h, ns, &q.name), now_ms).map(|f| (Tier::Name, f)));
         match hatch {
-            Some((tier, f)) => Lookup { best: found(tier, f), settled: !q.removal || f.fact.is_removal() },
-            None => Lookup::default(),
+            Some((tier, f)) => (Some((tier, f)), !q.removal || removal(f)),
+            None => (None, false),
         }
     }
 
-    fn collection_with_uid<'a>(&self, s: &'a ScopeIndex, q: &Query, now_ms: u64) -> Option<&'a FactRef> {
-        latest(s.collections.get(q.namespace.as_str())?.iter().filter(|c| {
-            self.live(Some(c), now_ms).is_some() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid))
-        }))
+    /// Collection facts of `q`'s namespace.
+    fn collections<'a>(&'a self, s: &'a ScopeIndex, ns: Option<u32>) -> impl Iterator<Item = Fid> + 'a {
+        ns.and_then(|ns| s.collections.get(&ns)).into_iter().flatten().copied()
+    }
+
+    /// Whether collection `c`'s uid set names `uid`.
+    fn names_uid(&self, c: Fid, uid: &str) -> bool {
+        self.store.extra(c).and_then(|e| e.uids.as_ref()).is_some_and(|u| u.iter().any(|x| x == uid))
+    }
+
+    fn collection_with_uid(&self, s: &ScopeIndex, ns: Option<u32>, q: &Query, now_ms: u64) -> Option<Fid> {
+        let held =
+            self.collections(s, ns).filter(|&c| self.live(Some(c), now_ms).is_some() && self.names_uid(c, &q.uid));
+        latest(&self.store, held)
     }
 
     /// The scope tier: a collection request in the object's namespace whose
     /// selector selects it, within the collection window. A collection whose
     /// body named its uids is not a scope candidate: the API server said
     /// exactly which objects it deleted, and this one was not among them.
-    fn collection_covering<'a>(&self, s: &'a ScopeIndex, q: &Query, now_ms: u64) -> Option<&'a FactRef> {
+    fn collection_covering(&self, s: &ScopeIndex, ns: Option<u32>, q: &Query, now_ms: u64) -> Option<Fid> {
         let window = self.config.collection_window_ms;
-        latest(s.collections.get(q.namespace.as_str())?.iter().filter(|c| {
+        let held = self.collections(s, ns).filter(|&c| {
+            let extra = self.store.extra(c);
             self.live(Some(c), now_ms).is_some()
-                && c.fact.uids.is_none()
-                && c.at_ms.abs_diff(q.observed_at_ms) <= window
-                && c.selector.as_ref().is_some_and(|sel| sel.matches(&q.labels))
-        }))
+                && extra.is_none_or(|e| e.uids.is_none())
+                && self.store.get(c).at_ms.abs_diff(q.observed_at_ms) <= window
+                && extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels))
+        });
+        latest(&self.store, held)
     }
 
     /// Every fact the index holds for the object of `q`, tier by tier, with
@@ -641,40 +676,46 @@ impl Index {
         let Some(s) = self.scope(scope) else {
             return Vec::new();
         };
+        let (st, h) = (&self.store, &self.hashes);
         let mut out = Vec::new();
-        let expired = |f: &FactRef| f.at_ms.saturating_add(self.config.ttl_ms) <= now_ms;
-        let mut push = |tier: Tier, f: &FactRef, rule: Option<&'static str>| {
+        let expired = |f: Fid| st.get(f).at_ms.saturating_add(self.config.ttl_ms) <= now_ms;
+        let mut push = |tier: Tier, f: Fid, rule: Option<&'static str>| {
             let excluded =
                 if expired(f) && tier != Tier::DeleteSticky { Some("expired: older than the TTL") } else { rule };
-            out.push(Candidate { tier, fact: f.clone(), excluded });
+            out.push(Candidate { tier, fact: self.stored(f), excluded });
         };
         const WRITE_GATE: &str = "a write may not reach the removal tiers";
-        let by_uid = if q.uid.is_empty() { None } else { s.uid(&q.uid) };
-        if let Some(f) = by_uid.and_then(|e| e.sticky.as_ref()) {
+        let (uid, rv) = (Key::id(&q.uid), Key::rv(&q.resource_version));
+        let ns = st.find_string(&q.namespace);
+        let by_uid = uid.and_then(|u| s.uid(st, h, u));
+        if let Some(f) = by_uid.map(|e| e.sticky).filter(|&f| f != NONE) {
             push(Tier::DeleteSticky, f, (!q.removal).then_some("only a removal consults the sticky pointer"));
         }
-        if let Some(f) = by_uid.and_then(|e| e.exact(&q.resource_version)) {
+        if let (Some(u), Some(r)) = (uid, rv)
+            && let Some(f) = s.exact(st, h, u, r)
+        {
             push(Tier::Exact, f, None);
         }
-        for c in s.collections.get(q.namespace.as_str()).into_iter().flatten() {
-            if !q.uid.is_empty() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid)) {
+        for c in self.collections(s, ns) {
+            if uid.is_some() && self.names_uid(c, &q.uid) {
                 push(Tier::DeletecollectionBodyUid, c, (!q.removal).then_some(WRITE_GATE));
                 continue;
             }
+            let extra = st.extra(c);
             let rule = if !q.removal {
                 Some(WRITE_GATE)
-            } else if c.fact.uids.is_some() {
+            } else if extra.is_some_and(|e| e.uids.is_some()) {
                 Some("the collection's uid set does not name this object")
-            } else if c.at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
+            } else if st.get(c).at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
                 Some("outside the collection window")
-            } else if !c.selector.as_ref().is_some_and(|sel| sel.matches(&q.labels)) {
+            } else if !extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels)) {
                 Some("the collection's selector does not select this object")
             } else {
                 None
             };
             push(Tier::DeletecollectionScope, c, rule);
         }
-        if let Some(f) = by_uid.and_then(|e| e.latest.as_ref()) {
+        if let Some(f) = by_uid.map(|e| e.latest).filter(|&f| f != NONE) {
             let rule = if q.exact_capable() {
                 Some("an exact-capable event may not fall through to the removal tiers")
             } else if !q.removal {
@@ -684,10 +725,10 @@ impl Index {
             };
             push(Tier::Latest, f, rule);
         }
-        if let Some(f) = s.rv.get(q.resource_version.as_str()) {
+        if let Some(f) = rv.and_then(|r| s.rv(st, h, r)) {
             push(Tier::ResourceVersion, f, None);
         }
-        if let Some(f) = s.name(&q.namespace, &q.name) {
+        if let Some(f) = s.name(st, h, ns, &q.name) {
             push(Tier::Name, f, None);
         }
         out

@@ -19,12 +19,19 @@ use crate::attribution::Fact;
 /// `None` when neither the resourceVersion nor the stageTimestamp tells
 /// them apart.
 pub fn object_order(a: &Fact, b: &Fact) -> Option<Ordering> {
-    if let (Ok(ra), Ok(rb)) = (a.resource_version.parse::<u64>(), b.resource_version.parse::<u64>())
+    let key = |f: &Fact| (f.resource_version.parse::<u64>().ok(), stage_time_us(&f.stage_timestamp));
+    order_of(key(a), key(b))
+}
+
+/// [`object_order`] over what it reads of each fact: the resourceVersion
+/// as an integer and the stageTimestamp in microseconds, where they are.
+pub(crate) fn order_of(a: (Option<u64>, Option<i64>), b: (Option<u64>, Option<i64>)) -> Option<Ordering> {
+    if let (Some(ra), Some(rb)) = (a.0, b.0)
         && ra != rb
     {
         return Some(ra.cmp(&rb));
     }
-    match (stage_time_us(&a.stage_timestamp), stage_time_us(&b.stage_timestamp)) {
+    match (a.1, b.1) {
         (Some(ta), Some(tb)) if ta != tb => Some(ta.cmp(&tb)),
         _ => None,
     }

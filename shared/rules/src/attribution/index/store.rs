@@ -1,0 +1,700 @@
+//! The compact fact store behind the index: every held fact is one fixed
+//! slot in a slab plus one allocation for what is never joined on.
+//!
+//! A million facts is the default cap and a sidecar runs beside every
+//! watcher, so a fact is held as small as it round-trips:
+//! - authors, namespaces, verbs, display names and emails are few and
+//!   repeated: interned (reference counted, so junk does not pile up);
+//! - a uid or auditID in the canonical lowercase UUID form is 16 bytes, a
+//!   canonical decimal resourceVersion a `u64`, a stageTimestamp that
+//!   prints back identically a count of microseconds; anything else is kept
+//!   as its text, so every fact reads back exactly as it was filed;
+//! - the slot holds what the joins read (uid, resourceVersion, namespace,
+//!   author, verb); the name, auditID, stageTimestamp, display name and
+//!   email sit in the slot's one allocation, read for the name tier, for
+//!   ordering and for `Explain`;
+//! - the index's tables hold slot numbers and hash what the slot holds, so
+//!   no key is a copy of a fact's strings.
+
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::HashTable;
+
+use super::order::stage_time_us;
+use crate::attribution::Fact;
+use crate::attribution::selector::Selector;
+
+/// A slot number.
+pub(super) type Fid = u32;
+
+/// No slot.
+pub(super) const NONE: Fid = Fid::MAX;
+
+const UID_UUID: u16 = 1;
+const UID_TEXT: u16 = 1 << 1;
+const RV_NUM: u16 = 1 << 2;
+const RV_TEXT: u16 = 1 << 3;
+const AUDIT_UUID: u16 = 1 << 4;
+const AUDIT_TEXT: u16 = 1 << 5;
+const TS_MICROS: u16 = 1 << 6;
+const TS_TEXT: u16 = 1 << 7;
+const DISPLAY: u16 = 1 << 8;
+const EMAIL: u16 = 1 << 9;
+const REMOVAL: u16 = 1 << 10;
+const COLLECTION: u16 = 1 << 11;
+const EXTRA: u16 = 1 << 12;
+
+/// A uid, auditID or resourceVersion in its compact form. Two strings are
+/// equal exactly when their keys are: the compact forms are taken only by
+/// canonical spellings, which no text key can equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Key<'a> {
+    Uuid([u8; 16]),
+    Num(u64),
+    Text(&'a str),
+}
+
+impl<'a> Key<'a> {
+    /// A uid or auditID; `None` when empty.
+    pub fn id(s: &'a str) -> Option<Self> {
+        if s.is_empty() {
+            return None;
+        }
+        Some(uuid(s).map_or(Key::Text(s), Key::Uuid))
+    }
+
+    /// A resourceVersion; `None` when empty.
+    pub fn rv(s: &'a str) -> Option<Self> {
+        if s.is_empty() {
+            return None;
+        }
+        Some(canonical_u64(s).map_or(Key::Text(s), Key::Num))
+    }
+
+    fn to_text(self) -> String {
+        match self {
+            Key::Uuid(b) => uuid_string(&b),
+            Key::Num(n) => n.to_string(),
+            Key::Text(t) => t.to_owned(),
+        }
+    }
+}
+
+fn hex(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+/// A lowercase `8-4-4-4-12` UUID as its 16 bytes.
+fn uuid(s: &str) -> Option<[u8; 16]> {
+    let b = s.as_bytes();
+    if b.len() != 36 {
+        return None;
+    }
+    let (mut out, mut i, mut j) = ([0u8; 16], 0, 0);
+    while i < 36 {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            if b[i] != b'-' {
+                return None;
+            }
+            i += 1;
+            continue;
+        }
+        out[j] = hex(b[i])? << 4 | hex(b[i + 1])?;
+        (i, j) = (i + 2, j + 1);
+    }
+    Some(out)
+}
+
+fn uuid_string(b: &[u8; 16]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(36);
+    for (j, byte) in b.iter().enumerate() {
+        if matches!(j, 4 | 6 | 8 | 10) {
+            s.push('-');
+        }
+        s.push(HEX[usize::from(byte >> 4)] as char);
+        s.push(HEX[usize::from(byte & 15)] as char);
+    }
+    s
+}
+
+/// A decimal that prints back identically (no sign, no leading zero).
+fn canonical_u64(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) || (b.len() > 1 && b[0] == b'0') {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Microseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the
+/// audit MicroTime form); `None` outside years 0..=9999.
+fn format_micros(us: i64) -> Option<String> {
+    let (days, rem) = (us.div_euclid(86_400_000_000), us.rem_euclid(86_400_000_000));
+    let (y, m, d) = civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
+    let (secs, micros) = (rem / 1_000_000, rem % 1_000_000);
+    Some(format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z", secs / 3600, secs / 60 % 60, secs % 60))
+}
+
+/// Inverse of `days_from_civil` (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// A stageTimestamp as microseconds when they print back identically.
+fn compact_timestamp(s: &str) -> Option<i64> {
+    let us = stage_time_us(s)?;
+    (format_micros(us).as_deref() == Some(s)).then_some(us)
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    let mut n = s.len();
+    loop {
+        let b = (n & 0x7f) as u8;
+        n >>= 7;
+        if n == 0 {
+            out.push(b);
+            break;
+        }
+        out.push(b | 0x80);
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Reads back what [`Slot::new`] wrote.
+struct Reader<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let n = n.min(self.b.len());
+        let (head, rest) = self.b.split_at(n);
+        self.b = rest;
+        head
+    }
+
+    fn array<const N: usize>(&mut self) -> [u8; N] {
+        let mut a = [0u8; N];
+        let head = self.take(N);
+        a[..head.len()].copy_from_slice(head);
+        a
+    }
+
+    fn str(&mut self) -> &'a str {
+        let (mut n, mut shift) = (0usize, 0);
+        while let Some((&b, rest)) = self.b.split_first() {
+            self.b = rest;
+            n |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        text(self.take(n))
+    }
+}
+
+/// Bytes the store wrote from a `&str`.
+fn text(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
+/// What a slot keeps out of its fixed part, decoded.
+struct Cold<'a> {
+    display: u32,
+    email: u32,
+    audit: Option<Key<'a>>,
+    ts_micros: Option<i64>,
+    ts_text: &'a str,
+    uid_text: &'a str,
+    rv_text: &'a str,
+    name: &'a str,
+}
+
+/// One held fact.
+#[derive(Debug)]
+pub(super) struct Slot {
+    /// Arrival order, from 1; 0 marks a free slot.
+    pub seq: u64,
+    /// When the fact was appended to its stream (the clock it ages on).
+    pub at_ms: u64,
+    rv: u64,
+    uid: [u8; 16],
+    pub author: u32,
+    pub namespace: u32,
+    verb: u32,
+    flags: u16,
+    /// name, auditID, stageTimestamp, display name, email and any uid or
+    /// resourceVersion kept as text (see [`Slot::cold`]).
+    cold: Box<[u8]>,
+}
+
+impl Slot {
+    fn has(&self, flag: u16) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub fn is_removal(&self) -> bool {
+        self.has(REMOVAL)
+    }
+
+    pub fn is_collection(&self) -> bool {
+        self.has(COLLECTION)
+    }
+
+    pub fn uid(&self) -> Option<Key<'_>> {
+        if self.has(UID_UUID) {
+            Some(Key::Uuid(self.uid))
+        } else if self.has(UID_TEXT) {
+            Some(Key::Text(self.cold().uid_text))
+        } else {
+            None
+        }
+    }
+
+    pub fn rv(&self) -> Option<Key<'_>> {
+        if self.has(RV_NUM) {
+            Some(Key::Num(self.rv))
+        } else if self.has(RV_TEXT) {
+            Some(Key::Text(self.cold().rv_text))
+        } else {
+            None
+        }
+    }
+
+    pub fn audit(&self) -> Option<Key<'_>> {
+        if self.has(AUDIT_UUID | AUDIT_TEXT) { self.cold().audit } else { None }
+    }
+
+    pub fn name(&self) -> &str {
+        self.cold().name
+    }
+
+    /// What the object's own order reads: the resourceVersion as an
+    /// integer and the stageTimestamp in microseconds, where they are.
+    pub fn order(&self) -> (Option<u64>, Option<i64>) {
+        let c = self.cold();
+        let rv = if self.has(RV_NUM) { Some(self.rv) } else { c.rv_text.parse().ok() };
+        (rv, c.ts_micros.or_else(|| stage_time_us(c.ts_text)))
+    }
+
+    fn cold(&self) -> Cold<'_> {
+        let mut r = Reader { b: &self.cold };
+        let mut c = Cold {
+            display: 0,
+            email: 0,
+            audit: None,
+            ts_micros: None,
+            ts_text: "",
+            uid_text: "",
+            rv_text: "",
+            name: "",
+        };
+        if self.has(DISPLAY) {
+            c.display = u32::from_le_bytes(r.array());
+        }
+        if self.has(EMAIL) {
+            c.email = u32::from_le_bytes(r.array());
+        }
+        if self.has(AUDIT_UUID) {
+            c.audit = Some(Key::Uuid(r.array()));
+        } else if self.has(AUDIT_TEXT) {
+            c.audit = Some(Key::Text(r.str()));
+        }
+        if self.has(TS_MICROS) {
+            c.ts_micros = Some(i64::from_le_bytes(r.array()));
+        } else if self.has(TS_TEXT) {
+            c.ts_text = r.str();
+        }
+        if self.has(UID_TEXT) {
+            c.uid_text = r.str();
+        }
+        if self.has(RV_TEXT) {
+            c.rv_text = r.str();
+        }
+        c.name = text(r.b);
+        c
+    }
+}
+
+/// What only some facts carry (collection facts: the selector and the uid
+/// set), held beside the slab so no other fact pays for it.
+#[derive(Debug)]
+pub(super) struct Extra {
+    pub label_selector: String,
+    pub uids: Option<Vec<String>>,
+    /// Parsed once at filing, for collection facts; `None` for an
+    /// unparseable selector, which then matches nothing.
+    pub selector: Option<Selector>,
+}
+
+/// Interned strings, reference counted. Id 0 is the empty string.
+#[derive(Debug)]
+struct Interner {
+    strings: Vec<Box<str>>,
+    counts: Vec<u32>,
+    free: Vec<u32>,
+    table: HashTable<u32>,
+    state: RandomState,
+}
+
+impl Default for Interner {
+    fn default() -> Self {
+        Self {
+            strings: vec!["".into()],
+            counts: vec![0],
+            free: Vec::new(),
+            table: HashTable::new(),
+            state: RandomState::new(),
+        }
+    }
+}
+
+impl Interner {
+    fn find(&self, s: &str) -> Option<u32> {
+        if s.is_empty() {
+            return Some(0);
+        }
+        self.table.find(self.state.hash_one(s), |&id| &*self.strings[id as usize] == s).copied()
+    }
+
+    fn intern(&mut self, s: &str) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        let hash = self.state.hash_one(s);
+        if let Some(&id) = self.table.find(hash, |&id| &*self.strings[id as usize] == s) {
+            self.counts[id as usize] += 1;
+            return id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.strings[id as usize] = s.into();
+                self.counts[id as usize] = 1;
+                id
+            }
+            None => {
+                self.strings.push(s.into());
+                self.counts.push(1);
+                (self.strings.len() - 1) as u32
+            }
+        };
+        let (strings, state) = (&self.strings, &self.state);
+        self.table.insert_unique(hash, id, |&i| state.hash_one(&*strings[i as usize]));
+        id
+    }
+
+    fn release(&mut self, id: u32) {
+        if id == 0 {
+            return;
+        }
+        let n = &mut self.counts[id as usize];
+        *n -= 1;
+        if *n > 0 {
+            return;
+        }
+        let hash = self.state.hash_one(&*self.strings[id as usize]);
+        if let Ok(e) = self.table.find_entry(hash, |&i| i == id) {
+            e.remove();
+        }
+        self.strings[id as usize] = "".into();
+        self.free.push(id);
+    }
+
+    fn get(&self, id: u32) -> &str {
+        &self.strings[id as usize]
+    }
+}
+
+/// The slab of slots, the interner, and the rare extras.
+#[derive(Debug, Default)]
+pub(super) struct Store {
+    slots: Vec<Slot>,
+    free: Vec<Fid>,
+    strings: Interner,
+    extras: HashMap<Fid, Extra>,
+}
+
+impl Store {
+    pub fn get(&self, fid: Fid) -> &Slot {
+        &self.slots[fid as usize]
+    }
+
+    /// The interned id of `s`, if any held fact uses it.
+    pub fn find_string(&self, s: &str) -> Option<u32> {
+        self.strings.find(s)
+    }
+
+    pub fn extra(&self, fid: Fid) -> Option<&Extra> {
+        if self.get(fid).has(EXTRA) { self.extras.get(&fid) } else { None }
+    }
+
+    /// Holds `f`; `selector` is the parsed selector of a collection fact.
+    pub fn alloc(&mut self, f: &Fact, at_ms: u64, seq: u64, selector: Option<Selector>) -> Fid {
+        let mut flags = 0u16;
+        let mut cold = Vec::with_capacity(32 + f.name.len());
+        let (mut uid, mut rv) = ([0u8; 16], 0u64);
+        match Key::id(&f.uid) {
+            Some(Key::Uuid(b)) => (flags, uid) = (flags | UID_UUID, b),
+            Some(_) => flags |= UID_TEXT,
+            None => {}
+        }
+        match Key::rv(&f.resource_version) {
+            Some(Key::Num(n)) => (flags, rv) = (flags | RV_NUM, n),
+            Some(_) => flags |= RV_TEXT,
+            None => {}
+        }
+        let display = self.strings.intern(&f.display_name);
+        if display != 0 {
+            flags |= DISPLAY;
+            cold.extend_from_slice(&display.to_le_bytes());
+        }
+        let email = self.strings.intern(&f.email);
+        if email != 0 {
+            flags |= EMAIL;
+            cold.extend_from_slice(&email.to_le_bytes());
+        }
+        match Key::id(&f.audit_id) {
+            Some(Key::Uuid(b)) => {
+                flags |= AUDIT_UUID;
+                cold.extend_from_slice(&b);
+            }
+            Some(_) => {
+                flags |= AUDIT_TEXT;
+                put_str(&mut cold, &f.audit_id);
+            }
+            None => {}
+        }
+        if let Some(us) = compact_timestamp(&f.stage_timestamp) {
+            flags |= TS_MICROS;
+            cold.extend_from_slice(&us.to_le_bytes());
+        } else if !f.stage_timestamp.is_empty() {
+            flags |= TS_TEXT;
+            put_str(&mut cold, &f.stage_timestamp);
+        }
+        if flags & UID_TEXT != 0 {
+            put_str(&mut cold, &f.uid);
+        }
+        if flags & RV_TEXT != 0 {
+            put_str(&mut cold, &f.resource_version);
+        }
+        cold.extend_from_slice(f.name.as_bytes());
+        if f.is_removal() {
+            flags |= REMOVAL;
+        }
+        if f.is_collection() {
+            flags |= COLLECTION;
+        }
+        let extra = (!f.label_selector.is_empty() || f.uids.is_some() || selector.is_some()).then(|| Extra {
+            label_selector: f.label_selector.clone(),
+            uids: f.uids.clone(),
+            selector,
+        });
+        if extra.is_some() {
+            flags |= EXTRA;
+        }
+        let slot = Slot {
+            seq,
+            at_ms,
+            rv,
+            uid,
+            author: self.strings.intern(&f.author),
+            namespace: self.strings.intern(&f.namespace),
+            verb: self.strings.intern(&f.verb),
+            flags,
+            cold: cold.into_boxed_slice(),
+        };
+        let fid = match self.free.pop() {
+            Some(fid) => {
+                self.slots[fid as usize] = slot;
+                fid
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as Fid
+            }
+        };
+        if let Some(e) = extra {
+            self.extras.insert(fid, e);
+        }
+        fid
+    }
+
+    /// Lets the slot go (every table must have forgotten it already).
+    pub fn free(&mut self, fid: Fid) {
+        let free = Slot {
+            seq: 0,
+            at_ms: 0,
+            rv: 0,
+            uid: [0; 16],
+            author: 0,
+            namespace: 0,
+            verb: 0,
+            flags: 0,
+            cold: Box::default(),
+        };
+        let s = std::mem::replace(&mut self.slots[fid as usize], free);
+        let c = s.cold();
+        for id in [s.author, s.namespace, s.verb, c.display, c.email] {
+            self.strings.release(id);
+        }
+        if s.has(EXTRA) {
+            self.extras.remove(&fid);
+        }
+        self.free.push(fid);
+    }
+
+    /// The fact as it was filed.
+    pub fn fact(&self, fid: Fid) -> Fact {
+        let s = self.get(fid);
+        let c = s.cold();
+        let extra = self.extra(fid);
+        Fact {
+            author: self.strings.get(s.author).to_owned(),
+            namespace: self.strings.get(s.namespace).to_owned(),
+            name: c.name.to_owned(),
+            uid: s.uid().map(Key::to_text).unwrap_or_default(),
+            resource_version: s.rv().map(Key::to_text).unwrap_or_default(),
+            display_name: self.strings.get(c.display).to_owned(),
+            email: self.strings.get(c.email).to_owned(),
+            verb: self.strings.get(s.verb).to_owned(),
+            audit_id: c.audit.map(Key::to_text).unwrap_or_default(),
+            stage_timestamp: match c.ts_micros {
+                Some(us) => format_micros(us).unwrap_or_default(),
+                None => c.ts_text.to_owned(),
+            },
+            label_selector: extra.map(|e| e.label_selector.clone()).unwrap_or_default(),
+            uids: extra.and_then(|e| e.uids.clone()),
+        }
+    }
+}
+
+/// The hash of a key, for every table of one index.
+#[derive(Debug, Default)]
+pub(super) struct Hashes(RandomState);
+
+impl Hashes {
+    pub fn of(&self, k: impl Hash) -> u64 {
+        self.0.hash_one(k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn round_trip(f: &Fact) -> Fact {
+        let mut st = Store::default();
+        let fid = st.alloc(f, 5, 1, None);
+        st.fact(fid)
+    }
+
+    #[test]
+    fn compact_forms_round_trip_and_text_stays_text() {
+        let f = Fact {
+            author: "system:serviceaccount:ns:sa".into(),
+            namespace: "team-a".into(),
+            name: "web-7f9c8d6b5-x2x4q".into(),
+            uid: "0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b".into(),
+            resource_version: "184467440737".into(),
+            display_name: "Alice".into(),
+            email: "alice@example.com".into(),
+            verb: "patch".into(),
+            audit_id: "5b6c7d8e-0000-4000-8000-000000000001".into(),
+            stage_timestamp: "2026-11-29T12:00:00.123456Z".into(),
+            label_selector: String::new(),
+            uids: None,
+        };
+        let mut st = Store::default();
+        let fid = st.alloc(&f, 5, 1, None);
+        let s = st.get(fid);
+        assert!(s.has(UID_UUID) && s.has(RV_NUM) && s.has(AUDIT_UUID) && s.has(TS_MICROS));
+        assert_eq!(st.fact(fid), f);
+        // Spellings the compact forms would not print back stay text.
+        for (uid, rv, ts) in [
+            ("0F8E2C1A-3B4D-4E5F-8A9B-0C1D2E3F4A5B", "007", "2026-11-29T12:00:00.1Z"),
+            ("u1", "+5", "2026-11-29T12:00:00Z"),
+            ("0f8e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5", "18446744073709551616", "2026-11-29T12:00:60.000000Z"),
+        ] {
+            let g = Fact {
+                uid: uid.into(),
+                resource_version: rv.into(),
+                stage_timestamp: ts.into(),
+                audit_id: uid.into(),
+                ..f.clone()
+            };
+            assert_eq!(round_trip(&g), g);
+        }
+    }
+
+    #[test]
+    fn interned_strings_are_released_with_their_last_fact() {
+        let mut st = Store::default();
+        let f = Fact { author: "alice".into(), namespace: "ns".into(), verb: "update".into(), ..Fact::default() };
+        let a = st.alloc(&f, 0, 1, None);
+        let b = st.alloc(&f, 0, 2, None);
+        st.free(a);
+        assert!(st.find_string("alice").is_some());
+        st.free(b);
+        assert_eq!(st.find_string("alice"), None);
+        // The slot and the string id are reused.
+        let c = st.alloc(&Fact { author: "bob".into(), ..f }, 0, 3, None);
+        assert_eq!(st.fact(c).author, "bob");
+        assert!(c == a || c == b);
+    }
+
+    #[test]
+    fn timestamps_print_back_as_micro_time() {
+        for s in ["1970-01-01T00:00:00.000000Z", "2026-02-28T23:59:59.999999Z", "2024-02-29T00:00:00.000001Z"] {
+            assert_eq!(format_micros(stage_time_us(s).unwrap()).as_deref(), Some(s));
+        }
+        assert_eq!(compact_timestamp("2026-11-29T12:00:00+01:00"), None);
+    }
+
+    fn text_of() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            "[a-z0-9:-]{0,12}",
+            "[0-9]{1,21}",
+            "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "[0-9]{4}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9](\\.[0-9]{1,9})?(Z|[+-]0[0-9]:[0-5][0-9])",
+            any::<String>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn every_fact_reads_back_as_it_was_filed(
+            author in text_of(), namespace in text_of(), name in text_of(), uid in text_of(),
+            rv in text_of(), display in text_of(), email in text_of(), verb in text_of(),
+            audit in text_of(), ts in text_of(), selector in text_of(),
+            uids in prop::option::of(prop::collection::vec(text_of(), 0..3)),
+        ) {
+            let f = Fact {
+                author, namespace, name, uid, resource_version: rv, display_name: display, email, verb,
+                audit_id: audit, stage_timestamp: ts, label_selector: selector, uids,
+            };
+            prop_assert_eq!(round_trip(&f), f);
+        }
+    }
+}
