@@ -446,3 +446,90 @@ fn without_custom_resources_watch_takes_the_types_from_flags() {
     let _ = watcher.kill();
     let _ = watcher.wait();
 }
+
+#[test]
+fn https_credentials_come_from_the_providers_secret() {
+    let served = tempfile::tempdir().unwrap();
+    let bare = served.path().join("history.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    git(&bare, &["config", "http.receivepack", "true"]);
+    let server = testkit::git_http::GitHttpServer::start(served.path(), "mirror-bot", "s3cret");
+    let url = format!("{}/history.git", server.url);
+    let secret = |token: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-credentials", "namespace": NS},
+               "data": {"username": b64("mirror-bot"), "token": b64(token)}})
+    };
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["url"] = json!(url);
+        s.provider["spec"]["secretRef"] = json!({"name": "lab-git-credentials"});
+        s.rules.push(secret("s3cret"));
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&bare)
+            .args(["log", "--format=%an", "main"])
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "alice" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nothing pushed over HTTPS-style auth\n{}", m.watcher_log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(server.served.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    let token_in_logs = m.watcher_log().contains("s3cret") || m.sidecar.metrics().contains("s3cret");
+    assert!(!token_in_logs, "the token leaked");
+}
+
+fn b64(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+#[test]
+fn a_rule_change_is_followed_without_a_restart() {
+    let m = Mirror::start(|s| s.rules[0]["spec"]["rules"] = json!([{"resources": ["configmaps"]}]));
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": NS},
+        "spec": {"selector": {"matchLabels": {"app": "api"}},
+                 "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "api", "image": "api:1"}]}}}});
+    m.act("alice", true, |s| {
+        s.create("deployments", NS, deployment).unwrap();
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's ConfigMap", || m.remote_has(&cm_path("web")));
+    let path = format!("{PREFIX}/apps/v1/deployments/{NS}/api.yaml");
+    assert!(!m.remote_has(&path), "deployments are not watched yet");
+    // The rule now names deployments too: the running watcher starts
+    // watching them, and the first list brings the existing one in,
+    // authored by alice: her fact is still held.
+    m.act("admin", false, |s| {
+        s.patch(
+            "watchrules",
+            NS,
+            "lab-rules",
+            &json!({"spec": {"rules": [{"resources": ["configmaps"]}, {"apiGroups": ["apps"], "resources": ["deployments"]}]}}),
+            false,
+        )
+        .unwrap();
+    });
+    m.wait("the deployment after the rule change", || m.remote_has(&path));
+    // Dropping the rule stops the watch: later changes stay out.
+    m.act("admin", false, |s| {
+        s.patch("watchrules", NS, "lab-rules", &json!({"spec": {"rules": [{"resources": ["configmaps"]}]}}), false)
+            .unwrap();
+    });
+    m.wait("the watch to stop", || m.watcher_log().contains("no rule covers it any more"));
+    m.act("bob", true, |s| {
+        s.patch("deployments", NS, "api", &json!({"spec": {"replicas": 3}}), false).unwrap();
+        s.create("configmaps", NS, configmap("marker", "1")).unwrap();
+    });
+    m.wait("bob's marker", || m.remote_has(&cm_path("marker")));
+    assert_eq!(m.authors(&path), ["alice"], "the deployment's later change was not mirrored");
+}

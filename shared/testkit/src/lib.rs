@@ -1,6 +1,7 @@
 //! Real parts and fakes for every crate's tests and benchmarks: a real
 //! `redis-server` on a free loopback port ([`RedisServer`]), the fake
-//! Kubernetes API ([`fakeapi`]), a fake GitHub ([`fake_github`]), the
+//! Kubernetes API ([`fakeapi`]), a fake GitHub ([`fake_github`]), a smart-HTTP
+//! Git server behind token auth ([`git_http`]), the
 //! vendored fixtures ([`fixtures`]), audit-event builders ([`audit`]) and
 //! harnesses that run the real binaries ([`sidecar`], [`kubectl`]). Never a
 //! dependency of the product itself.
@@ -9,6 +10,7 @@ pub mod audit;
 pub mod fake_github;
 pub mod fakeapi;
 pub mod fixtures;
+pub mod git_http;
 pub mod kubectl;
 pub mod mirror;
 mod redis;
