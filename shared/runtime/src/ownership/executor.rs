@@ -174,6 +174,15 @@ fn classify<T>(verb: &str, kind: &str, name: &str, r: kube::Result<T>) -> Result
     }
 }
 
+/// A merge patch carrying `rv` as its precondition (a 409 when the object
+/// moved since the decision read it).
+fn guarded(mut patch: serde_json::Value, rv: Option<&String>) -> serde_json::Value {
+    if let Some(rv) = rv {
+        patch["metadata"] = json!({"resourceVersion": rv});
+    }
+    patch
+}
+
 impl Executor {
     /// An executor writing to `namespace` through `client`.
     pub fn new(client: Client, namespace: &str) -> Self {
@@ -293,10 +302,7 @@ impl Executor {
                 if let Some(sha) = last_bot_head_sha {
                     status["lastBotHeadSHA"] = json!(sha);
                 }
-                let mut patch = json!({"status": status});
-                if let Some(rv) = resource_version {
-                    patch["metadata"] = json!({"resourceVersion": rv});
-                }
+                let patch = guarded(json!({"status": status}), resource_version.as_ref());
                 classify(
                     "patch status",
                     "MergeRequest",
@@ -304,11 +310,39 @@ impl Executor {
                     self.api::<MergeRequest>().patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await,
                 )
             }
+            Action::CreateMergeRequest { merge_request, .. } => classify(
+                "create",
+                "MergeRequest",
+                merge_request.name(),
+                self.api::<MergeRequest>().create(&PostParams::default(), merge_request).await,
+            ),
+            Action::FillMergeRequest { name, resource_version, status, .. } => {
+                // Exactly the fields being filled in: a merge patch leaves
+                // every other status field as the operator wrote it.
+                let patch = guarded(json!({"status": status}), resource_version.as_ref());
+                classify(
+                    "patch status",
+                    "MergeRequest",
+                    name,
+                    self.api::<MergeRequest>().patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await,
+                )
+            }
+            Action::SetMrRefs { task, resource_version, mr_refs, .. } => {
+                // A merge patch replaces a list whole; the resourceVersion
+                // precondition is what keeps a concurrent append from being lost.
+                let patch = guarded(json!({"status": {"mrRefs": mr_refs}}), resource_version.as_ref());
+                classify(
+                    "patch status",
+                    "Task",
+                    task,
+                    self.api::<Task>().patch_status(task, &PatchParams::default(), &Patch::Merge(&patch)).await,
+                )
+            }
             Action::UnparkTask { task, resource_version, state, .. } => {
-                let mut patch = json!({"status": {"parkReason": null, "parkedAt": null, "state": state, "stateEnteredAt": Timestamp::now().to_string()}});
-                if let Some(rv) = resource_version {
-                    patch["metadata"] = json!({"resourceVersion": rv});
-                }
+                let patch = guarded(
+                    json!({"status": {"parkReason": null, "parkedAt": null, "state": state, "stateEnteredAt": Timestamp::now().to_string()}}),
+                    resource_version.as_ref(),
+                );
                 classify(
                     "patch status",
                     "Task",
