@@ -497,22 +497,6 @@ pub fn mint_outcome(applied: &[Action]) -> MintOutcome {
 #[cfg(test)]
 mod tests;
 
-/// One planned mint as a decision over a fresh snapshot: an orphan issue's
-/// ([`decide`]) or a review mint's ([`decide_review`]).
-pub fn decide_mint(
-    snap: &Snapshot,
-    project: &Project,
-    repo: Option<&Repository>,
-    namespace: &str,
-    source: &MintSource,
-    stage: MintStage,
-) -> Vec<Action> {
-    match source {
-        MintSource::Issue(issue) => decide(snap, project, repo, namespace, issue, stage),
-        MintSource::Review(pr) => decide_review(snap, project, repo, namespace, pr, stage).into_actions(),
-    }
-}
-
 /// One orphan's mint as a decision over a fresh snapshot: create the Task,
 /// then adopt-or-create its Issue. Empty once the issue is no longer an
 /// orphan. A same-named Task that is terminal (a failed Task survives 7 days)

@@ -288,7 +288,6 @@ fn pull(repository_ref: &str, c: &RepoCoords, p: &GhPull, bot_login: &str) -> Fo
         labels: p.labels.iter().flatten().map(|l| l.name.clone()).collect(),
         mentions_bot: !bot_login.is_empty() && body.contains(&format!("@{bot_login}")),
         url: p.html_url.as_ref().map(|u| u.to_string()).unwrap_or_default(),
-        title: p.title.clone().unwrap_or_default(),
         // Read only for the pull requests a review is minted for.
         last_comment_human: false,
     }

@@ -46,8 +46,6 @@ pub struct ForgePullRequest {
     /// The pull request's web page (the mirror's `spec.url`).
     #[serde(default)]
     pub url: String,
-    #[serde(default)]
-    pub title: String,
     /// The thread's last comment is human-authored. Read from the forge
     /// only for a review mint, whose mint stage it decides.
     #[serde(default)]
@@ -200,7 +198,9 @@ impl PrDecision {
 }
 
 /// The status fields a sweep fills in on a mirror, where they are unset:
-/// the pull request as the forge reported it, and the ownership
+/// what the ownership rules read of the pull request (state, author, head
+/// branch and SHA: the four-clause close reads the author and branch), and
+/// the ownership
 /// `ownershipForAuthor` gives "a never-seen MR" (`tatara` for an author the
 /// project owns, else `external` with reason `initial`). Fields already set
 /// are left alone: flips, takeovers and the operator's mirror sync own them.
@@ -227,10 +227,6 @@ pub fn mirror_fill(
     set(&mut fill.author, "author", &cur.author, &pr.author);
     set(&mut fill.head_branch, "headBranch", &cur.head_branch, &pr.head_branch);
     set(&mut fill.head_sha, "headSHA", &cur.head_sha, &pr.head_sha);
-    if !pr.title.is_empty() && cur.extra.get("title").and_then(|v| v.as_str()).is_none_or(str::is_empty) {
-        fill.extra.insert("title".into(), pr.title.clone().into());
-        what.push("title".into());
-    }
     if unset(&cur.ownership) {
         let w = ownership_for_author(project, &pr.author);
         if bot_pushed_head && w.ownership == TATARA && unset(&cur.last_bot_head_sha) && !pr.head_sha.is_empty() {

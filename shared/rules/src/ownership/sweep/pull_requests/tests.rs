@@ -20,7 +20,6 @@ fn pr(number: i64, author: &str, branch: &str) -> ForgePullRequest {
         head_repo: Some("org/repo".into()),
         base_repo: "org/repo".into(),
         url: format!("https://github.com/org/repo/pull/{number}"),
-        title: format!("PR {number}"),
         ..Default::default()
     }
 }
@@ -102,7 +101,7 @@ fn kinds(actions: &[Action]) -> Vec<&'static str> {
         .collect()
 }
 
-fn mirror<'a>(snap: &'a Snapshot, number: i64) -> &'a MergeRequest {
+fn mirror(snap: &Snapshot, number: i64) -> &MergeRequest {
     snap.merge_requests_for("repo", number)[0]
 }
 
@@ -128,7 +127,6 @@ fn adopt_appends_mr_refs_then_mirrors_the_pr_controlled_by_the_task_with_tatara_
     assert_eq!(st.author.as_deref(), Some("tatara-bot"));
     assert_eq!(st.head_branch.as_deref(), Some("task/t1"));
     assert_eq!(st.state.as_deref(), Some("open"));
-    assert_eq!(st.extra["title"], "PR 5");
     // Idempotent: a second sweep adds nothing.
     let again = decide_adopt(&snap, &p, None, &bot);
     assert!(matches!(&again, PrDecision::Nothing { why } if why.starts_with("already adopted")), "{again:?}");
