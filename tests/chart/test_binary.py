@@ -279,7 +279,8 @@ def test_the_receiver_starts_from_the_charts_args_and_takes_audit_events(
 def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
     chart: helm.Chart, tmp_path: pathlib.Path, redis_url: str
 ) -> None:
-    values = {"injector": {"sidecarArgs": [f"--redis-url={redis_url}"]}}
+    # The adaptive grace on, so the sidecar started below parses its flags too.
+    values = {"injector": {"sidecarArgs": [f"--redis-url={redis_url}"]}, "attribution": {"adaptiveGraceMisses": 5}}
     pod, container = container_of(objects(render(chart, values)), "injector")
     pki = Pki(tmp_path / "pki")
     mounts = lay_out_volumes(pod, container, tmp_path / "volumes", pki, "ca.crt")
@@ -327,6 +328,7 @@ def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
     sidecar_ports: dict[str, int] = {}
     sidecar_args = localize(sidecar["args"], {"/var/run/reverser/": str(run_dir) + "/"}, sidecar_ports)
     assert "--audit-listen=off" in sidecar_args
+    assert "--author-attribution-adaptive-grace-misses=5" in sidecar_args
     log = tmp_path / "sidecar.log"
     with running(sidecar_args, log) as proc:
         wait_healthy(proc, log, sidecar_ports["--metrics-listen"])
