@@ -129,33 +129,26 @@ pub fn unresolved_causes(
     route_ever_fed: Option<bool>,
     now_secs: f64,
 ) -> Vec<Cause> {
-    // A follower that is not reading makes every other signal meaningless.
-    let mut causes = evidence_causes(e, route, resource, route_ever_fed, now_secs);
+    let mut causes = 'evidence: {
+        // A follower that is not reading makes every other signal meaningless.
+        let age = (e.follower_last_success > 0.0).then(|| (now_secs - e.follower_last_success).max(0.0));
+        if !e.following || age.is_none_or(|a| a > FOLLOWER_STALE_SECS) {
+            break 'evidence vec![Cause::FollowerNotReading { following: e.following, seconds_since_last_read: age }];
+        }
+        if e.facts_for_type > 0 {
+            break 'evidence vec![Cause::NoFactForObject { facts_for_type: e.facts_for_type }];
+        }
+        let never = Cause::RouteNeverResolved { route: route.to_owned() };
+        let policy = Cause::AuditPolicyDropsType { resource: resource.to_owned() };
+        match route_ever_fed {
+            Some(false) => vec![never],
+            Some(true) => vec![policy],
+            None => vec![never, policy],
+        }
+    };
+    // Beside whichever fits: the events did not wait for a late fact.
     if let Some(g) = e.grace.filter(|g| g.skipping) {
         causes.push(Cause::GraceSkipped { misses_in_a_row: g.misses_in_a_row, after_misses: g.after_misses });
     }
     causes
-}
-
-fn evidence_causes(
-    e: &Explanation,
-    route: &str,
-    resource: &str,
-    route_ever_fed: Option<bool>,
-    now_secs: f64,
-) -> Vec<Cause> {
-    let age = (e.follower_last_success > 0.0).then(|| (now_secs - e.follower_last_success).max(0.0));
-    if !e.following || age.is_none_or(|a| a > FOLLOWER_STALE_SECS) {
-        return vec![Cause::FollowerNotReading { following: e.following, seconds_since_last_read: age }];
-    }
-    if e.facts_for_type > 0 {
-        return vec![Cause::NoFactForObject { facts_for_type: e.facts_for_type }];
-    }
-    let never = Cause::RouteNeverResolved { route: route.to_owned() };
-    let policy = Cause::AuditPolicyDropsType { resource: resource.to_owned() };
-    match route_ever_fed {
-        Some(false) => vec![never],
-        Some(true) => vec![policy],
-        None => vec![never, policy],
-    }
 }
