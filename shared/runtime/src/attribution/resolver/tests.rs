@@ -11,7 +11,11 @@ fn scope() -> Scope {
 }
 
 fn engine() -> Arc<Engine> {
-    Arc::new(Engine::new(EngineConfig::default(), Arc::new(TokioClock::starting_now()), Arc::new(Metrics::new())))
+    engine_with(EngineConfig::default())
+}
+
+fn engine_with(config: EngineConfig) -> Arc<Engine> {
+    Arc::new(Engine::new(config, Arc::new(TokioClock::starting_now()), Arc::new(Metrics::new())))
 }
 
 fn fact(author: &str, verb: &str, uid: &str, rv: &str) -> Fact {
@@ -147,11 +151,7 @@ async fn shutdown_returns_the_best_answer_now() {
 
 #[tokio::test(start_paused = true)]
 async fn a_route_that_never_resolved_is_flagged_after_five_misses_once() {
-    let e = Arc::new(Engine::new(
-        EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() },
-        Arc::new(TokioClock::starting_now()),
-        Arc::new(Metrics::new()),
-    ));
+    let e = engine_with(EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() });
     for i in 0..4 {
         e.resolve(&scope(), "v1", &q(&format!("u{i}"), "1", false)).await;
     }
@@ -180,11 +180,7 @@ async fn metrics_count_resolutions_by_tier_and_actor_kind() {
 }
 
 fn adaptive_engine(after_misses: u32) -> Arc<Engine> {
-    Arc::new(Engine::new(
-        EngineConfig { adaptive: Some(AdaptiveGrace { after_misses }), ..EngineConfig::default() },
-        Arc::new(TokioClock::starting_now()),
-        Arc::new(Metrics::new()),
-    ))
+    engine_with(EngineConfig { adaptive: Some(AdaptiveGrace { after_misses }), ..EngineConfig::default() })
 }
 
 // Adaptive grace: a run of misses with no fact seen stops the wait; the
@@ -243,11 +239,7 @@ async fn a_skipped_grace_still_reads_the_facts_already_filed() {
 
 #[tokio::test(start_paused = true)]
 async fn without_the_opt_in_the_grace_is_always_full() {
-    let e = Arc::new(Engine::new(
-        EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() },
-        Arc::new(TokioClock::starting_now()),
-        Arc::new(Metrics::new()),
-    ));
+    let e = engine_with(EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() });
     for i in 0..30 {
         let r = e.resolve(&scope(), "v1", &q(&format!("m{i}"), "1", false)).await;
         assert_eq!(r.waited, Duration::from_millis(10));
