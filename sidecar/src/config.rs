@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rules::attribution::grace::AdaptiveGrace;
 use rules::attribution::index::IndexConfig;
 use runtime::attribution::EngineConfig;
 use runtime::attribution::transport::redis::RedisOptions;
@@ -37,6 +38,20 @@ pub struct Attribution {
     /// How long a resolution waits for its fact to arrive.
     #[arg(long = "author-attribution-grace", env = "REVERSER_GRACE", default_value = "3s", value_parser = parse_duration)]
     pub grace: Duration,
+    /// Stop waiting the grace for a type whose events keep resolving absent
+    /// with no fact seen (see --author-attribution-adaptive-grace-misses);
+    /// the type's first fact restores the full grace.
+    #[arg(long = "author-attribution-adaptive-grace", env = "REVERSER_ADAPTIVE_GRACE")]
+    pub adaptive_grace: bool,
+    /// Absent resolutions in a row, with no fact of the type between them,
+    /// after which the adaptive grace stops waiting.
+    #[arg(
+        long = "author-attribution-adaptive-grace-misses",
+        env = "REVERSER_ADAPTIVE_GRACE_MISSES",
+        default_value_t = rules::attribution::grace::DEFAULT_AFTER_MISSES,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub adaptive_grace_misses: u32,
     /// Stream retention and index horizon: older facts are never joined.
     #[arg(long = "author-attribution-ttl", env = "REVERSER_TTL", default_value = "10m", value_parser = parse_duration)]
     pub ttl: Duration,
@@ -84,6 +99,7 @@ impl Attribution {
                 max_facts: self.max_facts,
                 max_facts_per_type: self.max_facts_per_type,
             },
+            adaptive: self.adaptive_grace.then_some(AdaptiveGrace { after_misses: self.adaptive_grace_misses }),
         }
     }
 

@@ -32,6 +32,13 @@ pub struct WaitLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TypeLabels {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OpLabel {
     /// `written` or `matched`.
     pub op: String,
@@ -81,6 +88,8 @@ pub struct CommitLabels {
 pub struct Metrics {
     pub resolutions: Family<ResolutionLabels, Counter>,
     pub resolution_wait_seconds: Family<WaitLabels, Histogram, fn() -> Histogram>,
+    /// Resolutions that skipped the grace (adaptive grace, per type).
+    pub grace_skipped: Family<TypeLabels, Counter>,
     pub facts: Family<OpLabel, Counter>,
     pub fact_index_entries: Gauge,
     pub fact_index_evictions: Family<ReasonLabel, Counter>,
@@ -113,6 +122,7 @@ impl Default for Metrics {
         Self {
             resolutions: Family::default(),
             resolution_wait_seconds: Family::new_with_constructor(wait_histogram),
+            grace_skipped: Family::default(),
             facts: Family::default(),
             fact_index_entries: Gauge::default(),
             fact_index_evictions: Family::default(),
@@ -153,6 +163,13 @@ impl Metrics {
 
     pub fn collection_without_uidset(&self, reason: &str) {
         self.collection_without_uidset.get_or_create(&ReasonLabel { reason: reason.to_owned() }).inc();
+    }
+
+    /// Counts one resolution that skipped the grace (adaptive grace).
+    pub fn grace_skipped(&self, group: &str, version: &str, resource: &str) {
+        self.grace_skipped
+            .get_or_create(&TypeLabels { group: group.into(), version: version.into(), resource: resource.into() })
+            .inc();
     }
 
     pub fn fact_op(&self, op: &str, n: u64) {
@@ -198,6 +215,11 @@ impl Metrics {
             format!("{p}_attribution_resolution_wait_seconds"),
             "how long the join waited, by tier and by write/removal",
             self.resolution_wait_seconds.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_grace_skipped"),
+            "resolutions that answered without waiting the grace (adaptive grace: a long run of misses with no fact of the type)",
+            self.grace_skipped.clone(),
         );
         registry.register(format!("{p}_attribution_facts"), "facts written / matched", self.facts.clone());
         registry.register(

@@ -71,6 +71,7 @@ pub mod codec {
 }
 
 use rules::attribution::Fact as WireFact;
+use rules::attribution::grace::GraceView;
 use rules::attribution::index::StoredFact;
 use rules::attribution::why::explanation::{parse_labels, parse_tier};
 use rules::attribution::why::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
@@ -150,6 +151,11 @@ impl TryFrom<ExplainResponse> for Explanation {
             following: r.following,
             follower_last_success: r.follower_last_success,
             facts_for_type: r.facts_for_type,
+            grace: r.grace.map(|g| GraceView {
+                misses_in_a_row: g.misses_in_a_row,
+                after_misses: g.after_misses,
+                skipping: g.skipping,
+            }),
         })
     }
 }
@@ -178,6 +184,11 @@ impl From<&Explanation> for ExplainResponse {
             following: e.following,
             follower_last_success: e.follower_last_success,
             facts_for_type: e.facts_for_type,
+            grace: e.grace.map(|g| AdaptiveGrace {
+                misses_in_a_row: g.misses_in_a_row,
+                after_misses: g.after_misses,
+                skipping: g.skipping,
+            }),
         }
     }
 }

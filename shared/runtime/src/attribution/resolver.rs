@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rules::attribution::audit::{Event, Published};
+use rules::attribution::grace::{AdaptiveGrace, Streaks, Wait};
 use rules::attribution::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
 use rules::attribution::why::{CandidateView, EvidenceFact, Explanation, RouteHealthView};
 use rules::attribution::{ActorKind, Scope, Tier};
@@ -33,11 +34,13 @@ pub struct EngineConfig {
     /// `--author-attribution-grace`.
     pub grace: Duration,
     pub index: IndexConfig,
+    /// `--author-attribution-adaptive-grace`: `None` waits the full grace always.
+    pub adaptive: Option<AdaptiveGrace>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { grace: Duration::from_secs(3), index: IndexConfig::default() }
+        Self { grace: Duration::from_secs(3), index: IndexConfig::default(), adaptive: None }
     }
 }
 
@@ -77,6 +80,8 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     routes: Mutex<HashMap<String, RouteHealth>>,
+    /// Runs of misses per (route, type), when the grace adapts.
+    streaks: Option<Mutex<Streaks>>,
     shutdown: watch::Sender<bool>,
     last_sweep_ms: Mutex<u64>,
     /// Evictions not yet logged, and when they last were.
@@ -100,6 +105,7 @@ impl Engine {
             clock,
             metrics,
             routes: Mutex::new(HashMap::new()),
+            streaks: config.adaptive.map(|a| Mutex::new(Streaks::new(a))),
             shutdown: watch::channel(false).0,
             last_sweep_ms: Mutex::new(now),
             evictions_unlogged: Mutex::new((0, None)),
@@ -130,6 +136,10 @@ impl Engine {
         self.index.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn streaks(&self) -> Option<std::sync::MutexGuard<'_, Streaks>> {
+        self.streaks.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Facts held (`fact_index_entries`).
     pub fn len(&self) -> usize {
         self.read().len()
@@ -148,6 +158,13 @@ impl Engine {
     /// Files a batch and wakes the resolvers its facts could answer.
     pub fn apply_batch(&self, batch: FactBatch) {
         let now = self.clock.now_ms();
+        if !batch.facts.is_empty()
+            && let Some(mut streaks) = self.streaks()
+        {
+            // Before filing: a resolution that reads this fact must not then
+            // count a miss against a streak the fact already ended.
+            streaks.fact_filed(&batch.scope);
+        }
         let (keys, len, evictions_before, evictions_after) = {
             let mut ix = self.write();
             let before = ix.evictions();
@@ -251,6 +268,7 @@ impl Engine {
             following,
             follower_last_success: engine.metrics().fact_follower_last_success_timestamp_seconds.get(),
             facts_for_type: engine.facts_for_type(scope) as u64,
+            grace: engine.streaks().map(|s| s.view(scope)),
         }
     }
 
@@ -271,6 +289,12 @@ impl Engine {
         // Fast path: a read that settles needs no waiter (nothing to wait for).
         let first = self.lookup(scope, q);
         if first.settled {
+            return self.finish(scope, version, q, first.best, start);
+        }
+        if self.streaks().is_some_and(|s| s.wait(scope) == Wait::Skip) {
+            // Adaptive grace: no fact of this type for a long run of events;
+            // what the index holds now is what the grace would end on.
+            self.metrics.grace_skipped(&scope.group_resource.group, version, &scope.group_resource.resource);
             return self.finish(scope, version, q, first.best, start);
         }
         let mut shutdown = self.shutdown.subscribe();
@@ -332,6 +356,9 @@ impl Engine {
             self.metrics.fact_op("matched", 1);
         }
         self.track_route(&scope.route, r.tier != Tier::Absent);
+        if let Some(mut streaks) = self.streaks() {
+            streaks.resolved(scope, r.tier == Tier::Absent);
+        }
     }
 
     fn track_route(&self, route: &str, resolved: bool) {
