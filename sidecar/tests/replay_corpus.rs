@@ -86,6 +86,36 @@ fn replay_prints_every_expected_jsonl_of_the_corpus() {
     eprintln!("{} corpus scenarios replayed as expected", cases.len());
 }
 
+/// The bytes every scenario printed before the compact fact index, recorded
+/// from the binary of `main` at the time (`tests/golden/replay/<type>/<scenario>.jsonl`):
+/// changes to the index or the resolver's data structures must print them
+/// unchanged. Regenerate only for a deliberate change of the output.
+#[test]
+fn replay_prints_the_recorded_golden_bytes_for_every_scenario() {
+    let root = corpus();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/replay");
+    let cases = scenarios(&root);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let rel = case.strip_prefix(&root).unwrap();
+        let file = golden.join(rel).with_extension("jsonl");
+        let want = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("golden {}: {e}", file.display()));
+        if replay(&case.join("timeline.jsonl")) != want {
+            failures.push(rel.display().to_string());
+        }
+    }
+    assert!(failures.is_empty(), "replay output differs from the golden bytes for: {}", failures.join(", "));
+    assert_eq!(
+        cases.len(),
+        std::fs::read_dir(&golden)
+            .unwrap()
+            .flatten()
+            .map(|d| std::fs::read_dir(d.path()).unwrap().count())
+            .sum::<usize>(),
+        "one golden file per scenario"
+    );
+}
+
 #[test]
 fn a_malformed_timeline_is_a_clear_error_with_its_line() {
     let dir = tempfile::tempdir().unwrap();
