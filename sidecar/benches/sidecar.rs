@@ -1,127 +1,426 @@
-//! Sidecar benchmark (not a test), on the real binary. Prints:
-//! - `Resolve` round trip over the Unix socket (p50, p99) beside a raw
-//!   Unix-socket echo round trip measured in the same run, and their ratio;
-//! - receiver throughput: audit events/s over mTLS (10,000-event batches);
-//! - resident memory idle and with 100,000 facts in the index.
+//! Sidecar benchmark (not a test), on the real binary with its embedded
+//! defaults (memory transport, the default caps), every ratio against a
+//! baseline measured in the same run. Prints:
+//! - resident memory idle, with 100,000 and with 1,000,000 facts held, and
+//!   the growth per fact;
+//! - receiver throughput: audit events/s over mTLS, 400-event batches on 8
+//!   keep-alive connections (as the API server posts them), beside a bare
+//!   axum + rustls server in another process that only parses the same
+//!   `EventList` JSON;
+//! - `Resolve` round trips over the Unix socket (p50, p99) beside a minimal
+//!   tonic unary echo over a Unix socket in another process (same runtime
+//!   settings, same request and response sizes), and a raw Unix-socket echo
+//!   in another process.
+//!
+//! The baselines run as this same executable in another process
+//! (`SIDECAR_BENCH_ROLE`): bench-only code, not in the product.
 //!
 //! Run: `cargo bench -p reverser-sidecar --bench sidecar`
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use common::{client_config, connect, percentile, post, rss_kib};
+use prost::Message;
 use runtime::proto::ResolveRequest;
+use runtime::proto::attribution_client::AttributionClient;
 use support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
+const BATCH: usize = 400;
+const CONNECTIONS: usize = 8;
+const FACTS: usize = 1_000_000;
+/// Spread over types so the default per-type cap (250,000) binds none.
+const TYPES: [&str; 8] =
+    ["configmaps", "secrets", "services", "serviceaccounts", "pods", "endpoints", "events", "persistentvolumeclaims"];
+/// Eight hex digits in the batch template that each batch overwrites with
+/// its own number, so every fact is distinct without rendering JSON per batch.
+const MARK: &[u8] = b"ffffbbbb";
+const ROLE: &str = "SIDECAR_BENCH_ROLE";
+
+fn uid(b: &str, i: usize) -> String {
+    format!("{b}-0000-4000-8000-{i:012x}")
+}
+
+fn name(b: &str, i: usize) -> String {
+    format!("obj-{b}-{i:04}")
+}
+
+/// One 400-event batch as the API server posts it, with where [`MARK`] is.
+fn template() -> (Vec<u8>, Vec<usize>) {
+    let b = std::str::from_utf8(MARK).unwrap();
+    let events = (0..BATCH)
+        .map(|i| {
+            let ty = TYPES[i % TYPES.len()];
+            let mut ev = audit_event("update", &format!("user-{}", i % 50), "bench", &name(b, i), &uid(b, i), "7");
+            ev["auditID"] = format!("{b}-aaaa-4000-8000-{i:012x}").into();
+            ev["objectRef"]["resource"] = ty.into();
+            ev["requestURI"] = format!("/api/v1/namespaces/bench/{ty}/{}", name(b, i)).into();
+            ev
+        })
+        .collect();
+    let body = event_list(events);
+    let marks = body.windows(MARK.len()).enumerate().filter(|(_, w)| *w == MARK).map(|(i, _)| i).collect();
+    (body, marks)
+}
+
+struct Batches {
+    template: Vec<u8>,
+    marks: Vec<usize>,
+}
+
+impl Batches {
+    fn body(&self, n: u32) -> Vec<u8> {
+        let mut body = self.template.clone();
+        let hex = format!("{n:08x}");
+        for &at in &self.marks {
+            body[at..at + MARK.len()].copy_from_slice(hex.as_bytes());
+        }
+        body
+    }
+}
+
+/// Posts batches `from..to` to `port` on [`CONNECTIONS`] keep-alive
+/// connections; how long it took.
+async fn blast(port: u16, certs: &Path, path: &'static str, batches: &Arc<Batches>, from: u32, to: u32) -> Duration {
+    let config = client_config(certs).unwrap();
+    let next = Arc::new(AtomicU32::new(from));
+    let t = Instant::now();
+    let tasks: Vec<_> = (0..CONNECTIONS)
+        .map(|_| {
+            let (config, next, batches) = (config.clone(), next.clone(), batches.clone());
+            tokio::spawn(async move {
+                let mut conn = connect(port, config).await.unwrap();
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= to {
+                        return;
+                    }
+                    let status = post(&mut conn, path, &batches.body(n)).await.unwrap();
+                    assert_eq!(status, 200, "batch {n} to {path}");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    t.elapsed()
+}
+
+fn facts_held(s: &Sidecar) -> u64 {
+    s.metrics()
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .find_map(|l| l.strip_prefix("gitopsreverser_attribution_fact_index_entries "))
+        .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+/// Waits until the follower has filed `n` facts.
+async fn settle(s: &Sidecar, n: u64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while facts_held(s) < n {
+        assert!(Instant::now() < deadline, "the index holds {} facts, not {n}", facts_held(s));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
-    let s = Sidecar::start("serve", &["--author-attribution-max-facts", "2000000"]);
+/// A baseline process: this executable in `role`; its first stdout line is
+/// its port (or `ready`).
+fn helper(role: &str, env: &[(&str, &Path)]) -> (Child, String) {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.env(ROLE, role).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    (child, line.trim().to_owned())
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() {
+    match std::env::var(ROLE).as_deref() {
+        Ok(role) => baselines::run(role),
+        Err(_) => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(bench()),
+    }
+}
+
+async fn bench() {
+    let follow: Vec<String> = TYPES.iter().map(|t| format!("bench:{t}")).collect();
+    let mut s = Sidecar::start("serve", &["--follow", &follow.join(",")]);
     let pid = s.child.as_ref().unwrap().id();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle = rss_kib(pid);
+    let (mut parser, port) = helper("parse", &[("CERTS", &s.certs)]);
+    let parse_port: u16 = port.parse().unwrap();
 
-    // Receiver throughput: 10 batches of 10,000 events = 100,000 facts.
-    let (batches, per) = (10, 10_000);
-    let mut bodies = Vec::new();
-    for b in 0..batches {
-        bodies.push(event_list(
-            (0..per)
-                .map(|i| {
-                    let n = b * per + i;
-                    audit_event(
-                        "update",
-                        &format!("user-{}", n % 100),
-                        "bench",
-                        &format!("cm-{n}"),
-                        &format!("uid-{n}"),
-                        "7",
-                    )
-                })
-                .collect(),
-        ));
+    // Receiver: the same batches to the sidecar and to the parse-only
+    // server, alternating 100,000 events at a time.
+    let (template, marks) = template();
+    let batches = Arc::new(Batches { template, marks });
+    let per_chunk = (100_000 / BATCH) as u32;
+    let (mut ours, mut theirs) = (Duration::ZERO, Duration::ZERO);
+    let mut at_100k = 0;
+    for chunk in 0..(FACTS / 100_000) as u32 {
+        let (from, to) = (chunk * per_chunk, (chunk + 1) * per_chunk);
+        ours += blast(s.audit_port, &s.certs, "/audit-webhook/bench", &batches, from, to).await;
+        theirs += blast(parse_port, &s.certs, "/audit-webhook/bench", &batches, from, to).await;
+        if chunk == 0 {
+            settle(&s, 100_000).await;
+            at_100k = rss_kib(pid);
+        }
     }
-    let t = Instant::now();
-    for body in &bodies {
-        let (code, text) = s.post("/audit-webhook/bench", body);
-        assert_eq!(code, 200, "{text}");
-    }
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "receiver: {:.0} audit events/s over mTLS ({} batches of {per}, curl per batch)",
-        (batches * per) as f64 / secs,
-        batches
-    );
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    settle(&s, FACTS as u64).await;
     let loaded = rss_kib(pid);
-    println!("resident memory: idle {} MiB; with 100,000 facts {} MiB", idle / 1024, loaded / 1024);
+    let _ = parser.kill();
+    let events = FACTS as f64;
+    let (ours_rate, theirs_rate) = (events / ours.as_secs_f64(), events / theirs.as_secs_f64());
 
-    // Resolve round trips over the socket (facts present: exact tier).
-    let mut c = s.client().await;
-    let n = 20_000;
-    let mut lat = Vec::with_capacity(n);
-    for i in 0..n {
-        let k = (i * 7919) % (batches * per);
-        let req = ResolveRequest {
+    // Resolve, beside the echoes. The echo answers with this very response,
+    // so both carry the same bytes each way.
+    let mut client = s.client().await;
+    let request = |k: usize| {
+        let (b, i) = (format!("{:08x}", k / BATCH), (k % BATCH) / TYPES.len() * TYPES.len());
+        ResolveRequest {
             r#type: configmaps("bench"),
             event_type: "MODIFIED".into(),
-            object_json: watch_object("bench", &format!("cm-{k}"), &format!("uid-{k}"), "7", false),
-        };
-        let t = Instant::now();
-        let r = c.resolve(req).await.unwrap().into_inner();
-        lat.push(t.elapsed());
-        assert_eq!(r.tier, "exact");
-    }
-    lat.sort();
-
-    // Baseline: a raw Unix-socket echo of a similar-sized message.
+            object_json: watch_object("bench", &name(&b, i), &uid(&b, i), "7", false),
+        }
+    };
+    let sample = client.resolve(request(0)).await.unwrap().into_inner();
+    assert_eq!(sample.tier, "exact", "{sample:?}");
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("echo.sock");
-    let listener = tokio::net::UnixListener::bind(&path).unwrap();
-    tokio::spawn(async move {
-        let (mut sock, _) = listener.accept().await.unwrap();
-        let mut buf = vec![0u8; 256];
-        loop {
-            let Ok(k) = sock.read(&mut buf).await else { return };
-            if k == 0 || sock.write_all(&buf[..k]).await.is_err() {
-                return;
+    let canned = dir.path().join("response.bin");
+    std::fs::write(&canned, sample.encode_to_vec()).unwrap();
+    let (mut echo, _) = helper("echo", &[("SOCKETS", dir.path()), ("RESPONSE", &canned)]);
+    let mut echo_client = AttributionClient::new(channel(&dir.path().join("grpc.sock")).await);
+    let mut raw = tokio::net::UnixStream::connect(dir.path().join("raw.sock")).await.unwrap();
+    let (req_len, resp_len) = (request(0).encoded_len(), sample.encoded_len());
+
+    let (rounds, per_round) = (10, 2_000);
+    let (mut lat, mut lat_echo, mut lat_raw) = (Vec::new(), Vec::new(), Vec::new());
+    let msg = vec![7u8; req_len];
+    let mut back = vec![0u8; req_len];
+    for round in 0..=rounds {
+        // Round 0 warms every path up and is not counted.
+        let keep = round > 0;
+        for j in 0..per_round {
+            let k = ((round * per_round + j) * 7919) % FACTS;
+            let req = request(k);
+            let t = Instant::now();
+            let r = client.resolve(req).await.unwrap().into_inner();
+            let took = t.elapsed();
+            assert_eq!(r.tier, "exact");
+            if keep {
+                lat.push(took);
             }
         }
-    });
-    let mut client = tokio::net::UnixStream::connect(&path).await.unwrap();
-    let msg = vec![7u8; 200];
-    let mut back = vec![0u8; 200];
-    let mut echo = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        client.write_all(&msg).await.unwrap();
-        client.read_exact(&mut back).await.unwrap();
-        echo.push(t.elapsed());
+        for j in 0..per_round {
+            let req = request(((round * per_round + j) * 7919) % FACTS);
+            let t = Instant::now();
+            let r = echo_client.resolve(req).await.unwrap().into_inner();
+            let took = t.elapsed();
+            assert_eq!(r.encoded_len(), resp_len);
+            if keep {
+                lat_echo.push(took);
+            }
+        }
+        for _ in 0..per_round {
+            let t = Instant::now();
+            raw.write_all(&msg).await.unwrap();
+            raw.read_exact(&mut back).await.unwrap();
+            if keep {
+                lat_raw.push(t.elapsed());
+            }
+        }
     }
-    echo.sort();
-    let (p50, p99, e50, e99) =
-        (percentile(&lat, 0.5), percentile(&lat, 0.99), percentile(&echo, 0.5), percentile(&echo, 0.99));
+    let _ = echo.kill();
+    for v in [&mut lat, &mut lat_echo, &mut lat_raw] {
+        v.sort_unstable();
+    }
+    let p = |v: &[Duration]| (percentile(v, 0.5), percentile(v, 0.99));
+    let ((r50, r99), (e50, e99), (w50, w99)) = (p(&lat), p(&lat_echo), p(&lat_raw));
+
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!("load average at the end: {}", load.split_whitespace().take(3).collect::<Vec<_>>().join(" "));
+    println!();
+    println!("| resident memory of `serve` | MiB | bytes per fact |");
+    println!("|---|---|---|");
+    println!("| idle | {:.1} | |", idle as f64 / 1024.0);
     println!(
-        "Resolve round trip: p50 {:.1} us, p99 {:.1} us; raw Unix-socket echo: p50 {:.1} us, p99 {:.1} us; ratio p50 {:.1}x, p99 {:.1}x",
-        p50.as_secs_f64() * 1e6,
-        p99.as_secs_f64() * 1e6,
-        e50.as_secs_f64() * 1e6,
-        e99.as_secs_f64() * 1e6,
-        p50.as_secs_f64() / e50.as_secs_f64(),
-        p99.as_secs_f64() / e99.as_secs_f64()
+        "| 100,000 facts held | {:.1} | {:.0} |",
+        at_100k as f64 / 1024.0,
+        (at_100k.saturating_sub(idle) * 1024) as f64 / 100_000.0
     );
+    println!(
+        "| 1,000,000 facts held | {:.1} | {:.0} |",
+        loaded as f64 / 1024.0,
+        (loaded.saturating_sub(idle) * 1024) as f64 / FACTS as f64
+    );
+    println!();
+    println!("| receiver, mTLS, {BATCH}-event batches on {CONNECTIONS} connections | audit events/s |");
+    println!("|---|---|");
+    println!("| `serve` receiver (decode, gates, publish, index) | {ours_rate:.0} |");
+    println!("| bare axum + rustls, parse only, another process (baseline) | {theirs_rate:.0} |");
+    println!("| ratio | {:.2}x |", ours_rate / theirs_rate);
+    println!();
+    println!(
+        "| round trip over a Unix socket ({} calls each, interleaved; request {req_len} B, response {resp_len} B) | p50 | p99 |",
+        lat.len()
+    );
+    println!("|---|---|---|");
+    println!("| `Resolve` (gRPC, fact present) | {:.1} us | {:.1} us |", us(r50), us(r99));
+    println!("| tonic unary echo, another process (baseline) | {:.1} us | {:.1} us |", us(e50), us(e99));
+    println!("| raw socket echo, another process | {:.1} us | {:.1} us |", us(w50), us(w99));
+    println!(
+        "| `Resolve` / tonic echo | {:.2}x | {:.2}x |",
+        r50.as_secs_f64() / e50.as_secs_f64(),
+        r99.as_secs_f64() / e99.as_secs_f64()
+    );
+    s.sigterm();
+}
+
+/// The baselines, each run as another process of this executable.
+mod baselines {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use axum::Router;
+    use axum::body::Bytes;
+    use axum::http::StatusCode;
+    use axum::routing::post;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use hyper_util::server::conn::auto;
+    use hyper_util::service::TowerToHyperService;
+    use prost::Message;
+    use runtime::proto::attribution_server::{Attribution, AttributionServer};
+    use runtime::proto::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tonic::{Request, Response, Status, Streaming};
+
+    fn env(key: &str) -> PathBuf {
+        PathBuf::from(std::env::var_os(key).unwrap_or_else(|| panic!("{key} is not set")))
+    }
+
+    pub fn run(role: &str) {
+        // The sidecar's own runtime settings (`reverser-sidecar`'s main).
+        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        match role {
+            "parse" => rt.block_on(parse_only(env("CERTS"))),
+            "echo" => rt.block_on(echo(env("SOCKETS"), env("RESPONSE"))),
+            other => panic!("unknown role {other}"),
+        }
+    }
+
+    /// An mTLS server (the same certificates, client certificate required)
+    /// whose only work is parsing the body as JSON.
+    async fn parse_only(certs: PathBuf) {
+        let pem = |name: &str| std::fs::read(certs.join(name)).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pemfile::certs(&mut pem("ca.pem").as_slice()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .unwrap();
+        let chain = rustls_pemfile::certs(&mut pem("server.pem").as_slice()).collect::<Result<Vec<_>, _>>().unwrap();
+        let key = rustls_pemfile::private_key(&mut pem("server-key.pem").as_slice()).unwrap().unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain, key)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let app = Router::new().route(
+            "/audit-webhook/{route}",
+            post(|body: Bytes| async move {
+                match serde_json::from_slice::<serde_json::Value>(&body) {
+                    Ok(v) => (StatusCode::OK, format!("{}\n", v["items"].as_array().map_or(0, Vec::len))),
+                    Err(e) => (StatusCode::BAD_REQUEST, e.to_string()),
+                }
+            }),
+        );
+        let app = app.layer(axum::extract::DefaultBodyLimit::max(16 << 20));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap().port());
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let (acceptor, app) = (acceptor.clone(), app.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let _ = auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), TowerToHyperService::new(app))
+                    .await;
+            });
+        }
+    }
+
+    /// Answers every `Resolve` with the same response.
+    struct Echo(ResolveResponse);
+
+    #[tonic::async_trait]
+    impl Attribution for Echo {
+        async fn resolve(&self, req: Request<ResolveRequest>) -> Result<Response<ResolveResponse>, Status> {
+            drop(req.into_inner());
+            Ok(Response::new(self.0.clone()))
+        }
+        async fn explain(&self, _: Request<ExplainRequest>) -> Result<Response<ExplainResponse>, Status> {
+            Err(Status::unimplemented("echo"))
+        }
+        async fn commit(&self, _: Request<CommitRequest>) -> Result<Response<CommitResponse>, Status> {
+            Err(Status::unimplemented("echo"))
+        }
+        async fn reconcile(&self, _: Request<Streaming<ReconcileChunk>>) -> Result<Response<CommitResponse>, Status> {
+            Err(Status::unimplemented("echo"))
+        }
+        async fn acquire(&self, _: Request<FollowRequest>) -> Result<Response<FollowResponse>, Status> {
+            Err(Status::unimplemented("echo"))
+        }
+        async fn release(&self, _: Request<FollowRequest>) -> Result<Response<FollowResponse>, Status> {
+            Err(Status::unimplemented("echo"))
+        }
+    }
+
+    /// A tonic unary echo on `grpc.sock` and a raw echo on `raw.sock`.
+    async fn echo(dir: PathBuf, response: PathBuf) {
+        let canned = ResolveResponse::decode(std::fs::read(response).unwrap().as_slice()).unwrap();
+        let grpc = tokio::net::UnixListener::bind(dir.join("grpc.sock")).unwrap();
+        let raw = tokio::net::UnixListener::bind(dir.join("raw.sock")).unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (mut sock, _) = raw.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    loop {
+                        let Ok(k) = sock.read(&mut buf).await else { return };
+                        if k == 0 || sock.write_all(&buf[..k]).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        println!("ready");
+        tonic::transport::Server::builder()
+            .add_service(AttributionServer::new(Echo(canned)))
+            .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(grpc))
+            .await
+            .unwrap();
+    }
 }

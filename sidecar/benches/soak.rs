@@ -13,6 +13,7 @@
 //! `cargo bench -p reverser-sidecar --bench soak -- --minutes 5`
 //! (default 60; `--events-per-sec`, `--resolves-per-sec` to change the load).
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -21,10 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{Tls, client_config, connect, post};
 use runtime::proto::ResolveRequest;
 use support::*;
 use testkit::{RedisServer, free_port};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BATCH: usize = 400;
 const CONNECTIONS: usize = 8;
@@ -103,63 +104,6 @@ fn batch(first: u64) -> Vec<u8> {
     )
 }
 
-type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
-
-async fn connect(s: &Shared) -> std::io::Result<Tls> {
-    let pem = |name: &str| std::fs::read(s.certs.join(name));
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut pem("ca.pem")?.as_slice()) {
-        roots.add(c?).map_err(std::io::Error::other)?;
-    }
-    let chain = rustls_pemfile::certs(&mut pem("client.pem")?.as_slice()).collect::<Result<Vec<_>, _>>()?;
-    let key =
-        rustls_pemfile::private_key(&mut pem("client-key.pem")?.as_slice())?.ok_or(std::io::ErrorKind::NotFound)?;
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(std::io::Error::other)?
-        .with_root_certificates(roots)
-        .with_client_auth_cert(chain, key)
-        .map_err(std::io::Error::other)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.receiver_port)).await?;
-    let name = rustls::pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
-    tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await
-}
-
-/// One HTTP/1.1 keep-alive POST; the status code.
-async fn post(conn: &mut Tls, body: &[u8]) -> std::io::Result<u16> {
-    let head = format!(
-        "POST /audit-webhook/soak HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    conn.write_all(head.as_bytes()).await?;
-    conn.write_all(body).await?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let header_end = loop {
-        let n = conn.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_lowercase();
-    let status: u16 = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let len: usize =
-        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
-    while buf.len() < header_end + len {
-        let n = conn.read(&mut chunk).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    Ok(status)
-}
-
 /// One API server connection: a batch every `every`, each retried until 200.
 async fn poster(s: Arc<Shared>, next_id: Arc<AtomicU64>, every: Duration, until: Instant) {
     let mut conn: Option<Tls> = None;
@@ -170,10 +114,13 @@ async fn poster(s: Arc<Shared>, next_id: Arc<AtomicU64>, every: Duration, until:
         let body = batch(first);
         loop {
             if conn.is_none() {
-                conn = connect(&s).await.ok();
+                conn = match client_config(&s.certs) {
+                    Ok(config) => connect(s.receiver_port, config).await.ok(),
+                    Err(_) => None,
+                };
             }
             let status = match conn.as_mut() {
-                Some(c) => post(c, &body).await.unwrap_or(0),
+                Some(c) => post(c, "/audit-webhook/soak", &body).await.unwrap_or(0),
                 None => 0,
             };
             if status == 200 {

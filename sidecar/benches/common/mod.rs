@@ -1,0 +1,91 @@
+//! What the sidecar benchmarks share: an API server's keep-alive mTLS
+//! connection to an audit webhook, and reading a process's resident memory.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// The client side of the development certificates in `certs` (`ca.pem`,
+/// `client.pem`, `client-key.pem`), speaking HTTP/1.1 as the API server does.
+pub fn client_config(certs: &Path) -> std::io::Result<Arc<rustls::ClientConfig>> {
+    let pem = |name: &str| std::fs::read(certs.join(name));
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut pem("ca.pem")?.as_slice()) {
+        roots.add(c?).map_err(std::io::Error::other)?;
+    }
+    let chain = rustls_pemfile::certs(&mut pem("client.pem")?.as_slice()).collect::<Result<Vec<_>, _>>()?;
+    let key =
+        rustls_pemfile::private_key(&mut pem("client-key.pem")?.as_slice())?.ok_or(std::io::ErrorKind::NotFound)?;
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .map_err(std::io::Error::other)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// One mTLS connection to `127.0.0.1:port`.
+pub async fn connect(port: u16, config: Arc<rustls::ClientConfig>) -> std::io::Result<Tls> {
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
+    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await
+}
+
+/// One HTTP/1.1 keep-alive POST of `body` to `path`; the status code.
+pub async fn post(conn: &mut Tls, path: &str, body: &[u8]) -> std::io::Result<u16> {
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await?;
+    conn.write_all(body).await?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let header_end = loop {
+        let n = conn.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_lowercase();
+    let status: u16 = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let len: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    while buf.len() < header_end + len {
+        let n = conn.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(status)
+}
+
+/// Resident memory of `pid`, KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The `p` quantile of sorted durations.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
