@@ -26,8 +26,10 @@ use super::selector::Selector;
 use super::{Fact, Scope, Tier};
 
 pub mod order;
+mod packed;
 mod store;
 pub use order::{object_order, supersedes};
+pub use packed::PackedFacts;
 use store::{Fid, Hashes, Key, NONE, Slot, Store};
 
 /// Caps and horizons of the index. Defaults are the sidecar's.

@@ -111,7 +111,7 @@ fn uuid(s: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-fn uuid_string(b: &[u8; 16]) -> String {
+pub(super) fn uuid_string(b: &[u8; 16]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut s = String::with_capacity(36);
     for (j, byte) in b.iter().enumerate() {
@@ -135,7 +135,7 @@ fn canonical_u64(s: &str) -> Option<u64> {
 
 /// Microseconds since the epoch as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the
 /// audit MicroTime form); `None` outside years 0..=9999.
-fn format_micros(us: i64) -> Option<String> {
+pub(super) fn format_micros(us: i64) -> Option<String> {
     let (days, rem) = (us.div_euclid(86_400_000_000), us.rem_euclid(86_400_000_000));
     let (y, m, d) = civil_from_days(days);
     if !(0..=9999).contains(&y) {
@@ -159,13 +159,17 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
 }
 
 /// A stageTimestamp as microseconds when they print back identically.
-fn compact_timestamp(s: &str) -> Option<i64> {
+pub(super) fn compact_timestamp(s: &str) -> Option<i64> {
     let us = stage_time_us(s)?;
     (format_micros(us).as_deref() == Some(s)).then_some(us)
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    let mut n = s.len();
+pub(super) fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_varint(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+pub(super) fn put_varint(out: &mut Vec<u8>, mut n: u64) {
     loop {
         let b = (n & 0x7f) as u8;
         n >>= 7;
@@ -175,30 +179,48 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
         }
         out.push(b | 0x80);
     }
-    out.extend_from_slice(s.as_bytes());
 }
 
 /// Reads back what [`Slot::new`] wrote.
-struct Reader<'a> {
+pub(super) struct Reader<'a> {
     b: &'a [u8],
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> &'a [u8] {
+    pub(super) fn new(b: &'a [u8]) -> Self {
+        Self { b }
+    }
+
+    pub(super) fn varint(&mut self) -> u64 {
+        let (mut n, mut shift) = (0u64, 0);
+        while let Some((&b, rest)) = self.b.split_first() {
+            self.b = rest;
+            if shift < 64 {
+                n |= u64::from(b & 0x7f) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        n
+    }
+
+    pub(super) fn take(&mut self, n: usize) -> &'a [u8] {
         let n = n.min(self.b.len());
         let (head, rest) = self.b.split_at(n);
         self.b = rest;
         head
     }
 
-    fn array<const N: usize>(&mut self) -> [u8; N] {
+    pub(super) fn array<const N: usize>(&mut self) -> [u8; N] {
         let mut a = [0u8; N];
         let head = self.take(N);
         a[..head.len()].copy_from_slice(head);
         a
     }
 
-    fn str(&mut self) -> &'a str {
+    pub(super) fn str(&mut self) -> &'a str {
         let (mut n, mut shift) = (0usize, 0);
         while let Some((&b, rest)) = self.b.split_first() {
             self.b = rest;

@@ -18,6 +18,7 @@ use super::{
     entry_is_acceptable, group_by_scope, now_ms,
 };
 use crate::metrics::Metrics;
+use rules::attribution::index::PackedFacts;
 use rules::attribution::{Fact, Scope};
 
 const TRANSPORT: &str = "memory";
@@ -89,7 +90,10 @@ struct ScopeLog {
 struct Entry {
     seq: u64,
     at_ms: u64,
-    facts: Arc<Vec<Fact>>,
+    /// Packed: the index beside the log already holds these facts, so the
+    /// log's copy (one TTL of them, for a later subscription to re-warm
+    /// from) is kept as small as it reads back.
+    facts: Arc<PackedFacts>,
 }
 
 /// What one read of one scope returned.
@@ -107,10 +111,12 @@ impl Hub {
     }
 
     fn append(&self, scope: &Scope, facts: Vec<Fact>, at_ms: u64) {
+        // Packed outside the lock: appends of other scopes do not wait on it.
+        let facts = Arc::new(PackedFacts::pack(&facts));
         let mut logs = self.logs();
         let log = logs.entry(scope.clone()).or_default();
         log.last_seq += 1;
-        log.entries.push_back(Entry { seq: log.last_seq, at_ms, facts: Arc::new(facts) });
+        log.entries.push_back(Entry { seq: log.last_seq, at_ms, facts });
         // MAXLEN bound (exact here; Redis's `~` is a cost optimisation) and
         // retention by age, both on the publish path.
         let max_len = usize::try_from(self.config.max_len).unwrap_or(usize::MAX);
@@ -237,12 +243,9 @@ impl FactFollower for MemoryFollower {
                 more |= !cursor.caught_up;
                 for entry in read.entries {
                     cursor.seq = entry.seq;
-                    if entry_is_acceptable(&entry.facts) {
-                        sink.apply(FactBatch {
-                            scope: scope.clone(),
-                            facts: entry.facts.as_ref().clone(),
-                            at_ms: entry.at_ms,
-                        });
+                    let facts = entry.facts.unpack();
+                    if entry_is_acceptable(&facts) {
+                        sink.apply(FactBatch { scope: scope.clone(), facts, at_ms: entry.at_ms });
                     } else {
                         tracing::warn!(%scope, entry = entry.seq, "fact entry skipped: a fact in it names no author");
                         hub.metrics.decode_error(TRANSPORT);
