@@ -73,7 +73,9 @@ async fn publish_rate<P: FactPublisher + Clone + 'static>(
         let p = p.clone();
         tasks.push(tokio::spawn(async move {
             for r in 0..rounds {
-                let facts = (0..batch).map(|i| (scope((c + r + i) % scopes), fact(i))).collect();
+                // Distinct facts: a batch equal to an earlier one is deduplicated, never appended.
+                let first = (c * rounds + r) * batch;
+                let facts = (0..batch).map(|i| (scope((c + r + i) % scopes), fact(first + i))).collect();
                 p.publish(facts).await.expect("publish");
             }
         }));
@@ -117,8 +119,8 @@ async fn follow_rate<F: FactFollower + Clone + 'static>(f: F, s: &Scope, total: 
 }
 
 async fn fill<P: FactPublisher>(p: &P, s: &Scope, entries: usize, per_entry: usize) {
-    for _ in 0..entries {
-        p.publish((0..per_entry).map(|i| (s.clone(), fact(i))).collect()).await.expect("publish");
+    for e in 0..entries {
+        p.publish((0..per_entry).map(|i| (s.clone(), fact(e * per_entry + i))).collect()).await.expect("publish");
     }
 }
 
