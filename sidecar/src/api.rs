@@ -79,6 +79,30 @@ fn parse_object(bytes: &[u8]) -> Result<serde_json::Value, Status> {
     serde_json::from_slice(bytes).map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))
 }
 
+/// The object as `Resolve` reads it: its `metadata` alone (attribution reads
+/// nothing else), the other fields skipped while parsing and never built: a
+/// ConfigMap's or Secret's data can be most of the bytes. Anything but a JSON
+/// object takes the full parse, which says what it is.
+fn parse_metadata(bytes: &[u8]) -> Result<serde_json::Value, Status> {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        metadata: Option<serde_json::Value>,
+    }
+    match serde_json::from_slice::<Metadata>(bytes) {
+        Ok(Metadata { metadata: Some(m) }) => Ok(serde_json::json!({ "metadata": m })),
+        Ok(Metadata { metadata: None }) => Ok(serde_json::json!({})),
+        Err(_) => parse_object(bytes),
+    }
+}
+
+/// Whether an event's whole object is kept (a Git write needs it) or only
+/// what attribution reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Object {
+    Whole,
+    Metadata,
+}
+
 /// One attributed event: the answer for the watcher, and the Git change it
 /// makes (none for noop / ignored).
 type Attributed1 = (proto::ResolveResponse, Option<Change>);
@@ -108,9 +132,13 @@ impl Api {
     }
 
     /// Deletion intent, then (for a write or a removal) the author.
-    async fn resolve_event(&self, req: proto::ResolveRequest) -> Result<Attributed1, Status> {
+    async fn resolve_event(&self, req: proto::ResolveRequest, keep: Object) -> Result<Attributed1, Status> {
         let (scope, version) = scope_of(req.r#type.as_ref())?;
-        let event = WatchEvent { kind: watch_kind(&req.event_type)?, object: parse_object(&req.object_json)? };
+        let object = match keep {
+            Object::Whole => parse_object(&req.object_json)?,
+            Object::Metadata => parse_metadata(&req.object_json)?,
+        };
+        let event = WatchEvent { kind: watch_kind(&req.event_type)?, object };
         if let Some(why) = event.unusable() {
             return Err(Status::invalid_argument(format!(
                 "object_json of a {} event must be the watched object: {why}",
@@ -298,7 +326,7 @@ fn key_of_path(path: &str, prefix: &str) -> Option<ObjectKey> {
 #[tonic::async_trait]
 impl Attribution for Api {
     async fn resolve(&self, req: Request<proto::ResolveRequest>) -> Result<Response<proto::ResolveResponse>, Status> {
-        Ok(Response::new(self.resolve_event(req.into_inner()).await?.0))
+        Ok(Response::new(self.resolve_event(req.into_inner(), Object::Metadata).await?.0))
     }
 
     async fn commit(&self, req: Request<proto::CommitRequest>) -> Result<Response<proto::CommitResponse>, Status> {
@@ -307,7 +335,8 @@ impl Attribution for Api {
         // Deletion intent in event order; then every resolution concurrently
         // (a removal waiting out its grace delays none of the others); the
         // Git changes keep event order.
-        let resolved = futures::future::join_all(req.events.into_iter().map(|e| self.resolve_event(e))).await;
+        let resolved =
+            futures::future::join_all(req.events.into_iter().map(|e| self.resolve_event(e, Object::Whole))).await;
         let mut resolutions = Vec::with_capacity(resolved.len());
         let mut changes = Vec::new();
         for (i, r) in resolved.into_iter().enumerate() {

@@ -382,6 +382,9 @@ async fn an_object_json_that_names_no_object_is_invalid_argument_at_once() {
         ("ADDED", b""),
         ("MODIFIED", br#"{"metadata":{"name":""}}"#),
         ("MODIFIED", br#"{"metadata":"cm"}"#),
+        ("MODIFIED", br#"{"data":{"k":"v"},"metadata":null}"#),
+        // Not JSON past the metadata: refused though only metadata is read.
+        ("MODIFIED", br#"{"metadata":{"name":"cm","uid":"u"},"data":{"k":"#),
     ] {
         let start = Instant::now();
         let status = c
