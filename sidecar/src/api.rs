@@ -95,8 +95,9 @@ fn parse_metadata(bytes: &[u8]) -> Result<serde_json::Value, Status> {
     }
 }
 
-/// Whether an event's whole object is kept (a Git write needs it) or only
-/// what attribution reads.
+/// What the caller needs of an event: the whole object and the Git change it
+/// makes (`Commit`), or only the answer, for which metadata suffices
+/// (`Resolve`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Object {
     Whole,
@@ -145,10 +146,10 @@ impl Api {
                 req.event_type
             )));
         }
-        Ok(self.attribute(&scope, version, event).await)
+        Ok(self.attribute(&scope, version, event, keep).await)
     }
 
-    async fn attribute(&self, scope: &Scope, version: String, event: WatchEvent) -> Attributed1 {
+    async fn attribute(&self, scope: &Scope, version: String, event: WatchEvent, keep: Object) -> Attributed1 {
         // A watcher asking about a type covers it: follow its stream.
         if event.is_change() {
             self.ensure_following(scope);
@@ -164,6 +165,9 @@ impl Api {
         out.actor_kind = r.actor_kind().label().into();
         out.waited_ms = r.waited.as_millis() as u64;
         out.fact = r.fact.as_deref().map(proto::Fact::from);
+        if keep == Object::Metadata {
+            return (out, None);
+        }
         let change = Change {
             object: ObjectKey {
                 group: scope.group_resource.group.clone(),
@@ -266,7 +270,11 @@ impl Api {
     fn ensure_following(&self, scope: &Scope) {
         let now = self.engine().clock().now_ms();
         let mut implicit = self.implicit.lock().unwrap_or_else(|e| e.into_inner());
-        if implicit.insert(scope.clone(), now).is_none() {
+        // No copy of the scope on the per-call path once it is followed.
+        if let Some(last) = implicit.get_mut(scope) {
+            *last = now;
+        } else {
+            implicit.insert(scope.clone(), now);
             self.follower.acquire(scope);
         }
     }
@@ -426,8 +434,10 @@ impl Attribution for Api {
             kind: WatchKind::Deleted,
             object: serde_json::json!({"metadata": {"name": k.name, "namespace": k.namespace}}),
         }));
-        let attributed =
-            futures::future::join_all(events.into_iter().map(|e| self.attribute(&scope, version.clone(), e))).await;
+        let attributed = futures::future::join_all(
+            events.into_iter().map(|e| self.attribute(&scope, version.clone(), e, Object::Whole)),
+        )
+        .await;
         let mut resolutions = Vec::with_capacity(attributed.len());
         let mut changes = Vec::new();
         for (answer, change) in attributed {
