@@ -9,6 +9,7 @@
 
 pub mod attribution;
 pub mod backoff;
+pub mod cli;
 mod error;
 #[cfg(feature = "kube")]
 pub mod kubeconfig;
