@@ -503,7 +503,8 @@ fn a_non_maintainer_takeover_changes_nothing_and_exits_with_the_403_text() {
     let before = w.everything();
     let out = w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "json"], "tok-mallory");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // Exit 4: forbidden (not a maintainer), as documented.
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("HTTP 403") && stderr.contains(REFUSAL), "{stderr}");
     assert!(out.stdout.is_empty(), "{out:?}");
     assert_eq!(w.everything(), before, "a refused takeover changed the cluster");

@@ -363,22 +363,23 @@ fn why_errors_are_clear_and_non_zero() {
         assert!(stderr.starts_with("error: ") && stderr.contains(needle), "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{stdout}");
     };
-    fail(&["widgets/x"], &kc, 1, "doesn't have a resource type \"widgets\"");
-    fail(&["cm"], &kc, 1, "expected one object as TYPE/NAME or TYPE NAME");
+    // Exit codes: 2 usage, 3 not found, 5 unreachable (docs/why.md).
+    fail(&["widgets/x"], &kc, 3, "doesn't have a resource type \"widgets\"");
+    fail(&["cm"], &kc, 2, "expected one object as TYPE/NAME or TYPE NAME");
     fail(
         &["cm/nothing", "--repo", empty_repo.to_str().unwrap()],
         &kc,
-        2,
+        3,
         "configmaps \"nothing\" in namespace \"default\" not found",
     );
-    fail(&["cm/nothing"], &kc, 2, "pass --repo");
+    fail(&["cm/nothing"], &kc, 3, "pass --repo");
     api.seed_object(configmap("default", "web", "u-web", "10")).unwrap();
     let missing = k.dir.path().join("no.sock");
-    fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 3, "cannot reach the sidecar at socket");
-    fail(&["cm/web", "--pod", "watcher-0"], &kc, 3, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
+    fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 5, "cannot reach the sidecar at socket");
+    fail(&["cm/web", "--pod", "watcher-0"], &kc, 5, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
     let port = testkit::free_port().unwrap();
     let url = format!("redis://127.0.0.1:{port}");
-    fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 3, "cannot read the fact stream");
+    fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 5, "cannot read the fact stream");
     // Bad kubeconfigs: absent, not YAML, pointing at nothing.
     fail(&["cm/web"], &k.dir.path().join("absent"), 1, "cannot read kubeconfig");
     let garbage = k.dir.path().join("garbage");
@@ -387,5 +388,5 @@ fn why_errors_are_clear_and_non_zero() {
     let dead = k.dir.path().join("dead");
     std::fs::write(&dead, std::fs::read_to_string(&kc).unwrap().replace(&api.port().to_string(), &port.to_string()))
         .unwrap();
-    fail(&["cm/web"], &dead, 1, "cannot reach the API server");
+    fail(&["cm/web"], &dead, 5, "connection refused");
 }

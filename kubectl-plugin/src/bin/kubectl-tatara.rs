@@ -8,6 +8,6 @@ use kubectl_plugin::tatara::{self, Cli};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    runtime::telemetry::init(&cli.log, common::DEFAULT_LOG_FILTER);
+    common::init_logging(&cli.global);
     common::exit(tatara::run(cli))
 }

@@ -1,4 +1,7 @@
 use std::io::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
 
 use clap::{Parser, Subcommand};
 
@@ -96,7 +99,7 @@ fn output_defaults_to_table_and_refuses_unknown_formats() {
 #[tokio::test]
 async fn kubeconfig_flag_selects_context_cluster_and_namespace() {
     let file = kubeconfig_file(KUBECONFIG);
-    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), context: None, namespace: None };
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..KubeArgs::default() };
     let config = args.config().await.unwrap();
     assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:6443/");
     assert_eq!(config.default_namespace, "shop");
@@ -124,11 +127,33 @@ async fn unreadable_or_malformed_kubeconfig_is_a_clear_error() {
     assert!(err.message().starts_with("cannot read kubeconfig"), "{err}");
 
     let file = kubeconfig_file(KUBECONFIG);
-    let no_such_context =
-        KubeArgs { kubeconfig: Some(file.path().to_path_buf()), context: Some("staging".into()), namespace: None };
+    let no_such_context = KubeArgs {
+        kubeconfig: Some(file.path().to_path_buf()),
+        context: Some("staging".into()),
+        ..KubeArgs::default()
+    };
     let err = no_such_context.config().await.unwrap_err();
     assert!(err.message().contains("\"staging\""), "{err}");
     assert!(err.message().contains("--context"), "{err}");
+}
+
+#[tokio::test]
+async fn every_call_is_bounded_even_without_request_timeout() {
+    let file = kubeconfig_file(KUBECONFIG);
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..KubeArgs::default() };
+    let config = args.config().await.unwrap();
+    assert_eq!(config.connect_timeout, Some(connection::CONNECT_TIMEOUT));
+    assert_eq!(config.read_timeout, Some(connection::IDLE_TIMEOUT));
+    assert!(!config.default_retry, "a CLI answers at once");
+
+    let cli = Cli::try_parse_from(["kubectl-example", "--request-timeout", "2s", "list"]).unwrap();
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..cli.kube };
+    let config = args.config().await.unwrap();
+    assert_eq!(config.connect_timeout, Some(std::time::Duration::from_secs(2)));
+    assert_eq!(config.read_timeout, Some(std::time::Duration::from_secs(2)));
+    let cli = Cli::try_parse_from(["kubectl-example", "list", "--request-timeout=500ms"]).unwrap();
+    assert_eq!(cli.kube.request_timeout, std::time::Duration::from_millis(500));
+    assert!(Cli::try_parse_from(["kubectl-example", "list", "--request-timeout=soon"]).is_err());
 }
 
 #[test]

@@ -21,7 +21,7 @@ mod tests;
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub log: runtime::telemetry::LogArgs,
+    pub global: common::GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }

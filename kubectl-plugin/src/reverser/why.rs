@@ -22,7 +22,7 @@ use runtime::attribution::{Engine, EngineConfig};
 use runtime::metrics::Metrics;
 use serde_json::Value;
 
-use crate::common::{self, CliError, KubeArgs, OutputArgs};
+use crate::common::{self, Call, CliError, KubeArgs, OutputArgs};
 
 /// The flags of `kubectl reverser why`.
 #[derive(Debug, Clone, clap::Args)]
@@ -115,9 +115,11 @@ pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
 
 async fn explain(args: &Args) -> Result<Report, CliError> {
     let common::TypedName { type_: type_name, name } = common::TypedName::parse(&args.target)?;
-    let target = client(&args.kube).await?;
+    let target = args.kube.client().await?;
     let (served, versions_of) = discover(&target.client).await?;
-    let res = why::resolve_type(&type_name, &served)?.clone();
+    let res = why::resolve_type(&type_name, &served)
+        .map_err(|e| CliError::from(e).with_code(common::exit_code::NOT_FOUND))?
+        .clone();
     let namespace = if res.namespaced { target.namespace.clone() } else { String::new() };
     let what = if res.namespaced {
         format!("{} {name:?} in namespace {namespace:?}", res.qualified())
@@ -152,7 +154,13 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
             }
         }
         Err(kube::Error::Api(status)) if status.code == 404 => state.deleted = true,
-        Err(e) => return Err(api_error(&format!("cannot read {what}"), &e)),
+        Err(e) => {
+            let resource = res.qualified();
+            return Err(common::api_failure(
+                Call { verb: "get", resource: &resource, name: &name, namespace: &namespace },
+                &e,
+            ));
+        }
     }
 
     // The preferred version first; the mirror may hold the file under any.
@@ -190,7 +198,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
             return Err(CliError::new(format!(
                 "{what} not found: the API server answered 404 {git}; check the name, the namespace (-n) and the context"
             ))
-            .with_code(2));
+            .with_code(common::exit_code::NOT_FOUND));
         }
     }
 
@@ -230,24 +238,6 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
     ))
 }
 
-/// The client for the selected context, without kube's default retry of
-/// 5xx answers: a CLI answers at once, as kubectl does, rather than backing
-/// off on an aggregated API that is down or a pod proxy that cannot connect.
-async fn client(kube: &KubeArgs) -> Result<common::KubeTarget, CliError> {
-    let mut config = kube.config().await?;
-    config.default_retry = false;
-    common::KubeTarget::from_config(config)
-}
-
-fn api_error(doing: &str, e: &kube::Error) -> CliError {
-    match e {
-        kube::Error::Api(s) => CliError::new(format!("{doing}: the API server answered {} {}", s.code, s.message)),
-        other => CliError::new(format!(
-            "{doing}: cannot reach the API server: {other}; check --kubeconfig and --context, and that the cluster is up"
-        )),
-    }
-}
-
 async fn get<T: serde::de::DeserializeOwned>(client: &kube::Client, path: &str) -> Result<T, kube::Error> {
     let req = Request::get(path).body(Vec::new()).map_err(kube::Error::HttpError)?;
     client.request(req).await
@@ -259,10 +249,14 @@ type GroupVersions = Vec<(String, Vec<String>)>;
 /// Every group's preferred version's resources (core first), and every
 /// version each group serves.
 async fn discover(client: &kube::Client) -> Result<(Vec<ApiResource>, GroupVersions), CliError> {
-    let core: APIResourceList = get(client, "/api/v1").await.map_err(|e| api_error("cannot discover /api/v1", &e))?;
+    // Discovery reads non-resource URLs: `kubectl auth can-i get /api/v1`.
+    let discovery = |path: &'static str| {
+        move |e: kube::Error| common::api_failure(Call { verb: "get", resource: path, name: "", namespace: "" }, &e)
+    };
+    let core: APIResourceList = get(client, "/api/v1").await.map_err(discovery("/api/v1"))?;
     let mut served = why::resources_of(&core);
     let mut versions_of: Vec<(String, Vec<String>)> = vec![(String::new(), vec!["v1".into()])];
-    let groups: APIGroupList = get(client, "/apis").await.map_err(|e| api_error("cannot discover /apis", &e))?;
+    let groups: APIGroupList = get(client, "/apis").await.map_err(discovery("/apis"))?;
     for g in &groups.groups {
         let preferred = g.preferred_version.as_ref().map(|v| v.group_version.clone());
         let Some(gv) = preferred.or_else(|| g.versions.first().map(|v| v.group_version.clone())) else {
@@ -292,28 +286,18 @@ async fn explain_socket(
              REVERSER_SOCKET in the watcher) and that the sidecar runs",
             socket.display()
         ))
-        .with_code(3)
+        .with_code(common::exit_code::UNREACHABLE)
     };
     let channel = tokio::time::timeout(timeout, runtime::proto::connect_unix(socket))
         .await
         .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
-        .map_err(|e| unreachable(source_chain(&e)))?;
+        .map_err(|e| unreachable(common::chain(&e)))?;
     let mut client = AttributionClient::new(channel);
     let response = tokio::time::timeout(timeout, client.explain(runtime::proto::ExplainRequest::from(params)))
         .await
         .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
         .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
     Ok(Explanation::try_from(response.into_inner())?)
-}
-
-fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        text.push_str(&format!(": {s}"));
-        cur = s.source();
-    }
-    text
 }
 
 /// `GET /v1/explain` on the sidecar's ops port inside `pod`, through the
@@ -329,15 +313,29 @@ async fn explain_pod(
         format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/v1/explain?{}", params.to_query_string());
     get::<Explanation>(client, &path).await.map_err(|e| {
         let cause = match &e {
+            kube::Error::Api(s) if s.code == 403 => {
+                let call = Call { verb: "get", resource: "pods/proxy", name: pod, namespace };
+                return common::connection::refused(
+                    call,
+                    &format!("cannot ask the sidecar in pod {namespace}/{pod}"),
+                    403,
+                    &s.message,
+                );
+            }
             kube::Error::Api(s) if s.code == 404 => format!("the API server answered 404 ({})", s.message),
             kube::Error::Api(s) => format!("the API server's proxy answered {} ({})", s.code, s.message),
-            other => source_chain(other),
+            other => {
+                return common::connection::transport_failure(
+                    &format!("cannot ask the sidecar in pod {namespace}/{pod} through the API server"),
+                    other,
+                );
+            }
         };
         CliError::new(format!(
             "cannot reach the sidecar in pod {namespace}/{pod} on port {port} through the API server: {cause}; \
              check the pod name and namespace (-n), and that --pod-port is the sidecar's --metrics-listen port"
         ))
-        .with_code(3)
+        .with_code(common::exit_code::UNREACHABLE)
     })
 }
 
@@ -391,11 +389,12 @@ async fn explain_redis(
             scope.stream_key(&args.redis_prefix),
             timeout.as_secs()
         ))
-        .with_code(3));
+        .with_code(common::exit_code::UNREACHABLE));
     }
     let q = params.query(engine.clock().now_ms());
     let explanation = engine.explanation(&scope, &q, true);
-    let fed = route_has_streams(url, &scope, &args.redis_prefix).await;
+    // Best effort, and bounded like every other call: `None` says "cannot tell".
+    let fed = tokio::time::timeout(timeout, route_has_streams(url, &scope, &args.redis_prefix)).await.ok().flatten();
     Ok((explanation, fed))
 }
 

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 use kube::Api;
 use rules::ownership::types::{Project, Repository};
 
-use crate::common::{self, CliError, CompletionArgs};
+use crate::common::{self, Call, CliError, CompletionArgs};
 
 pub mod owners;
 pub mod repair;
@@ -34,7 +34,7 @@ mod tests;
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub log: runtime::telemetry::LogArgs,
+    pub global: common::GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -63,13 +63,8 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
         return Ok(());
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
     let out = &mut std::io::stdout().lock();
-    rt.block_on(async move {
+    common::block_on(async move {
         match cli.command {
             Command::Owners(args) => owners::run(&args, out).await,
             Command::Repair(args) => repair::run(&args, out).await,
@@ -84,11 +79,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 pub(crate) async fn get_project(client: &kube::Client, namespace: &str, name: &str) -> Result<Project, CliError> {
     Api::<Project>::namespaced(client.clone(), namespace).get(name).await.map_err(|e| match e {
         kube::Error::Api(s) if s.code == 404 => CliError::new(format!(
-            "project {name:?} not found in namespace {namespace:?}; name an existing Project with --project, or choose the namespace with -n"
-        )),
-        e => CliError::new(format!(
-            "cannot read Project {namespace}/{name}: {e}; check the kubeconfig and that the API server is reachable"
-        )),
+            "there is no Project {name:?} in namespace {namespace:?}; name an existing Project with --project, or choose the namespace with -n"
+        ))
+        .with_code(common::exit_code::NOT_FOUND),
+        e => common::api_failure(Call { verb: "get", resource: "projects.tatara.dev", name, namespace }, &e),
     })
 }
 
@@ -100,9 +94,7 @@ pub(crate) async fn project_repositories(
 ) -> Result<Vec<Repository>, CliError> {
     let list =
         Api::<Repository>::namespaced(client.clone(), namespace).list(&Default::default()).await.map_err(|e| {
-            CliError::new(format!(
-                "cannot list Repositories in namespace {namespace:?}: {e}; check the kubeconfig and the plugin's RBAC"
-            ))
+            common::api_failure(Call { verb: "list", resource: "repositories.tatara.dev", name: "", namespace }, &e)
         })?;
     Ok(list.items.into_iter().filter(|r| r.spec.project_ref == project).collect())
 }

@@ -12,7 +12,7 @@ use rules::ownership::types::{ArtifactKind, Stage, Task};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, CliError, KubeArgs, OutputArgs, print_output, table};
 
 /// The flags of `kubectl tatara owners`.
 #[derive(Debug, Clone, clap::Args)]
@@ -297,7 +297,10 @@ pub fn render(t: &Tree, out: &mut dyn Write) -> std::io::Result<()> {
 /// Runs `kubectl tatara owners`.
 pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     let target = args.kube.client().await?;
-    let snap = Executor::new(target.client, &target.namespace).snapshot().await?;
+    let snap = Executor::new(target.client, &target.namespace)
+        .snapshot()
+        .await
+        .map_err(|e| common::executor_failure(e, &target.namespace))?;
     let t =
         tree(&snap, &args.target).map_err(|e| CliError::new(format!("in namespace {:?}: {e}", target.namespace)))?;
     print_output(args.output.output, &t, out, render)

@@ -16,7 +16,7 @@ use rules::ownership::types::{ArtifactKind, Issue, MergeRequest};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{AllNamespacesArgs, CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, AllNamespacesArgs, Call, CliError, KubeArgs, OutputArgs, print_output, table};
 
 /// The flags of `kubectl tatara repair`.
 #[derive(Debug, Clone, clap::Args)]
@@ -109,16 +109,14 @@ pub fn render(r: &RepairResult, out: &mut dyn Write) -> std::io::Result<()> {
 
 /// The namespaces holding an Issue or MergeRequest (for `-A`).
 async fn artifact_namespaces(client: &kube::Client) -> Result<BTreeSet<String>, CliError> {
-    let fail = |e: kube::Error| {
-        CliError::new(format!(
-            "cannot list Issues and MergeRequests across all namespaces: {e}; check the plugin's RBAC, or name one namespace with -n"
-        ))
+    let fail = |resource: &'static str| {
+        move |e: kube::Error| common::api_failure(Call { verb: "list", resource, name: "", namespace: "" }, &e)
     };
     let lp = Default::default();
     let mut out: BTreeSet<String> = BTreeSet::new();
-    let issues = Api::<Issue>::all(client.clone()).list(&lp).await.map_err(fail)?;
+    let issues = Api::<Issue>::all(client.clone()).list(&lp).await.map_err(fail("issues.tatara.dev"))?;
     out.extend(issues.items.into_iter().filter_map(|i| i.metadata.namespace));
-    let mrs = Api::<MergeRequest>::all(client.clone()).list(&lp).await.map_err(fail)?;
+    let mrs = Api::<MergeRequest>::all(client.clone()).list(&lp).await.map_err(fail("mergerequests.tatara.dev"))?;
     out.extend(mrs.items.into_iter().filter_map(|m| m.metadata.namespace));
     Ok(out)
 }
@@ -134,7 +132,7 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     let mut result = RepairResult { apply: args.apply, ..Default::default() };
     for ns in &namespaces {
         let mut exec = Executor::new(target.client.clone(), ns);
-        let snap = exec.snapshot().await?;
+        let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, ns))?;
         let plan = decide_repairs(&snap);
         // Each 409 means another writer landed on one of the planned
         // artifacts (a racing repair: that artifact then drops out of our
@@ -145,8 +143,10 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
         if args.apply && !plan.is_empty() {
             // Recomputed from a fresh read each round: a 409 means another
             // writer moved first, and its repair may already be ours.
-            let report =
-                exec.converge(&format!("repair in namespace {ns}"), None, |snap| Ok(decide_repairs(snap))).await?;
+            let report = exec
+                .converge(&format!("repair in namespace {ns}"), None, |snap| Ok(decide_repairs(snap)))
+                .await
+                .map_err(|e| common::executor_failure(e, ns))?;
             result.applied.extend(report.applied.iter().filter_map(|a| line(ns, a)));
             result.conflicts += report.conflicts;
         }

@@ -19,7 +19,7 @@ use rules::ownership::sweep::{
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, CliError, KubeArgs, OutputArgs, print_output, table};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// The flags of `kubectl tatara sweep`.
@@ -150,9 +150,9 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             args.project
         )));
     }
-    let mut gh = GitHub::new(&args.forge)?;
+    let mut gh = GitHub::with_timeouts(&args.forge, args.kube.forge_timeouts())?;
     let exec = Executor::new(target.client.clone(), &ns);
-    let snap = exec.snapshot().await?;
+    let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, &ns))?;
     let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
     let bot = project.spec.scm.bot_login.clone();
     let task_names: BTreeSet<String> = snap.tasks.iter().map(|t| t.name().to_string()).collect();
@@ -215,7 +215,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                 .converge(&format!("mint for {key}"), Some(&gh), |snap| {
                     Ok(decide(snap, &project, repo, &ns, issue, *stage))
                 })
-                .await?;
+                .await
+                .map_err(|e| common::executor_failure(e, &ns))?;
             let steps = || report.applied.iter().map(|a| a.why().to_string()).collect();
             match mint_outcome(&report.applied) {
                 MintOutcome::Minted { task } => result.minted.push(MintLine { key, task, steps: steps() }),

@@ -20,18 +20,18 @@ use rules::ownership::types::{MergeRequest, Project, Repository};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{CliError, KubeArgs, OutputArgs, print_output};
+use crate::common::{self, CliError, KubeArgs, OutputArgs, print_output};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// Exit code of a refused takeover (the caller is not a maintainer).
-pub const EXIT_REFUSED: u8 = 3;
+pub const EXIT_REFUSED: u8 = common::exit_code::FORBIDDEN;
 
 /// The flags of `kubectl tatara takeover`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Examples:\n  GITHUB_TOKEN=... kubectl tatara takeover tatara-operator#9 --project tatara -n tatara\n\n\
-                  Exit status: 0 on success (or when already taken over at the live head), 3 when the caller \
-                  is not a maintainer (nothing changed), 1 on any other error."
+                  Exit status: 0 on success (or when already taken over at the live head), 4 when the caller \
+                  is not a maintainer (nothing changed); see kubectl tatara --help for every code."
 )]
 pub struct Args {
     /// The merge request, by its natural key: the Repository CR's name, #,
@@ -139,11 +139,11 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     let coords = repo_coords(&project, &repo).ok_or_else(|| {
         CliError::new(format!("Repository {ns}/{repo_ref} has no forge coordinates: set its spec.url"))
     })?;
-    let mut gh = GitHub::new(&args.forge)?;
+    let mut gh = GitHub::with_timeouts(&args.forge, args.kube.forge_timeouts())?;
     gh.register(&repo_ref, coords.clone());
     let login = gh.current_login().await?;
     let exec = Executor::new(target.client.clone(), &ns);
-    let snap = exec.snapshot().await?;
+    let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, &ns))?;
 
     // The maintainer check comes before any other forge read or any write:
     // "If the author is not a maintainer, the endpoint answers HTTP 403 ...
@@ -194,7 +194,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             .converge(&format!("takeover of {key}"), None, |snap| {
                 remaining(snap, &project, &repo, number, &login, &live_head).map(|(_, a)| a).map_err(Into::into)
             })
-            .await?;
+            .await
+            .map_err(|e| common::executor_failure(e, &ns))?;
         result.steps = report.applied.iter().map(|a| a.why().to_string()).collect();
     }
     print_output(args.output.output, &result, out, |r, out| {

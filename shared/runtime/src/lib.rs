@@ -23,4 +23,4 @@ pub mod redact;
 pub mod shutdown;
 pub mod telemetry;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, error_chain};

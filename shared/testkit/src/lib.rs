@@ -11,8 +11,10 @@ pub mod fakeapi;
 pub mod fixtures;
 pub mod kubectl;
 pub mod mirror;
+pub mod process;
 mod redis;
 pub mod sidecar;
+pub mod tls;
 
 pub use audit::{audit_event, event_list};
 pub use redis::{RedisServer, TlsFiles, free_port};

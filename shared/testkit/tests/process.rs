@@ -7,25 +7,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 use testkit::kubectl::Kubectl;
+use testkit::process::Running;
 
 const BIN: &str = env!("CARGO_BIN_EXE_testkit");
 
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `testkit <args>` and returns it with the first line it prints.
 fn start(args: &[&str]) -> (Running, String) {
-    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    (Running(child), line.trim().to_string())
+    let running = Running::start(std::path::Path::new(BIN), args);
+    let line = running.first_line.clone();
+    (running, line)
 }
 
 fn ok(out: &std::process::Output) -> String {
