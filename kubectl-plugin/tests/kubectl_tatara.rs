@@ -169,7 +169,7 @@ fn help_explains_every_flag_of_every_command() {
     for sub in ["owners", "repair", "sweep", "takeover", "completion"] {
         assert!(top.contains(sub), "{top}");
     }
-    let common = ["--kubeconfig <PATH>", "--context <NAME>", "-n, --namespace <NAMESPACE>", "-o, --output <OUTPUT>"];
+    let common = ["--kubeconfig <PATH>", "--context <NAME>", "-n, --namespace <NAMESPACE>", "-o, --output <FORMAT>"];
     let cases: &[(&str, &[&str])] = &[
         ("owners", &["<ISSUE|MR|TASK>"]),
         ("repair", &["--apply", "-A, --all-namespaces"]),
@@ -244,7 +244,7 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
     let out = w.tatara(&["owners", "task/member-a"], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert!(text.contains("Task member-a") && text.contains("iss-tatara-operator-413"), "{text}");
+    assert!(text.contains("Task/member-a") && text.contains("iss-tatara-operator-413"), "{text}");
     assert!(text.contains("! rule 5:") && text.contains("! rule 3:"), "{text}");
 
     let yaml = w.tatara(&["owners", "mr-tatara-operator-9", "-o", "yaml"], None);
@@ -254,6 +254,113 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
     let out = w.tatara(&["owners", "nope"], None);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "), "{out:?}");
+}
+
+/// Runs `kubectl tatara <args>` and returns its stdout, asserting success.
+fn stdout(w: &World, args: &[&str]) -> String {
+    let out = w.tatara(args, None);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn owners_and_repair_print_as_kubectl_users_expect() {
+    let w = World::new(
+        |s| {
+            let member = s.get("tasks", NS, "member-a").unwrap();
+            let umbrella = s.get("tasks", NS, "umbrella").unwrap();
+            s.seed(
+                "issues",
+                NS,
+                json!({"metadata": {"name": "iss-tatara-operator-500",
+                "ownerReferences": [task_ref(&member, Some(false), true), task_ref(&umbrella, None, false)]},
+                "spec": {"number": 500, "projectRef": "tatara", "repositoryRef": "tatara-operator",
+                         "url": "https://github.com/acme/tatara-operator/issues/500"},
+                "status": {"state": "open", "author": "alice"}}),
+            )
+            .unwrap();
+        },
+        gh_state(&[]),
+    );
+    // The tree, top-down in ownership like kubectl-tree: each owner above
+    // the artifact, how it references it, and the violations marked.
+    let tree = stdout(&w, &["owners", "iss-tatara-operator-500"]);
+    println!("{tree}");
+    let lines: Vec<&str> = tree.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "REF", "BLOCKS", "STAGE", "VIOLATIONS"]);
+    assert!(lines[1].starts_with("Task/member-a ") && lines[1].contains(" new"), "{tree}");
+    assert!(lines[2].starts_with("└─Issue/iss-tatara-operator-500 "), "{tree}");
+    assert_eq!(lines[2].split_whitespace().skip(1).collect::<Vec<_>>(), ["owner", "yes", "open", "rules", "5,3"]);
+    assert!(lines[3].starts_with("Task/umbrella "), "{tree}");
+    assert_eq!(lines[4].split_whitespace().skip(1).take(2).collect::<Vec<_>>(), ["owner", "no"]);
+    assert!(tree.contains("\n! rule 5: ") && tree.contains("\n! rule 3: "), "{tree}");
+    let table = tree.split("\n\n").next().unwrap();
+    assert!(table.lines().all(|l| l.chars().count() <= 80), "narrow enough for a terminal:\n{tree}");
+    assert!(!tree.contains('\u{1b}'), "piped output has no colour");
+
+    // A Task: what it owns under it.
+    let task = stdout(&w, &["owners", "task/member-b", "--no-headers"]);
+    let lines: Vec<&str> = task.lines().collect();
+    assert!(lines[0].starts_with("Task/member-b "), "{task}");
+    assert!(lines[1..].iter().all(|l| l.starts_with("├─") || l.starts_with("└─")), "{task}");
+    assert!(
+        lines.iter().any(|l| l.contains("MergeRequest/mr-tatara-operator-9") && l.contains("controller")),
+        "{task}"
+    );
+
+    // -o wide adds the natural key and the owner's uid; -o name the other
+    // side of the tree; jsonpath reads the JSON document.
+    let wide = stdout(&w, &["owners", "iss-tatara-operator-500", "-o", "wide"]);
+    assert!(
+        wide.lines().next().unwrap().ends_with("KEY                      OWNER UID") || wide.contains("OWNER UID"),
+        "{wide}"
+    );
+    assert!(wide.contains("tatara-operator#500"), "{wide}");
+    assert_eq!(
+        stdout(&w, &["owners", "iss-tatara-operator-500", "-o", "name"]),
+        "task.tatara.dev/member-a\ntask.tatara.dev/umbrella\n"
+    );
+    assert_eq!(
+        stdout(
+            &w,
+            &["owners", "tatara-operator#500", "-o", "jsonpath={range .owners[*]}{.name}={.controller}{\"\\n\"}{end}"]
+        ),
+        "member-a=false\numbrella=false\n"
+    );
+    assert_eq!(stdout(&w, &["owners", "tatara-operator#500", "-o=jsonpath={.violations[*].rule}"]), "5 3");
+
+    // --color always colours even when piped; never and auto (piped) do not.
+    let always = stdout(&w, &["owners", "iss-tatara-operator-500", "--color", "always"]);
+    assert!(always.contains("\u{1b}[31mrules 5,3\u{1b}[0m"), "{always:?}");
+    assert!(!stdout(&w, &["--color=never", "owners", "iss-tatara-operator-500"]).contains('\u{1b}'));
+
+    // repair: narrow columns, the rules' words only with -o wide; a
+    // NAMESPACE column only with -A.
+    let plan = stdout(&w, &["repair"]);
+    let header: Vec<&str> = plan.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["ARTIFACT", "NEW", "CONTROLLER", "RULES"], "{plan}");
+    assert!(plan.contains("issue/iss-tatara-operator-500") && plan.lines().all(|l| l.chars().count() <= 100), "{plan}");
+    let all = stdout(&w, &["repair", "-A", "--no-headers"]);
+    assert!(all.lines().all(|l| l.starts_with(&format!("{NS} "))), "{all}");
+    let wide = stdout(&w, &["repair", "-o", "wide"]);
+    assert!(
+        wide.lines().next().unwrap().ends_with("WHY") && wide.contains("promote the oldest surviving owner"),
+        "{wide}"
+    );
+    assert_eq!(stdout(&w, &["repair", "-o", "name"]), "issue.tatara.dev/iss-tatara-operator-500\n");
+    let out = w.tatara(&["repair", "-o", "jsonpath={.plan[*].name}"], None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "iss-tatara-operator-500");
+
+    // A repair that worked is no error: nothing on stderr, piped or not.
+    let out = w.tatara(&["repair", "--apply"], None);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "a successful repair logs nothing a human must read");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("applied 1 repair(s)"), "{out:?}");
+
+    // A format a command does not print is a usage error, before any call.
+    let out = w.tatara(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "name"], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("takeover does not print -o name"), "{out:?}");
 }
 
 #[test]

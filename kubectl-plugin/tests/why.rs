@@ -205,6 +205,19 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
     assert!(out.contains("verb:        create") && out.contains("audit-create-web-10"), "{out}");
     assert!(out.contains("core/v1/configmaps/default/web.yaml"), "{out}");
     assert!(out.contains("History (newest first)") && out.contains("create"), "{out}");
+    // kubectl's other output forms: a JSONPath template over the JSON
+    // answer, tables without their header rows, colour only when asked.
+    let author =
+        why(&k, &kc, &["configmap/web", "--socket", socket, "-o", "jsonpath={.verdict.author}/{.verdict.tier}"]);
+    assert_eq!(author, "alice/exact");
+    let bare = why(&k, &kc, &["configmap/web", "--socket", socket, "--repo", repo, "--no-headers"]);
+    assert!(!bare.contains("COMMIT ") && bare.contains("History (newest first)"), "{bare}");
+    assert!(!out.contains('\u{1b}'), "piped output has no colour: {out:?}");
+    let coloured = why(&k, &kc, &["configmap/web", "--socket", socket, "--color=always"]);
+    assert!(coloured.contains("\u{1b}[32malice\u{1b}[0m"), "{coloured:?}");
+    let refused = why_raw(&k, &kc, &["configmap/web", "--socket", socket, "-o", "name"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(text(&refused).1.contains("why does not print -o name"), "{refused:?}");
 
     // An update (TYPE NAME form, short name): bob, on the exact tier; JSON.
     let r = why_json(&k, &kc, &["cm", "app", "--socket", socket, "--repo", repo]);

@@ -48,10 +48,11 @@ use clap::{Args, CommandFactory};
 use runtime::ownership::executor::ExecutorError;
 
 pub mod connection;
+pub mod jsonpath;
 pub mod output;
 
 pub use connection::{Call, KubeArgs, KubeTarget, api_failure, chain};
-pub use output::{OutputArgs, OutputFormat, print_output, table};
+pub use output::{Cell, ColorChoice, Human, Node, Offers, OutputArgs, OutputFormat, Paint, Style, Table, print, table};
 
 #[cfg(test)]
 mod tests;
@@ -89,12 +90,17 @@ pub mod exit_code {
 pub struct GlobalArgs {
     #[command(flatten)]
     pub log: runtime::telemetry::LogArgs,
+
+    /// Colour the output and the logs: auto (only on a terminal, and never
+    /// with NO_COLOR set), always or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
 }
 
 /// Installs the logging of a plugin: [`DEFAULT_LOG_FILTER`] unless
-/// `REVERSER_LOG`/`RUST_LOG` says otherwise.
+/// `REVERSER_LOG`/`RUST_LOG` says otherwise, coloured per `--color`.
 pub fn init_logging(global: &GlobalArgs) {
-    runtime::telemetry::init(&global.log, DEFAULT_LOG_FILTER);
+    runtime::telemetry::init_with_colour(&global.log, DEFAULT_LOG_FILTER, global.color.stderr());
 }
 
 /// `completion <shell>`: print a completion script for the plugin binary.
@@ -299,7 +305,7 @@ impl std::fmt::Display for TypedName {
 
 /// Runs `fut` on a fresh two-thread runtime (each command is one short
 /// async program).
-pub fn block_on<F: std::future::Future<Output = Result<(), CliError>>>(fut: F) -> Result<(), CliError> {
+pub fn block_on<T, F: std::future::Future<Output = Result<T, CliError>>>(fut: F) -> Result<T, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

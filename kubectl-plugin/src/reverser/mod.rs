@@ -41,6 +41,7 @@ pub enum Command {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<(), CliError> {
+    let colour = cli.global.color.stdout();
     match cli.command {
         Command::Inject(args) => inject::run(
             &args,
@@ -48,7 +49,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             &mut std::io::stdout().lock(),
             &mut std::io::stderr().lock(),
         ),
-        Command::Why(args) => why::run(&args, &mut std::io::stdout().lock()),
+        Command::Why(args) => why::run(&args, colour, &mut std::io::stdout().lock()),
         Command::Completion(args) => {
             common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
             Ok(())

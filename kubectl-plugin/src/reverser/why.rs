@@ -22,7 +22,7 @@ use runtime::attribution::{Engine, EngineConfig};
 use runtime::metrics::Metrics;
 use serde_json::Value;
 
-use crate::common::{self, Call, CliError, KubeArgs, OutputArgs};
+use crate::common::{self, Call, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
 
 /// The flags of `kubectl reverser why`.
 #[derive(Debug, Clone, clap::Args)]
@@ -103,14 +103,21 @@ pub struct Args {
 }
 
 /// Runs `why` and prints its report to `out`.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
-    let report = rt.block_on(explain(args))?;
-    common::print_output(args.output.output, &report, out, |r, w| w.write_all(render_table(r).as_bytes()))
+pub fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("why", Offers::default())?;
+    let report = common::block_on(explain(args))?;
+    common::print(&args.output, colour, &Answer(report), out)
+}
+
+/// The report as `why` prints it.
+#[derive(Debug, serde::Serialize)]
+#[serde(transparent)]
+pub struct Answer(pub Report);
+
+impl Human for Answer {
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(render_table(&self.0, style).as_bytes())
+    }
 }
 
 async fn explain(args: &Args) -> Result<Report, CliError> {
@@ -435,7 +442,7 @@ fn or_dash(s: &str) -> String {
 }
 
 /// The human answer.
-pub fn render_table(r: &Report) -> String {
+pub fn render_table(r: &Report, style: &Style) -> String {
     let o = &r.object;
     let mut t = String::new();
     let gr = if o.group.is_empty() { o.resource.clone() } else { format!("{}.{}", o.resource, o.group) };
@@ -465,6 +472,7 @@ pub fn render_table(r: &Report) -> String {
             if !v.display_name.is_empty() {
                 who.push_str(&format!(" ({})", v.display_name));
             }
+            let who = Paint::Green.paint(&who, style.colour);
             t.push_str(&format!("Author of {what}: {who} [{}]\n", v.actor_kind.label()));
             t.push_str(&format!("  tier:        {} ({})\n", v.tier, v.asserts));
             t.push_str(&format!("  verb:        {}\n", or_dash(&v.verb)));
@@ -477,7 +485,8 @@ pub fn render_table(r: &Report) -> String {
             t.push_str(&format!("  read from:   {from}\n"));
         }
         None => {
-            t.push_str(&format!("Author of {what}: UNRESOLVED (committed as `unknown (attribution unresolved)`)\n"));
+            let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);
+            t.push_str(&format!("Author of {what}: {unresolved} (committed as `unknown (attribution unresolved)`)\n"));
             if r.causes.is_empty() && r.evidence.is_none() {
                 t.push_str("  ask the evidence (--socket, --pod or --redis-url) to learn which cause fits\n");
             }
@@ -489,38 +498,45 @@ pub fn render_table(r: &Report) -> String {
     }
     if !r.competing.is_empty() {
         t.push_str("\nCompeting facts:\n");
-        let rows: Vec<Vec<String>> = r
-            .competing
-            .iter()
-            .map(|c| {
-                vec![
-                    c.tier.label().into(),
-                    c.author.clone(),
-                    or_dash(&c.verb),
-                    or_dash(&c.audit_id),
-                    c.lost_because.clone(),
-                ]
-            })
-            .collect();
-        t.push_str(&common::table(&["tier", "author", "verb", "auditID", "lost because"], &rows));
+        let mut table = Table::new(&[
+            ("tier", false),
+            ("author", false),
+            ("verb", false),
+            ("auditID", false),
+            ("lost because", false),
+        ]);
+        for c in &r.competing {
+            table.row(vec![
+                c.tier.label().into(),
+                c.author.as_str().into(),
+                or_dash(&c.verb).into(),
+                or_dash(&c.audit_id).into(),
+                Cell::painted(c.lost_because.clone(), Paint::Dim),
+            ]);
+        }
+        t.push_str(&table.render(style));
     }
     if !r.history.is_empty() {
         t.push_str("\nHistory (newest first):\n");
-        let rows: Vec<Vec<String>> = r
-            .history
-            .iter()
-            .map(|h| {
-                vec![
-                    h.commit[..h.commit.len().min(12)].to_string(),
-                    h.date.clone(),
-                    h.change.label().into(),
-                    h.author_name.clone(),
-                    or_dash(h.trailer("Reverser-Tier").unwrap_or_default()),
-                    or_dash(h.trailer("Reverser-Audit-ID").unwrap_or_default()),
-                ]
-            })
-            .collect();
-        t.push_str(&common::table(&["commit", "date", "change", "author", "tier", "auditID"], &rows));
+        let mut table = Table::new(&[
+            ("commit", false),
+            ("date", false),
+            ("change", false),
+            ("author", false),
+            ("tier", false),
+            ("auditID", false),
+        ]);
+        for h in &r.history {
+            table.row(vec![
+                h.commit[..h.commit.len().min(12)].into(),
+                h.date.as_str().into(),
+                h.change.label().into(),
+                h.author_name.as_str().into(),
+                or_dash(h.trailer("Reverser-Tier").unwrap_or_default()).into(),
+                or_dash(h.trailer("Reverser-Audit-ID").unwrap_or_default()).into(),
+            ]);
+        }
+        t.push_str(&table.render(style));
     }
     t
 }

@@ -64,12 +64,13 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         return Ok(());
     }
     let out = &mut std::io::stdout().lock();
+    let colour = cli.global.color.stdout();
     common::block_on(async move {
         match cli.command {
-            Command::Owners(args) => owners::run(&args, out).await,
-            Command::Repair(args) => repair::run(&args, out).await,
-            Command::Sweep(args) => sweep::run(&args, out).await,
-            Command::Takeover(args) => takeover::run(&args, out).await,
+            Command::Owners(args) => owners::run(&args, colour, out).await,
+            Command::Repair(args) => repair::run(&args, colour, out).await,
+            Command::Sweep(args) => sweep::run(&args, colour, out).await,
+            Command::Takeover(args) => takeover::run(&args, colour, out).await,
             Command::Completion(_) => Ok(()),
         }
     })

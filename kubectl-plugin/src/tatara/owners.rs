@@ -12,7 +12,7 @@ use rules::ownership::types::{ArtifactKind, Stage, Task};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{self, CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, Cell, CliError, Human, KubeArgs, Node, Offers, OutputArgs, Paint, Style, Table};
 
 /// The flags of `kubectl tatara owners`.
 #[derive(Debug, Clone, clap::Args)]
@@ -136,10 +136,7 @@ fn owner_node(snap: &Snapshot, r: &OwnerReference) -> OwnerNode {
 fn artifact_tree(snap: &Snapshot, a: &Artifact) -> Tree {
     let owners = a.owner_references.iter().map(|r| owner_node(snap, r)).collect();
     Tree {
-        kind: match a.kind {
-            ArtifactKind::Issue => "Issue".into(),
-            ArtifactKind::MergeRequest => "MergeRequest".into(),
-        },
+        kind: kind_name(a.kind).into(),
         name: a.name.clone(),
         key: Some(a.key()),
         stage: a.state.clone(),
@@ -229,73 +226,143 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
     }
 }
 
-fn yes(b: bool) -> String {
-    b.to_string()
+/// An artifact kind as its CRD names it.
+pub fn kind_name(kind: ArtifactKind) -> &'static str {
+    match kind {
+        ArtifactKind::Issue => "Issue",
+        ArtifactKind::MergeRequest => "MergeRequest",
+    }
 }
 
-/// The table form of a tree.
-pub fn render(t: &Tree, out: &mut dyn Write) -> std::io::Result<()> {
-    let key = t.key.as_ref().map(|k| format!(" ({k})")).unwrap_or_default();
-    let stage = t.stage.as_ref().map(|s| format!(", {s}")).unwrap_or_default();
-    writeln!(out, "{} {}{key}{stage}", t.kind, t.name)?;
-    if t.owners.is_empty() {
-        writeln!(out, "OWNERS: none")?;
-    } else {
-        let rows: Vec<Vec<String>> = t
-            .owners
+/// `kind.tatara.dev/name`, as `kubectl get -o name` prints it.
+fn resource_name(kind: &str, name: &str) -> String {
+    format!("{}.tatara.dev/{name}", kind.to_lowercase())
+}
+
+fn rules_cell(findings: &[Finding]) -> Cell {
+    let mut rules: Vec<u8> = findings.iter().map(|f| f.rule).collect();
+    rules.dedup();
+    if rules.is_empty() {
+        return Cell::from("-");
+    }
+    let numbers = rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    let text = if rules.len() == 1 { format!("rule {numbers}") } else { format!("rules {numbers}") };
+    Cell::painted(text, Paint::Red)
+}
+
+/// One row: NAME, REF, BLOCKS, STAGE, VIOLATIONS, and wide KEY, UID. `edge`
+/// is how the row's parent references it: (controller, blockOwnerDeletion).
+fn row(name: String, edge: Option<(bool, bool)>, stage: Cell, violations: Cell, key: &str, uid: &str) -> Vec<Cell> {
+    let (reference, blocks) = match edge {
+        None => (Cell::from("-"), Cell::from("-")),
+        Some((controller, bod)) => (
+            Cell::from(if controller { "controller" } else { "owner" }),
+            if bod { Cell::from("yes") } else { Cell::painted("no", Paint::Red) },
+        ),
+    };
+    vec![Cell::from(name), reference, blocks, stage, violations, Cell::from(or_dash(key)), Cell::from(or_dash(uid))]
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+fn owner_row(o: &OwnerNode) -> Vec<Cell> {
+    let stage = match (&o.stage, o.exists) {
+        (_, false) => Cell::painted("<gone>", Paint::Red),
+        (Some(s), true) => Cell::from(s.as_str()),
+        (None, true) => Cell::from("-"),
+    };
+    row(format!("{}/{}", o.kind, o.name), None, stage, Cell::from("-"), "", &o.uid)
+}
+
+impl Tree {
+    /// The tree top-down in ownership, like kubectl-tree: an owner above
+    /// what it owns. An artifact is drawn under each of its owners (or
+    /// alone when it has none); a Task with what it owns under it (and under
+    /// each owner of its own, should it have any: rule 4).
+    pub fn nodes(&self) -> Vec<Node> {
+        let stage = Cell::from(self.stage.as_deref().unwrap_or("-"));
+        let me = |edge: Option<(bool, bool)>, children: Vec<Node>| Node {
+            cells: row(
+                format!("{}/{}", self.kind, self.name),
+                edge,
+                stage.clone(),
+                rules_cell(&self.violations),
+                self.key.as_deref().unwrap_or(""),
+                "",
+            ),
+            children,
+        };
+        let owned: Vec<Node> = self
+            .owns
             .iter()
-            .map(|o| {
-                vec![
-                    format!("{}/{}", o.kind, o.name),
-                    yes(o.controller),
-                    yes(o.block_owner_deletion),
-                    if o.exists { o.stage.clone().unwrap_or_default() } else { "<gone>".into() },
-                ]
+            .map(|o| Node {
+                cells: row(
+                    format!("{}/{}", kind_name(o.kind), o.name),
+                    Some((o.controller, o.block_owner_deletion)),
+                    Cell::from(o.state.as_deref().unwrap_or("-")),
+                    rules_cell(&o.violations),
+                    &o.key,
+                    "",
+                ),
+                children: vec![],
             })
             .collect();
-        out.write_all(table(&["owner", "controller", "blockOwnerDeletion", "stage"], &rows).as_bytes())?;
+        if self.owners.is_empty() {
+            return vec![me(None, owned)];
+        }
+        self.owners
+            .iter()
+            .map(|o| Node {
+                cells: owner_row(o),
+                children: vec![me(Some((o.controller, o.block_owner_deletion)), owned.clone())],
+            })
+            .collect()
     }
-    if t.kind == "Task" {
-        if t.owns.is_empty() {
-            writeln!(out, "OWNS: nothing")?;
+}
+
+impl Human for Tree {
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut table = Table::new(&[
+            ("name", false),
+            ("ref", false),
+            ("blocks", false),
+            ("stage", false),
+            ("violations", false),
+            ("key", true),
+            ("owner uid", true),
+        ]);
+        for node in self.nodes() {
+            node.add_to(&mut table);
+        }
+        out.write_all(table.render(style).as_bytes())?;
+        // The reasons, worded by the rules, under the table (a script uses
+        // --no-headers, -o name or JSON).
+        let all: Vec<&Finding> =
+            self.violations.iter().chain(self.owns.iter().flat_map(|o| o.violations.iter())).collect();
+        if style.headers && !all.is_empty() {
+            writeln!(out)?;
+            for f in all {
+                writeln!(out, "{} rule {}: {}", Paint::Red.paint("!", style.colour), f.rule, f.why)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The other side of the tree: an artifact's owners, or what a Task owns.
+    fn names(&self) -> Vec<String> {
+        if self.kind == "Task" {
+            self.owns.iter().map(|o| resource_name(kind_name(o.kind), &o.name)).collect()
         } else {
-            let rows: Vec<Vec<String>> = t
-                .owns
-                .iter()
-                .map(|o| {
-                    vec![
-                        format!("{:?}/{}", o.kind, o.name),
-                        o.key.clone(),
-                        o.state.clone().unwrap_or_default(),
-                        yes(o.controller),
-                        yes(o.block_owner_deletion),
-                        if o.violations.is_empty() {
-                            "ok".into()
-                        } else {
-                            o.violations.iter().map(|v| format!("rule {}", v.rule)).collect::<Vec<_>>().join(",")
-                        },
-                    ]
-                })
-                .collect();
-            out.write_all(
-                table(&["owns", "key", "state", "controller", "blockOwnerDeletion", "violations"], &rows).as_bytes(),
-            )?;
+            self.owners.iter().map(|o| resource_name(&o.kind, &o.name)).collect()
         }
     }
-    let all: Vec<&Finding> = t.violations.iter().chain(t.owns.iter().flat_map(|o| o.violations.iter())).collect();
-    if all.is_empty() {
-        writeln!(out, "VIOLATIONS: none")?;
-    } else {
-        writeln!(out, "VIOLATIONS:")?;
-        for f in all {
-            writeln!(out, "  ! rule {}: {}", f.rule, f.why)?;
-        }
-    }
-    Ok(())
 }
 
 /// Runs `kubectl tatara owners`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("owners", Offers { wide: true, name: true })?;
     let target = args.kube.client().await?;
     let snap = Executor::new(target.client, &target.namespace)
         .snapshot()
@@ -303,5 +370,5 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
         .map_err(|e| common::executor_failure(e, &target.namespace))?;
     let t =
         tree(&snap, &args.target).map_err(|e| CliError::new(format!("in namespace {:?}: {e}", target.namespace)))?;
-    print_output(args.output.output, &t, out, render)
+    common::print(&args.output, colour, &t, out)
 }

@@ -19,7 +19,7 @@ use rules::ownership::sweep::{
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{self, CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// The flags of `kubectl tatara sweep`.
@@ -84,62 +84,89 @@ pub struct SweepResult {
     pub not_minted: Vec<IssueLine>,
 }
 
-/// The table form.
-pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "sweep of project {} in {}: {} active Task(s); budgets maxNewTasksPerSweep={} maxOpenTasks={}",
-        r.project, r.namespace, r.active_tasks, r.max_new_tasks_per_sweep, r.max_open_tasks
-    )?;
-    let rows: Vec<Vec<String>> = r
-        .issues
-        .iter()
-        .map(|l| vec![l.key.clone(), l.decision.clone(), l.stage.clone().unwrap_or_default(), l.why.clone()])
-        .collect();
-    if rows.is_empty() {
-        writeln!(out, "no open issues")?;
-    } else {
-        out.write_all(table(&["issue", "decision", "stage", "why"], &rows).as_bytes())?;
-    }
-    let rows: Vec<Vec<String>> = r
-        .pull_requests
-        .iter()
-        .map(|p| {
+impl Human for SweepResult {
+    /// The budgets, a table of issues (ISSUE, DECISION, STAGE, WHY), one of
+    /// pull requests (-o wide adds their head branch), and what --apply did.
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        let r = self;
+        if style.headers {
+            writeln!(
+                out,
+                "sweep of project {} in {}: {} active Task(s); budgets maxNewTasksPerSweep={} maxOpenTasks={}",
+                r.project, r.namespace, r.active_tasks, r.max_new_tasks_per_sweep, r.max_open_tasks
+            )?;
+        }
+        let mut issues = Table::new(&[("issue", false), ("decision", false), ("stage", false), ("why", false)]);
+        for l in &r.issues {
+            let decision = match l.decision.as_str() {
+                "mint" => Cell::painted("mint", Paint::Green),
+                "deferred" => Cell::painted("deferred", Paint::Yellow),
+                other => Cell::from(other),
+            };
+            issues.row(vec![
+                l.key.as_str().into(),
+                decision,
+                l.stage.as_deref().unwrap_or("-").into(),
+                Cell::painted(l.why.clone(), Paint::Dim),
+            ]);
+        }
+        if issues.is_empty() {
+            if style.headers {
+                writeln!(out, "no open issues")?;
+            }
+        } else {
+            out.write_all(issues.render(style).as_bytes())?;
+        }
+        let mut pulls = Table::new(&[
+            ("pull request", false),
+            ("author", false),
+            ("head branch", true),
+            ("disposition", false),
+            ("why", false),
+        ]);
+        for p in &r.pull_requests {
             let (d, why) = match &p.disposition {
                 PrDisposition::Adopt { task, why } => (format!("adopt into {task}"), why),
                 PrDisposition::IgnoreBot { why } => ("ignore (bot)".into(), why),
                 PrDisposition::Review { why } => ("review".into(), why),
                 PrDisposition::Ignore { why } => ("ignore".into(), why),
             };
-            vec![p.key.clone(), p.author.clone(), d, why.clone()]
-        })
-        .collect();
-    if !rows.is_empty() {
-        out.write_all(table(&["pull request", "author", "disposition", "why"], &rows).as_bytes())?;
-    }
-    for c in &r.cap_hits {
-        writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
-    }
-    if r.apply {
-        writeln!(out, "minted {} Task(s):", r.minted.len())?;
-        for l in &r.not_minted {
-            writeln!(out, "  {} not minted: {}", l.key, l.why)?;
+            pulls.row(vec![
+                p.key.as_str().into(),
+                p.author.as_str().into(),
+                p.head_branch.as_str().into(),
+                d.into(),
+                Cell::painted(why.clone(), Paint::Dim),
+            ]);
         }
-        let finished = ": another writer minted the Task; this pass finished it";
-        for (m, note) in r.minted.iter().map(|m| (m, "")).chain(r.completed.iter().map(|m| (m, finished))) {
-            writeln!(out, "  {} -> {}{note}", m.key, m.task)?;
-            for s in &m.steps {
-                writeln!(out, "      {s}")?;
+        if !pulls.is_empty() {
+            out.write_all(pulls.render(style).as_bytes())?;
+        }
+        for c in &r.cap_hits {
+            writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
+        }
+        if r.apply {
+            writeln!(out, "minted {} Task(s):", r.minted.len())?;
+            for l in &r.not_minted {
+                writeln!(out, "  {} not minted: {}", l.key, l.why)?;
             }
+            let finished = ": another writer minted the Task; this pass finished it";
+            for (m, note) in r.minted.iter().map(|m| (m, "")).chain(r.completed.iter().map(|m| (m, finished))) {
+                writeln!(out, "  {} -> {}{note}", m.key, m.task)?;
+                for s in &m.steps {
+                    writeln!(out, "      {s}")?;
+                }
+            }
+        } else if style.headers && r.issues.iter().any(|l| l.decision == "mint") {
+            writeln!(out, "(plan only: run again with --apply to mint these Tasks)")?;
         }
-    } else if r.issues.iter().any(|l| l.decision == "mint") {
-        writeln!(out, "(plan only: run again with --apply to mint these Tasks)")?;
+        Ok(())
     }
-    Ok(())
 }
 
 /// Runs `kubectl tatara sweep`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("sweep", Offers { wide: true, name: false })?;
     let target = args.kube.client().await?;
     let ns = target.namespace.clone();
     let project = super::get_project(&target.client, &ns, &args.project).await?;
@@ -230,5 +257,5 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             }
         }
     }
-    print_output(args.output.output, &result, out, render)
+    common::print(&args.output, colour, &result, out)
 }

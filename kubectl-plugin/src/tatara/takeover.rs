@@ -20,7 +20,7 @@ use rules::ownership::types::{MergeRequest, Project, Repository};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{self, CliError, KubeArgs, OutputArgs, print_output};
+use crate::common::{self, CliError, Human, KubeArgs, Offers, OutputArgs, Style};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// Exit code of a refused takeover (the caller is not a maintainer).
@@ -120,8 +120,9 @@ pub fn remaining(
 }
 
 /// Runs `kubectl tatara takeover`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
-    let (repo_ref, number) = parse_target(&args.target).map_err(CliError::new)?;
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("takeover", Offers::default())?;
+    let (repo_ref, number) = parse_target(&args.target).map_err(CliError::usage)?;
     let key = natural_key(&repo_ref, number);
     let target = args.kube.client().await?;
     let ns = target.namespace.clone();
@@ -198,7 +199,12 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             .map_err(|e| common::executor_failure(e, &ns))?;
         result.steps = report.applied.iter().map(|a| a.why().to_string()).collect();
     }
-    print_output(args.output.output, &result, out, |r, out| {
+    common::print(&args.output, colour, &result, out)
+}
+
+impl Human for TakeoverResult {
+    fn render(&self, _style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        let r = self;
         writeln!(out, "takeover of {} ({}) by {}", r.key, r.merge_request, r.caller)?;
         match &r.comment {
             Some(c) => writeln!(out, "  commented on the pull request: {c}")?,
@@ -210,5 +216,5 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             writeln!(out, "  applied: {s}")?;
         }
         Ok(())
-    })
+    }
 }

@@ -102,7 +102,8 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
 
 #[test]
 fn the_sweep_table_lists_minted_and_completed_mints_apart() {
-    use super::sweep::{MintLine, SweepResult, render};
+    use super::sweep::{MintLine, SweepResult};
+    use crate::common::{Human, Style};
     let line = |n: u32, step: &str| MintLine {
         key: format!("tatara-operator#{n}"),
         task: format!("mt-tatara-operator-{n}"),
@@ -115,7 +116,7 @@ fn the_sweep_table_lists_minted_and_completed_mints_apart() {
         ..Default::default()
     };
     let mut out = Vec::new();
-    render(&r, &mut out).unwrap();
+    r.render(&Style { wide: false, headers: true, colour: false }, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("minted 1 Task(s):\n"), "{text}");
     assert!(text.contains("  tatara-operator#1 -> mt-tatara-operator-1\n      mint the Task\n"), "{text}");

@@ -43,9 +43,15 @@ pub fn stderr_colour() -> bool {
 /// Installs the process's subscriber. Call once, first thing in `main`; a
 /// second call (a test harness that already installed one) changes nothing.
 pub fn init(args: &LogArgs, default_filter: &str) {
+    init_with_colour(args, default_filter, stderr_colour());
+}
+
+/// [`init`], with the caller deciding whether text lines carry colour (a
+/// `--color` flag).
+pub fn init_with_colour(args: &LogArgs, default_filter: &str, colour: bool) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter(default_filter)).with_writer(std::io::stderr);
     let _ = match args.log_format {
-        LogFormat::Text => builder.with_ansi(stderr_colour()).try_init(),
+        LogFormat::Text => builder.with_ansi(colour).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
     };
 }
