@@ -47,7 +47,9 @@ use std::process::ExitCode;
 use clap::{Args, CommandFactory};
 use runtime::ownership::executor::ExecutorError;
 
+pub mod complete;
 pub mod connection;
+pub mod discovery;
 pub mod jsonpath;
 pub mod output;
 

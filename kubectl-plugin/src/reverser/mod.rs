@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use crate::common::{self, CliError, CompletionArgs};
 
+pub mod complete;
 pub mod inject;
 pub mod why;
 

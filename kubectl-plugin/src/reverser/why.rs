@@ -9,10 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Request;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
 use rules::attribution::render::{ObjectKey, layout_path};
-use rules::attribution::why::{self, ApiResource, ExplainParams, Explanation, ObjectState, Report};
+use rules::attribution::why::{self, ExplainParams, Explanation, ObjectState, Report};
 use rules::attribution::{GroupResource, Scope};
 use runtime::attribution::clock::SystemClock;
 use runtime::attribution::transport::{
@@ -22,6 +20,7 @@ use runtime::attribution::{Engine, EngineConfig};
 use runtime::metrics::Metrics;
 use serde_json::Value;
 
+use crate::common::discovery::{self, get};
 use crate::common::{self, Call, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
 
 /// The flags of `kubectl reverser why`.
@@ -123,7 +122,7 @@ impl Human for Answer {
 async fn explain(args: &Args) -> Result<Report, CliError> {
     let common::TypedName { type_: type_name, name } = common::TypedName::parse(&args.target)?;
     let target = args.kube.client().await?;
-    let (served, versions_of) = discover(&target.client).await?;
+    let (served, versions_of) = discovery::discover(&target.client).await?;
     let res = why::resolve_type(&type_name, &served)
         .map_err(|e| CliError::from(e).with_code(common::exit_code::NOT_FOUND))?
         .clone();
@@ -243,40 +242,6 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         state,
         why::Inputs { route: args.route.clone(), evidence_source: source, evidence, history, route_ever_fed, now_secs },
     ))
-}
-
-async fn get<T: serde::de::DeserializeOwned>(client: &kube::Client, path: &str) -> Result<T, kube::Error> {
-    let req = Request::get(path).body(Vec::new()).map_err(kube::Error::HttpError)?;
-    client.request(req).await
-}
-
-/// Every version each group serves, for the Git layout paths.
-type GroupVersions = Vec<(String, Vec<String>)>;
-
-/// Every group's preferred version's resources (core first), and every
-/// version each group serves.
-async fn discover(client: &kube::Client) -> Result<(Vec<ApiResource>, GroupVersions), CliError> {
-    // Discovery reads non-resource URLs: `kubectl auth can-i get /api/v1`.
-    let discovery = |path: &'static str| {
-        move |e: kube::Error| common::api_failure(Call { verb: "get", resource: path, name: "", namespace: "" }, &e)
-    };
-    let core: APIResourceList = get(client, "/api/v1").await.map_err(discovery("/api/v1"))?;
-    let mut served = why::resources_of(&core);
-    let mut versions_of: Vec<(String, Vec<String>)> = vec![(String::new(), vec!["v1".into()])];
-    let groups: APIGroupList = get(client, "/apis").await.map_err(discovery("/apis"))?;
-    for g in &groups.groups {
-        let preferred = g.preferred_version.as_ref().map(|v| v.group_version.clone());
-        let Some(gv) = preferred.or_else(|| g.versions.first().map(|v| v.group_version.clone())) else {
-            continue;
-        };
-        match get::<APIResourceList>(client, &format!("/apis/{gv}")).await {
-            Ok(list) => served.extend(why::resources_of(&list)),
-            // An unavailable aggregated API must not hide every other type.
-            Err(e) => tracing::debug!(group_version = %gv, error = %e, "discovery of a group failed; skipped"),
-        }
-        versions_of.push((g.name.clone(), g.versions.iter().map(|v| v.version.clone()).collect()));
-    }
-    Ok((served, versions_of))
 }
 
 /// `Explain` over the sidecar's Unix socket (gRPC `reverser.v1`).

@@ -16,6 +16,7 @@ use rules::ownership::types::{Project, Repository};
 
 use crate::common::{self, Call, CliError, CompletionArgs};
 
+pub mod complete;
 pub mod owners;
 pub mod repair;
 pub mod sweep;

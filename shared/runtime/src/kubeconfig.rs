@@ -74,11 +74,7 @@ pub async fn load_with(kubeconfig: Option<&Path>, overrides: &Overrides) -> Resu
         context: overrides.context.clone(),
         cause,
     };
-    let file = match kubeconfig {
-        Some(path) => Some(read(path)?),
-        None => from_env_or_home()?,
-    };
-    let mut config = match file {
+    let mut config = match file(kubeconfig)? {
         Some(file) => {
             let options = KubeConfigOptions {
                 context: overrides.context.clone(),
@@ -110,6 +106,16 @@ pub async fn load_with(kubeconfig: Option<&Path>, overrides: &Overrides) -> Resu
     };
     apply(&mut config, overrides)?;
     Ok(config)
+}
+
+/// The kubeconfig file(s) `kubeconfig` or the environment name, read and
+/// merged as [`load_with`] reads them; `None` when there is none (for
+/// listing contexts, clusters and users, e.g. to complete `--context`).
+pub fn file(kubeconfig: Option<&Path>) -> Result<Option<Kubeconfig>, KubeconfigError> {
+    match kubeconfig {
+        Some(path) => read(path).map(Some),
+        None => from_env_or_home(),
+    }
 }
 
 fn read(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
