@@ -399,6 +399,17 @@ fn similar_flag(e: &clap::Error, serve: &clap::Command) -> String {
     if known.is_empty() { String::new() } else { format!("; did you mean {}?", known.join(" or ")) }
 }
 
+/// Checks the sidecar an injection adds (`rules::inject`): its arguments as
+/// `serve` parses them, with the environment the injection gives it
+/// (`REVERSER_REDIS_URL` from a Secret, whose value only the pod knows).
+pub fn check_injected_sidecar(options: &rules::inject::InjectOptions) -> Result<(), String> {
+    let env = match options.redis_url_secret {
+        Some(_) => vec![(rules::inject::REDIS_URL_ENV, "redis://from-a-secret.invalid:6379")],
+        None => Vec::new(),
+    };
+    check_serve_args(&rules::inject::sidecar_args(options), &env)
+}
+
 /// A clap error as one line: the refusal and its tip, without the usage.
 fn clap_message(e: &clap::Error) -> String {
     let text = e.render().to_string();
