@@ -6,9 +6,6 @@
 //! the ownership release; a 403 on a blocking step stops everything after it.
 //! The CRD schemas are the vendored fixtures (`testkit::fixtures`).
 
-// `Executor::converge` fixes its decision closures to return `rules::Error`.
-#![allow(clippy::result_large_err)]
-
 use rules::ownership::reap;
 use rules::ownership::types::Project;
 use runtime::ownership::executor::Executor;

@@ -356,7 +356,10 @@ fn inject_refuses_sidecar_args_the_sidecar_refuses_and_only_those() {
     let plugin = PluginPath::new();
     let deployment = fixture("deployment.yaml");
     let cases: [(&[&str], Option<&str>); 6] = [
-        (&["--transport", "redis"], Some("unexpected argument '--transport' found; did you mean --author-attribution-transport?")),
+        (
+            &["--transport", "redis"],
+            Some("unexpected argument '--transport' found; did you mean --author-attribution-transport?"),
+        ),
         (&["--author-attribution-grace=soon"], Some("\"soon\" is not a duration")),
         (&["--author-attribution-transport=redis"], Some("redis")),
         (&["--follow=configmaps"], Some("route:group/resource")),
@@ -378,7 +381,10 @@ fn inject_refuses_sidecar_args_the_sidecar_refuses_and_only_those() {
                 assert!(stderr.starts_with("error: --sidecar-arg: reverser-sidecar serve would refuse"), "{stderr}");
                 assert!(stderr.contains(words), "{sidecar_args:?}: {stderr}");
                 assert!(out.stdout.is_empty());
-                assert!(matches!(sidecar, Some(code) if code != 0), "the sidecar accepted {sidecar_args:?}: {sidecar:?}");
+                assert!(
+                    matches!(sidecar, Some(code) if code != 0),
+                    "the sidecar accepted {sidecar_args:?}: {sidecar:?}"
+                );
             }
             None => {
                 assert!(out.status.success(), "{sidecar_args:?}: {stderr}");
@@ -404,7 +410,8 @@ fn inject_json_gives_json_and_refuses_a_plain_sidecar_in_a_job() {
     // `kubectl get -o json` of one object, then a stream as `jq -c` writes.
     let deployment: serde_json::Value =
         serde_norway::from_str(&std::fs::read_to_string(fixture("deployment.yaml")).unwrap()).unwrap();
-    let pod: serde_json::Value = serde_norway::from_str(&std::fs::read_to_string(fixture("pod.yaml")).unwrap()).unwrap();
+    let pod: serde_json::Value =
+        serde_norway::from_str(&std::fs::read_to_string(fixture("pod.yaml")).unwrap()).unwrap();
     let pretty = serde_json::to_string_pretty(&deployment).unwrap() + "\n";
     let stream = format!("{}\n{}\n", deployment, pod);
     for (text, objects) in [(pretty, 1), (stream, 2)] {

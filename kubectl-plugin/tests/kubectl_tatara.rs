@@ -7,7 +7,7 @@
 
 use std::process::{Child, Command, Output};
 
-use rules::ownership::naming::takeover_task_name;
+use rules::ownership::naming::{review_task_name, takeover_task_name};
 use serde_json::{Value, json};
 use testkit::fake_github::{self, Comment, FakeGitHub, IssueData, PullData};
 use testkit::fakeapi::{self, FakeApi, Store};
@@ -105,6 +105,12 @@ fn ok_json(out: &Output) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// The `pullRequests` line of `tatara-operator#<n>` in a sweep's JSON.
+fn pull_line(r: &Value, n: u64) -> Value {
+    let key = format!("tatara-operator#{n}");
+    r["pullRequests"].as_array().unwrap().iter().find(|l| l["key"] == key.as_str()).cloned().unwrap_or(Value::Null)
 }
 
 fn controllers(obj: &Value) -> Vec<String> {
@@ -434,6 +440,22 @@ fn two_racing_repair_applies_end_with_exactly_one_controller_each() {
     assert_eq!(again["plan"], json!([]), "{again}");
 }
 
+/// An open pull request; the bot's login is a `Bot`, anyone else a `User`.
+fn pull(number: u64, author: &str, head: &str, head_repo: Option<&str>) -> PullData {
+    PullData {
+        number,
+        author: author.into(),
+        author_type: if author == "tatara-bot" { "Bot" } else { "User" }.into(),
+        head_ref: head.into(),
+        head_sha: format!("{number:040x}"),
+        head_repo: head_repo.map(str::to_string),
+        open: true,
+        labels: vec![],
+        body: String::new(),
+        comments: vec![],
+    }
+}
+
 fn backlog() -> fake_github::State {
     let mut s = gh_state(&[("tok-maint", "maint")]);
     let bot = |id: u64| Comment { id, author: "tatara-bot".into(), author_type: "Bot".into(), body: "noted".into() };
@@ -466,25 +488,13 @@ fn backlog() -> fake_github::State {
     issues.push(IssueData { number: 2000, author: "mallory".into(), open: true, labels: vec![], comments: vec![] });
     issues.push(IssueData { number: 2001, author: "alice".into(), open: false, labels: vec![], comments: vec![] });
     s.issues.insert(REPO.into(), issues);
-    let pr = |number: u64, author: &str, ty: &str, head: &str, head_repo: Option<&str>| PullData {
-        number,
-        author: author.into(),
-        author_type: ty.into(),
-        head_ref: head.into(),
-        head_sha: format!("{number:040x}"),
-        head_repo: head_repo.map(str::to_string),
-        open: true,
-        labels: vec![],
-        body: String::new(),
-        comments: vec![],
-    };
     s.pulls.insert(
         REPO.into(),
         vec![
-            pr(9, "tatara-bot", "Bot", "task/member-b", Some(REPO)),
-            pr(3001, "tatara-bot", "Bot", "task/member-b", Some("evil/tatara-operator")),
-            pr(3002, "tatara-bot", "Bot", "chore/pin-bump", Some(REPO)),
-            pr(3003, "bob", "User", "fix/typo", Some("bob/tatara-operator")),
+            pull(9, "tatara-bot", "task/member-b", Some(REPO)),
+            pull(3001, "tatara-bot", "task/member-b", Some("evil/tatara-operator")),
+            pull(3002, "tatara-bot", "chore/pin-bump", Some(REPO)),
+            pull(3003, "bob", "fix/typo", Some("bob/tatara-operator")),
         ],
     );
     s
@@ -527,37 +537,59 @@ fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
     for want in [("#9", "adopt"), ("#3001", "ignoreBot"), ("#3002", "ignoreBot"), ("#3003", "review")] {
         assert!(disp.iter().any(|(k, d)| k.ends_with(want.0) && d == want.1), "{want:?} in {disp:?}");
     }
+    // #9 is adopted already (member-b lists it and controls its mirror);
+    // the review of #3003 waits behind the 151 orphans for the budget.
+    assert_eq!(pull_line(&plan, 9)["decision"], "skip", "{plan}");
+    assert!(pull_line(&plan, 9)["why"].as_str().unwrap().starts_with("already adopted"), "{plan}");
+    assert_eq!(pull_line(&plan, 3003)["decision"], "deferred", "{plan}");
+    assert_eq!(plan["pullRequestCounts"], json!({"adopt": 1, "ignoreBot": 2, "review": 1, "ignore": 0}));
     let table = w.tatara_forge(&["sweep", "--project", "tatara"], "tok-maint");
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("parked(backlog-sweep)") && text.contains("no forks, ever"), "{text}");
 
     let mut minted_all: Vec<String> = Vec::new();
+    let mut reviews_all: Vec<String> = Vec::new();
     let mut passes = 0;
     loop {
         passes += 1;
         let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok-maint"));
         let minted: Vec<String> =
             r["minted"].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()).collect();
-        assert!(minted.len() <= 5, "pass {passes} minted {}", minted.len());
+        let reviews: Vec<String> = r["pullRequests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["outcome"] == "minted")
+            .map(|p| p["key"].as_str().unwrap().to_string())
+            .collect();
+        assert!(minted.len() + reviews.len() <= 5, "pass {passes} minted {minted:?} {reviews:?}");
         for l in r["issues"].as_array().unwrap().iter().filter(|l| l["decision"] == "mint") {
             assert_eq!(l["stage"], "parked(backlog-sweep)", "{l}");
         }
         for k in &minted {
             assert!(!minted_all.contains(k), "pass {passes} minted {k} again");
         }
-        if minted.is_empty() {
+        if minted.is_empty() && reviews.is_empty() {
             break;
         }
         minted_all.extend(minted);
+        reviews_all.extend(reviews);
         assert!(passes < 40, "the sweep does not converge");
     }
     assert_eq!(minted_all.len(), 151, "every allowed open orphan minted once");
+    // The review mint shares the budget: the last pass minted 1 orphan + it.
+    assert_eq!(reviews_all, vec!["tatara-operator#3003"]);
     assert_eq!(passes, 32);
     // Every minted Task is parked(backlog-sweep) and controls its Issue CR.
     let tasks = w.all("tasks");
-    let minted_tasks: Vec<&Value> =
-        tasks.iter().filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-")).collect();
+    let is_review = |t: &&Value| t["metadata"]["name"].as_str().unwrap().starts_with("mt-r-");
+    let minted_tasks: Vec<&Value> = tasks
+        .iter()
+        .filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-"))
+        .filter(|t| !is_review(t))
+        .collect();
     assert_eq!(minted_tasks.len(), 151);
+    assert_eq!(tasks.iter().filter(is_review).count(), 1);
     for t in &minted_tasks {
         assert_eq!(t["spec"]["initialParkReason"], "backlog-sweep", "{t}");
         assert_eq!(t["spec"]["projectRef"], "tatara");
@@ -589,16 +621,8 @@ fn takeover_gh() -> fake_github::State {
     s.pulls.insert(
         REPO.into(),
         vec![PullData {
-            number: 9,
-            author: "tatara-bot".into(),
-            author_type: "Bot".into(),
-            head_ref: "task/member-b".into(),
             head_sha: "fff000fff000fff000fff000fff000fff000fff0".into(),
-            head_repo: Some(REPO.into()),
-            open: true,
-            labels: vec![],
-            body: String::new(),
-            comments: vec![],
+            ..pull(9, "tatara-bot", "task/member-b", Some(REPO))
         }],
     );
     s
@@ -773,7 +797,15 @@ fn two_racing_sweeps_mint_each_orphan_once() {
     // next five orphans. The fake GitHub holds both pull listings (read
     // after the snapshot and the issue scan, before any mint) until both
     // arrived.
+    // Four orphan issues (1000-1002 and the ownerless survivor 415) and one
+    // review mint (#3003) fill the budget of five; two bot pull requests on
+    // live Tasks' branches are adopted by both passes at once.
     let mut gh = backlog();
+    gh.issues.get_mut(REPO).unwrap().retain(|i| !(1003..1150).contains(&i.number));
+    gh.pulls.get_mut(REPO).unwrap().extend([
+        pull(3005, "tatara-bot", "task/member-a", Some(REPO)),
+        pull(3006, "tatara-bot", "task/umbrella", Some(REPO)),
+    ]);
     gh.hold_pull_lists_until = 2;
     let w = World::new(|_| {}, gh);
     let args = ["sweep", "--project", "tatara", "--apply", "-o", "json"];
@@ -798,7 +830,14 @@ fn two_racing_sweeps_mint_each_orphan_once() {
         v
     };
     assert_eq!(planned(&ra), planned(&rb), "both passes planned from the same state");
-    assert_eq!(planned(&ra).len(), 5);
+    assert_eq!(planned(&ra).len(), 4);
+    for r in [&ra, &rb] {
+        assert_eq!(pull_line(r, 3003)["decision"], "mint", "{r}");
+        assert_eq!(
+            (pull_line(r, 3005)["decision"].clone(), pull_line(r, 3006)["decision"].clone()),
+            (json!("adopt"), json!("adopt"))
+        );
+    }
     // Between them each planned orphan was minted (its Task created) exactly
     // once. What a pass found already minted it reports as not minted, or as
     // completed when it finished the other writer's mint (the mirror).
@@ -826,11 +865,328 @@ fn two_racing_sweeps_mint_each_orphan_once() {
     }
     let minted_tasks =
         w.all("tasks").into_iter().filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-")).count();
-    assert_eq!(minted_tasks, 5);
+    assert_eq!(minted_tasks, 5, "four issue Tasks and one review Task");
     for key in &all {
         let n = key.rsplit_once('#').unwrap().1;
         let iss = w.get("issues", &format!("iss-tatara-operator-{n}"));
         assert_eq!(controllers(&iss).len(), 1, "{iss}");
     }
-    assert_eq!(w.api.store.lock().unwrap().two_controller_rejections, 0);
+
+    // The review of #3003 was minted by exactly one pass; the other found it
+    // minted (and maybe finished its mirror).
+    let outcomes = |n: u64| -> Vec<String> {
+        let mut v: Vec<String> =
+            [&ra, &rb].iter().map(|r| pull_line(r, n)["outcome"].as_str().unwrap_or("").to_string()).collect();
+        v.sort();
+        v
+    };
+    println!(
+        "racing pull requests: #3003 {:?}, #3005 {:?}, #3006 {:?}",
+        outcomes(3003),
+        outcomes(3005),
+        outcomes(3006)
+    );
+    let review = outcomes(3003);
+    assert_eq!(review.iter().filter(|o| *o == "minted").count(), 1, "{review:?}");
+    assert!(review.iter().all(|o| ["minted", "completed", "nothingToDo"].contains(&o.as_str())), "{review:?}");
+    let name = review_task_name("tatara", "tatara-operator", 3003);
+    assert_eq!(controllers(&w.get("mergerequests", "mr-tatara-operator-3003")), vec![name]);
+    // Each adoption landed once: one mrRefs entry, one mirror with one
+    // controller, and between the two passes one successful create of it.
+    for (n, task) in [(3005, "member-a"), (3006, "umbrella")] {
+        let o = outcomes(n);
+        assert!(o.contains(&"adopted".to_string()), "{o:?}");
+        assert!(o.iter().all(|o| o == "adopted" || o == "nothingToDo"), "{o:?}");
+        assert_eq!(w.get("tasks", task)["status"]["mrRefs"], json!([format!("tatara-operator#{n}")]));
+        assert_eq!(controllers(&w.get("mergerequests", &format!("mr-tatara-operator-{n}"))), vec![task]);
+    }
+    let store = w.api.store.lock().unwrap();
+    let creates = |resource: &str, name: &str| {
+        store.writes().iter().filter(|x| x.verb == "create" && x.resource == resource && x.name == name).count()
+    };
+    for n in [3003, 3005, 3006] {
+        assert_eq!(creates("mergerequests", &format!("mr-tatara-operator-{n}")), 1, "#{n}");
+    }
+    assert_eq!(creates("tasks", &review_task_name("tatara", "tatara-operator", 3003)), 1);
+    assert_eq!(store.two_controller_rejections, 0);
+}
+
+// --- Pull requests: adopt, ignore, or review, applied ---
+
+/// A world whose forge has these pull requests and no issues; the Project's
+/// `scm.prReactionScope` is `scope` (unset: the open default).
+fn pulls_world(scope: Option<&str>, pulls: Vec<PullData>) -> World {
+    let mut gh = gh_state(&[("tok", "maint")]);
+    gh.pulls.insert(REPO.into(), pulls);
+    World::new(
+        |s| {
+            if let Some(scope) = scope {
+                let patch = json!({"spec": {"scm": {"prReactionScope": scope}}});
+                s.patch("projects", NS, "tatara", &patch, false).unwrap();
+            }
+        },
+        gh,
+    )
+}
+
+fn sweep_json(w: &World, apply: bool) -> Value {
+    let mut args = vec!["sweep", "--project", "tatara", "-o", "json"];
+    if apply {
+        args.push("--apply");
+    }
+    ok_json(&w.tatara_forge(&args, "tok"))
+}
+
+/// A pull request the pass left alone: no Task, no mirror, nothing written
+/// anywhere (the plan and the apply alike), with this disposition.
+fn assert_left_alone(w: &World, n: u64, disposition: &str) {
+    let before = w.everything();
+    for apply in [false, true] {
+        let r = sweep_json(w, apply);
+        let l = pull_line(&r, n);
+        assert_eq!(l["disposition"]["disposition"], disposition, "{r}");
+        assert_eq!(l["decision"], "ignore", "{l}");
+        assert_eq!((&l["outcome"], &l["writes"]), (&Value::Null, &json!([])), "{l}");
+    }
+    assert_eq!(w.everything(), before, "an ignored pull request changed the cluster");
+    assert_eq!(w.gh.writes(), vec![]);
+}
+
+/// The review of `n` minted by this pass at `stage`, exactly as the rules
+/// require: a review-kind Task named by IntakeTaskName(kind review) that
+/// controls the MergeRequest mirror, whose ownership the author predicate
+/// gives (a human: external, initial).
+fn assert_reviewed(w: &World, r: &Value, n: u64, author: &str, stage: &str) {
+    let l = pull_line(r, n);
+    let name = review_task_name("tatara", "tatara-operator", n as i64);
+    assert_eq!(l["disposition"]["disposition"], "review", "{l}");
+    assert_eq!((&l["decision"], &l["stage"], &l["outcome"]), (&json!("mint"), &json!(stage), &json!("minted")), "{l}");
+    assert_eq!(l["task"], name.as_str());
+    assert_eq!(l["writes"].as_array().unwrap().len(), 3, "Task, mirror, mirror status: {l}");
+    let t = w.get("tasks", &name);
+    assert_eq!(t["spec"]["kind"], "review");
+    assert_eq!(t["spec"]["repositoryRef"], "tatara-operator");
+    let parked = if stage == "triaging" { Value::Null } else { json!("backlog-sweep") };
+    assert_eq!(t["spec"].get("initialParkReason").cloned().unwrap_or(Value::Null), parked, "{t}");
+    let mr = w.get("mergerequests", &format!("mr-tatara-operator-{n}"));
+    assert_eq!(mr["metadata"]["ownerReferences"], json!([task_ref(&t, Some(true), true)]), "{mr}");
+    assert_eq!(mr["spec"]["url"], format!("https://github.com/{REPO}/pull/{n}"));
+    let st = &mr["status"];
+    assert_eq!((&st["ownership"], &st["ownershipReason"]), (&json!("external"), &json!("initial")), "{mr}");
+    assert_eq!((&st["author"], &st["state"]), (&json!(author), &json!("open")), "{mr}");
+    assert_eq!(st["headSHA"], format!("{n:040x}"));
+    assert!(st.get("lastBotHeadSHA").is_none(), "{mr}");
+}
+
+#[test]
+fn sweep_adopts_a_bot_pull_request_on_its_tasks_branch_into_mr_refs_once() {
+    // 1. ADOPT iff a. author == botLogin, b. head branch == task/<task>,
+    // c. head.repo == base.repo.
+    let w = pulls_world(None, vec![pull(20, "tatara-bot", "task/member-a", Some(REPO))]);
+    let before = w.everything();
+    let plan = sweep_json(&w, false);
+    assert_eq!(pull_line(&plan, 20)["decision"], "adopt", "{plan}");
+    assert_eq!(w.everything(), before, "the plan wrote something");
+
+    let r = sweep_json(&w, true);
+    let l = pull_line(&r, 20);
+    assert_eq!((&l["outcome"], &l["task"]), (&json!("adopted"), &json!("member-a")), "{l}");
+    let writes: Vec<&str> = l["writes"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert_eq!(writes.len(), 3, "{writes:?}");
+    assert!(writes[0].contains("mrRefs") && writes[1].contains("create") && writes[2].contains("ownership tatara"));
+    // The Task's status.mrRefs (the field the schema defines), appended.
+    let member_a = w.get("tasks", "member-a");
+    assert_eq!(member_a["status"]["mrRefs"], json!(["tatara-operator#20"]));
+    assert_eq!(member_a["status"]["issueRefs"], json!(["tatara-operator#412", "tatara-operator#413"]), "kept");
+    // The mirror: controller-owned by member-a (controller, blockOwnerDeletion),
+    // ownership tatara as ownershipForAuthor gives the bot, no reason.
+    let mr = w.get("mergerequests", "mr-tatara-operator-20");
+    assert_eq!(mr["metadata"]["ownerReferences"], json!([task_ref(&member_a, Some(true), true)]), "{mr}");
+    assert_eq!(
+        mr["spec"],
+        json!({"number": 20, "projectRef": "tatara", "repositoryRef": "tatara-operator",
+        "url": format!("https://github.com/{REPO}/pull/20")})
+    );
+    let st = &mr["status"];
+    assert_eq!(st["ownership"], "tatara");
+    assert!(st.get("ownershipReason").is_none(), "{mr}");
+    let sha = format!("{:040x}", 20);
+    assert_eq!((&st["headSHA"], &st["lastBotHeadSHA"]), (&json!(sha), &json!(sha)), "{mr}");
+    assert_eq!(
+        (&st["author"], &st["headBranch"], &st["state"]),
+        (&json!("tatara-bot"), &json!("task/member-a"), &json!("open"))
+    );
+    assert_eq!(r["pullRequestCounts"]["adopt"], 1);
+
+    // Idempotent: a second sweep adds nothing.
+    let after = w.everything();
+    let again = sweep_json(&w, true);
+    let l = pull_line(&again, 20);
+    assert_eq!((&l["decision"], &l["outcome"]), (&json!("skip"), &Value::Null), "{l}");
+    assert!(l["why"].as_str().unwrap().starts_with("already adopted"), "{l}");
+    assert_eq!(w.everything(), after, "a second sweep wrote something");
+    assert_eq!(w.gh.writes(), vec![], "the sweep never writes to the forge");
+}
+
+#[test]
+fn a_human_pull_request_on_a_task_branch_is_reviewed_never_adopted() {
+    // Clause a: the author predicate. A human naming a Task's branch gets a
+    // review Task (in reaction scope), never that Task's merge stream.
+    let w = pulls_world(None, vec![pull(21, "mallory", "task/member-a", Some(REPO))]);
+    let r = sweep_json(&w, true);
+    assert_reviewed(&w, &r, 21, "mallory", "parked(backlog-sweep)");
+    assert!(w.get("tasks", "member-a")["status"].get("mrRefs").is_none());
+}
+
+#[test]
+fn a_bot_pull_request_whose_branch_names_no_live_task_is_not_adopted() {
+    // Clause b: head branch == task/<owning-task-name>. A branch naming no
+    // Task, and one naming a failed Task ("owning nothing"), adopt nothing.
+    for (n, branch) in [(22, "task/no-such-task"), (23, "task/old-failed"), (24, "member-a")] {
+        let w = pulls_world(None, vec![pull(n, "tatara-bot", branch, Some(REPO))]);
+        assert_left_alone(&w, n, "ignoreBot");
+    }
+}
+
+#[test]
+fn a_fork_with_a_task_branch_is_never_adopted() {
+    // Clause c: "head.repo == base.repo (NO forks, ever)"; a deleted fork
+    // (no head repo) fails closed.
+    for (n, head_repo) in [(25, Some("evil/tatara-operator")), (26, None)] {
+        let w = pulls_world(None, vec![pull(n, "tatara-bot", "task/member-a", head_repo)]);
+        assert_left_alone(&w, n, "ignoreBot");
+        let r = sweep_json(&w, false);
+        assert!(pull_line(&r, n)["why"].as_str().unwrap().contains("no forks, ever"), "{r}");
+    }
+}
+
+#[test]
+fn bot_pull_requests_that_are_not_adoptable_are_ignored_and_counted() {
+    // 2. "BOT-AUTHORED and NOT ADOPTABLE -> IGNORE. FULL STOP. No Task. No
+    // pod. No tokens. Never a review Task." A pin-bump PR and an orphaned
+    // agent PR, even labelled and mentioning the bot.
+    let bump = PullData {
+        labels: vec!["tatara".into()],
+        body: "@tatara-bot bump".into(),
+        ..pull(30, "tatara-bot", "chore/pin-bump", Some(REPO))
+    };
+    let w = pulls_world(None, vec![bump, pull(31, "tatara-bot", "task/reaped-long-ago", Some(REPO))]);
+    assert_left_alone(&w, 30, "ignoreBot");
+    let r = sweep_json(&w, true);
+    assert_eq!(r["pullRequestCounts"], json!({"adopt": 0, "ignoreBot": 2, "review": 0, "ignore": 0}));
+    let text = String::from_utf8_lossy(&w.tatara_forge(&["sweep", "--project", "tatara"], "tok").stdout).to_string();
+    assert!(text.contains("pull requests: 0 adopt, 2 ignore (bot), 0 review, 0 ignore"), "{text}");
+}
+
+#[test]
+fn a_human_pull_request_from_a_trusted_insider_gets_a_review_task() {
+    // 3. "the author is a trusted insider" (maintainerLogins), even under
+    // scope labeledOrMentioned; a human is waiting (last comment): triaging.
+    let waiting = PullData {
+        comments: vec![Comment { id: 1, author: "alice".into(), author_type: "User".into(), body: "ping".into() }],
+        ..pull(40, "maint", "fix/a", Some(REPO))
+    };
+    let w = pulls_world(Some("labeledOrMentioned"), vec![waiting]);
+    let r = sweep_json(&w, true);
+    assert!(pull_line(&r, 40)["disposition"]["why"].as_str().unwrap().contains("trusted insider"), "{r}");
+    assert_reviewed(&w, &r, 40, "maint", "triaging");
+    // Idempotent: the next sweep finds the mirror controlled and mints nothing.
+    let after = w.everything();
+    let again = sweep_json(&w, true);
+    let l = pull_line(&again, 40);
+    assert_eq!((&l["decision"], &l["outcome"]), (&json!("skip"), &Value::Null), "{l}");
+    assert!(l["why"].as_str().unwrap().ends_with("reviews tatara-operator#40 and controls its mirror"), "{l}");
+    assert_eq!(w.everything(), after);
+}
+
+#[test]
+fn a_human_pull_request_gets_a_review_task_when_the_reaction_scope_is_not_labeled_or_mentioned() {
+    // 3. "Scm.PRReactionScope is not labeledOrMentioned": unset and `all`.
+    for (n, scope) in [(41, None), (42, Some("all"))] {
+        let w = pulls_world(scope, vec![pull(n, "bob", "fix/b", Some("bob/tatara-operator"))]);
+        let r = sweep_json(&w, true);
+        assert!(pull_line(&r, n)["disposition"]["why"].as_str().unwrap().contains("not labeledOrMentioned"), "{r}");
+        assert_reviewed(&w, &r, n, "bob", "parked(backlog-sweep)");
+    }
+}
+
+#[test]
+fn a_human_pull_request_carrying_the_trigger_label_gets_a_review_task() {
+    let labeled = PullData { labels: vec!["tatara".into()], ..pull(43, "bob", "fix/c", Some(REPO)) };
+    let w = pulls_world(Some("labeledOrMentioned"), vec![labeled]);
+    let r = sweep_json(&w, true);
+    assert!(pull_line(&r, 43)["disposition"]["why"].as_str().unwrap().contains("trigger label"), "{r}");
+    assert_reviewed(&w, &r, 43, "bob", "parked(backlog-sweep)");
+}
+
+#[test]
+fn a_human_pull_request_mentioning_the_bot_gets_a_review_task() {
+    let mention = PullData { body: "@tatara-bot could you look?".into(), ..pull(44, "bob", "fix/d", Some(REPO)) };
+    let w = pulls_world(Some("labeledOrMentioned"), vec![mention]);
+    let r = sweep_json(&w, true);
+    assert!(pull_line(&r, 44)["disposition"]["why"].as_str().unwrap().contains("mentions the bot"), "{r}");
+    assert_reviewed(&w, &r, 44, "bob", "parked(backlog-sweep)");
+}
+
+#[test]
+fn a_human_pull_request_out_of_reaction_scope_is_ignored() {
+    // 4. "Everything else is IGNORED": not an insider, scope
+    // labeledOrMentioned, no trigger label, no mention.
+    let other_label = PullData { labels: vec!["bug".into()], ..pull(45, "bob", "fix/e", Some(REPO)) };
+    let w = pulls_world(Some("labeledOrMentioned"), vec![other_label]);
+    assert_left_alone(&w, 45, "ignore");
+    assert_eq!(sweep_json(&w, false)["pullRequestCounts"]["ignore"], 1);
+}
+
+#[test]
+fn review_mints_share_the_issue_mints_budget() {
+    // "through the same mint stage, budget and naming as issue mints":
+    // maxNewTasksPerSweep 2 with two orphan issues first leaves the review
+    // for the next pass, which mints it.
+    let mut gh = gh_state(&[("tok", "maint")]);
+    gh.issues.insert(
+        REPO.into(),
+        (50..52)
+            .map(|n| IssueData { number: n, author: "alice".into(), open: true, labels: vec![], comments: vec![] })
+            .collect(),
+    );
+    gh.pulls.insert(REPO.into(), vec![pull(60, "bob", "fix/f", Some(REPO))]);
+    let w = World::new(
+        |s| {
+            s.patch("projects", NS, "tatara", &json!({"spec": {"maxNewTasksPerSweep": 2}}), false).unwrap();
+        },
+        gh,
+    );
+    let r = sweep_json(&w, true);
+    assert_eq!(r["minted"].as_array().unwrap().len(), 2, "{r}");
+    let l = pull_line(&r, 60);
+    assert_eq!((&l["decision"], &l["outcome"]), (&json!("deferred"), &Value::Null), "{l}");
+    assert!(l["why"].as_str().unwrap().contains("maxNewTasksPerSweep"), "{l}");
+    assert_eq!(r["capHits"][0]["cap"], "maxNewTasksPerSweep");
+    let r = sweep_json(&w, true);
+    assert_eq!(r["minted"], json!([]));
+    assert_reviewed(&w, &r, 60, "bob", "parked(backlog-sweep)");
+}
+
+#[test]
+fn an_adoption_into_a_task_whose_mr_refs_are_full_writes_nothing() {
+    // "respect its maxItems": 50 in the CRD. The API server would refuse a
+    // 51st (422); the sweep does not try, and says why.
+    let w = World::new(
+        |s| {
+            let full: Vec<String> = (100..150).map(|n| format!("tatara-operator#{n}")).collect();
+            s.patch("tasks", NS, "member-a", &json!({"status": {"mrRefs": full}}), true).unwrap();
+        },
+        {
+            let mut gh = gh_state(&[("tok", "maint")]);
+            gh.pulls.insert(REPO.into(), vec![pull(70, "tatara-bot", "task/member-a", Some(REPO))]);
+            gh
+        },
+    );
+    let before = w.everything();
+    let r = sweep_json(&w, true);
+    let l = pull_line(&r, 70);
+    assert_eq!((&l["disposition"]["disposition"], &l["decision"]), (&json!("adopt"), &json!("skip")), "{l}");
+    assert!(l["why"].as_str().unwrap().contains("maxItems is 50"), "{l}");
+    assert_eq!(w.everything(), before);
 }

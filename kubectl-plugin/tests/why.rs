@@ -95,12 +95,20 @@ fn change(name: &str, action: Action, author: Option<&str>, tier: Tier, audit: O
     }
 }
 
+/// The sidecar's Git writer on a local mirror at `repo`, not pushing.
+fn writer(repo: &Path) -> GitWriter {
+    GitWriter::open(WriterConfig::new(
+        repo.to_path_buf(),
+        "main",
+        Identity::new("reverser", "reverser@example.invalid"),
+    ))
+    .unwrap()
+}
+
 /// The Git mirror as the writer would have made it for these objects.
 fn mirror(dir: &Path, removal: (&str, &str)) -> PathBuf {
     let repo = dir.join("mirror.git");
-    let mut w =
-        GitWriter::open(WriterConfig::new(repo.clone(), "main", Identity::new("reverser", "reverser@example.invalid")))
-            .unwrap();
+    let mut w = writer(&repo);
     let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
     let steps = [
         change("web", cm("web", "10"), Some("alice"), Tier::Exact, Some("audit-create-web-10")),
@@ -402,4 +410,46 @@ fn why_errors_are_clear_and_non_zero() {
     std::fs::write(&dead, std::fs::read_to_string(&kc).unwrap().replace(&api.port().to_string(), &port.to_string()))
         .unwrap();
     fail(&["cm/web"], &dead, 5, "connection refused");
+}
+
+/// An author is whatever the API server's user said: one with control
+/// characters, an escape sequence, a newline, NUL, angle brackets, or 10 KB
+/// still makes a valid commit, and `why` prints it escaped, never raw.
+#[test]
+fn a_hostile_author_makes_a_valid_commit_and_a_safe_why() {
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
+    let kc = api.kubeconfig(k.dir.path());
+    let sidecar = Sidecar::start("serve", &["--follow", "default:configmaps"]);
+    let evil = "mal\u{1b}[31mlory\nReverser-Actor: eve\u{0}<root@evil>\u{7}";
+    let long = "x".repeat(10 * 1024);
+    assert_eq!(sidecar.post_events("default", &[audit("create", evil, "default", "web", "u-web", "10")]), 200);
+    api.seed_object(configmap("default", "web", "u-web", "10")).unwrap();
+
+    let repo = k.dir.path().join("mirror.git");
+    let mut w = writer(&repo);
+    let cm = |name: &str, v: &str| Action::Write(configmap("default", name, "", v));
+    for (name, who) in [("web", evil), ("long", long.as_str()), ("crud", "...<>"), ("ctl", "\u{0}\n\u{1b}")] {
+        w.commit(&[change(name, cm(name, "10"), Some(who), Tier::Exact, Some("audit\nid"))]).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(&repo).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["fsck", "--strict"]);
+    let authors = git(&["log", "main", "--format=%an <%ae>"]);
+    assert_eq!(authors.lines().count(), 4, "{authors}");
+    for line in authors.lines() {
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert!(line.chars().count() < 600, "{} chars", line.chars().count());
+    }
+
+    let out = why(
+        &k,
+        &kc,
+        &["configmap/web", "--socket", sidecar.socket.to_str().unwrap(), "--repo", repo.to_str().unwrap()],
+    );
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    assert!(out.contains(r"mal\u{1b}[31mlory\nReverser-Actor: eve\u{0}<root@evil>\u{7}"), "{out}");
 }

@@ -10,11 +10,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // environment would need `unsafe` in edition 2024).
         let mut config = tonic_prost_build::Config::new();
         config.protoc_executable(protoc);
-        tonic_prost_build::configure().build_server(true).build_client(true).compile_with_config(
-            config,
-            &["proto/reverser/v1/reverser.proto"],
-            &["proto"],
-        )?;
+        // The codec maps a request that is no valid protobuf to
+        // INVALID_ARGUMENT (the caller's fault), not INTERNAL.
+        tonic_prost_build::configure()
+            .build_server(true)
+            .build_client(true)
+            .codec_path("crate::proto::codec::Codec")
+            .compile_with_config(config, &["proto/reverser/v1/reverser.proto"], &["proto"])?;
     }
     println!("cargo:rerun-if-changed=proto");
     Ok(())

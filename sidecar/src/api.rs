@@ -49,9 +49,13 @@ pub struct Api {
     git: Option<Arc<Mutex<GitWriter>>>,
     policy: MirrorPolicy,
     follower: AnyFollower,
-    /// References held per scope: explicit Acquires, plus one the first
-    /// Resolve of a type takes (a watcher asking about a type covers it).
+    /// References held per scope by explicit Acquires (and --follow).
     refs: Mutex<HashMap<Scope, u32>>,
+    /// Scopes a Resolve made this process follow (a watcher asking about a
+    /// type covers it), with when a Resolve last asked, on the engine's
+    /// clock: released once nobody asked for a TTL, so routes that only
+    /// junk ever named stop costing Redis reads.
+    implicit: Mutex<HashMap<Scope, u64>>,
 }
 
 fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
@@ -95,6 +99,7 @@ impl Api {
             policy,
             follower,
             refs: Mutex::new(HashMap::new()),
+            implicit: Mutex::new(HashMap::new()),
         }
     }
 
@@ -106,6 +111,12 @@ impl Api {
     async fn resolve_event(&self, req: proto::ResolveRequest) -> Result<Attributed1, Status> {
         let (scope, version) = scope_of(req.r#type.as_ref())?;
         let event = WatchEvent { kind: watch_kind(&req.event_type)?, object: parse_object(&req.object_json)? };
+        if let Some(why) = event.unusable() {
+            return Err(Status::invalid_argument(format!(
+                "object_json of a {} event must be the watched object: {why}",
+                req.event_type
+            )));
+        }
         Ok(self.attribute(&scope, version, event).await)
     }
 
@@ -223,11 +234,30 @@ impl Api {
 
     /// The first Resolve of a type takes its one reference; the check and
     /// the take happen under one lock, so concurrent first Resolves take one.
+    /// Every Resolve renews it.
     fn ensure_following(&self, scope: &Scope) {
-        let mut refs = self.refs();
-        if !refs.contains_key(scope) {
-            Self::take(&mut refs, &self.follower, scope);
+        let now = self.engine().clock().now_ms();
+        let mut implicit = self.implicit.lock().unwrap_or_else(|e| e.into_inner());
+        if implicit.insert(scope.clone(), now).is_none() {
+            self.follower.acquire(scope);
         }
+    }
+
+    /// Drops the follow of every scope no Resolve asked about within `idle_ms`
+    /// (explicit Acquires are untouched). Returns how many were released.
+    pub fn release_idle(&self, idle_ms: u64) -> usize {
+        let now = self.engine().clock().now_ms();
+        let mut implicit = self.implicit.lock().unwrap_or_else(|e| e.into_inner());
+        let before = implicit.len();
+        implicit.retain(|scope, last| {
+            let keep = now.saturating_sub(*last) < idle_ms;
+            if !keep {
+                tracing::debug!(%scope, "no Resolve asked about this type for a TTL: no longer following it");
+                self.follower.release(scope);
+            }
+            keep
+        });
+        before - implicit.len()
     }
 }
 

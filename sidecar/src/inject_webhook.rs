@@ -165,7 +165,8 @@ pub async fn run(args: Args) -> Result<()> {
         excluded = ?webhook.excluded_namespaces,
         "inject-webhook listening"
     );
-    tls::serve(listener, config, router(webhook), runtime::shutdown::terminated()).await;
+    tls::serve(listener, config, router(webhook), tls::ClientTimeouts::default(), runtime::shutdown::terminated())
+        .await;
     tracing::info!("inject-webhook stopped");
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod api;
+mod authority;
 mod devcerts;
 mod error;
 mod inject_webhook;

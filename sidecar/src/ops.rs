@@ -1,6 +1,6 @@
 //! The operational listener: `/metrics` (Prometheus text with every metric
-//! of the spec's table), `/healthz` (the process serves), `/readyz` (the
-//! follower has caught up to the TTL horizon), and `GET /v1/explain` (the
+//! of the spec's table), `/healthz` (the process serves), `/readyz` (Redis
+//! answers and the follower has caught up to the TTL horizon), and `GET /v1/explain` (the
 //! gRPC `Explain` as JSON, for `kubectl reverser why --pod` through the API
 //! server's pod proxy).
 
@@ -13,11 +13,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 use rules::attribution::why::ExplainParams;
 use runtime::attribution::Engine;
-use runtime::attribution::transport::{AnyFollower, FactFollower};
+use runtime::attribution::transport::{AnyFollower, FactFollower, Transport};
 use runtime::metrics::Metrics;
 use tokio::sync::watch;
 
-pub fn router(metrics: Arc<Metrics>, ready: watch::Receiver<bool>) -> Router {
+/// One readiness condition: ready while it holds `true`; otherwise `/readyz`
+/// answers 503 with `why`.
+pub type ReadyCheck = (watch::Receiver<bool>, &'static str);
+
+pub fn router(metrics: Arc<Metrics>, ready: Vec<ReadyCheck>) -> Router {
     Router::new()
         .route(
             "/metrics",
@@ -32,20 +36,30 @@ pub fn router(metrics: Arc<Metrics>, ready: watch::Receiver<bool>) -> Router {
         .route(
             "/readyz",
             get(move || {
-                let ready = *ready.borrow();
+                let not_ready: Vec<&str> = ready.iter().filter(|(r, _)| !*r.borrow()).map(|(_, why)| *why).collect();
                 async move {
-                    if ready {
-                        (StatusCode::OK, "ready\n").into_response()
+                    if not_ready.is_empty() {
+                        (StatusCode::OK, "ready\n".to_owned()).into_response()
                     } else {
-                        (
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            "not ready: the follower has not caught up to the TTL horizon\n",
-                        )
+                        (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {}\n", not_ready.join("; ")))
                             .into_response()
                     }
                 }
             }),
         )
+}
+
+/// The readiness conditions of a process on `transport`: Redis answers
+/// (when it is the transport), and, with a follower, the follower caught up.
+pub fn ready_checks(transport: &Transport, follower: Option<watch::Receiver<bool>>) -> Vec<ReadyCheck> {
+    let mut checks = Vec::new();
+    if let Some(up) = transport.health() {
+        checks.push((up, "Redis does not answer"));
+    }
+    if let Some(caught_up) = follower {
+        checks.push((caught_up, "the follower has not caught up to the TTL horizon"));
+    }
+    checks
 }
 
 /// `GET /v1/explain?route=&group=&version=&resource=&namespace=&name=&uid=

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http_body_util::BodyExt;
-use rules::attribution::audit::{self, EventList, Published};
+use rules::attribution::audit::{self, Decoded, EventList, Published};
 use rules::attribution::{Fact, Scope};
 use runtime::attribution::transport::{AnyPublisher, FactPublisher};
 use runtime::metrics::Metrics;
@@ -23,6 +23,8 @@ pub struct ReceiverState {
     pub metrics: Arc<Metrics>,
     pub route_annotation_key: Option<String>,
     pub body_limit: usize,
+    /// The whole body must arrive within this; 408 past it.
+    pub body_timeout: std::time::Duration,
 }
 
 pub fn router(state: Arc<ReceiverState>) -> Router {
@@ -39,7 +41,7 @@ fn reply(code: StatusCode, message: impl Into<String>) -> Response {
     (code, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], m).into_response()
 }
 
-async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Result<EventList, Response> {
+async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Result<Decoded, Response> {
     let too_large = || {
         reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -50,32 +52,68 @@ async fn read_batch(s: &ReceiverState, headers: &HeaderMap, body: Body) -> Resul
             ),
         )
     };
-    // Past the limit the rest of the body is still read (up to a cap) and
-    // discarded, so the client sees a clean 413 rather than a reset stream.
-    let drain_cap = s.body_limit.saturating_mul(4).max(64 << 20);
     let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > drain_cap) {
-        return Err(too_large());
-    }
-    let mut body = body;
-    let (mut bytes, mut total) = (Vec::new(), 0usize);
-    while let Some(frame) = body.frame().await {
-        let frame =
-            frame.map_err(|e| reply(StatusCode::BAD_REQUEST, format!("reading the audit batch failed: {e}")))?;
-        if let Ok(data) = frame.into_data() {
-            total += data.len();
-            if total <= s.body_limit {
+    // Reading the body would tell such a client to send it.
+    let waits_for_continue =
+        headers.get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let read = async {
+        let mut body = body;
+        // Refused by its declared length before a byte is read: nothing of
+        // it is ever buffered.
+        if declared.is_some_and(|n| n > s.body_limit) {
+            if !waits_for_continue {
+                drain(&mut body).await;
+            }
+            return Err(too_large());
+        }
+        let mut bytes = Vec::with_capacity(declared.unwrap_or(0));
+        while let Some(frame) = body.frame().await {
+            let frame =
+                frame.map_err(|e| reply(StatusCode::BAD_REQUEST, format!("reading the audit batch failed: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                if bytes.len() + data.len() > s.body_limit {
+                    // No length declared (chunked): stop at the limit.
+                    drop(bytes);
+                    drain(&mut body).await;
+                    return Err(too_large());
+                }
                 bytes.extend_from_slice(&data);
-            } else if total > drain_cap {
-                break;
             }
         }
-    }
-    if total > s.body_limit {
-        return Err(too_large());
-    }
-    EventList::from_json(&bytes).map_err(|e| reply(StatusCode::BAD_REQUEST, format!("malformed audit batch: {e}")))
+        Ok(bytes)
+    };
+    // A body sent slowly, or never finished, holds no connection past this.
+    let bytes = match tokio::time::timeout(s.body_timeout, read).await {
+        Ok(result) => result?,
+        Err(_) => {
+            return Err(reply(
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the audit batch did not arrive within {:?} (--audit-body-timeout)", s.body_timeout),
+            ));
+        }
+    };
+    EventList::decode(&bytes).map_err(|e| reply(StatusCode::BAD_REQUEST, format!("malformed audit batch: {e}")))
 }
+
+/// Reads and discards what a client already sent of a refused body, up to
+/// [`DRAIN_CAP`] and [`DRAIN_TIME`], so a small one gets its 413 rather than
+/// a reset connection; never buffered. A client that waits for `100
+/// Continue` sends nothing more.
+async fn drain(body: &mut Body) {
+    let mut seen = 0usize;
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        while seen <= DRAIN_CAP {
+            match body.frame().await {
+                Some(Ok(frame)) => seen += frame.data_ref().map_or(0, |d| d.len()),
+                _ => break,
+            }
+        }
+    })
+    .await;
+}
+
+const DRAIN_CAP: usize = 1 << 20;
+const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 
 async fn routed(
     State(s): State<Arc<ReceiverState>>,
@@ -107,10 +145,16 @@ async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Bod
     ingest(&s, list, |ev| ev.annotations.get(&key).filter(|r| !r.is_empty()).cloned()).await
 }
 
-async fn ingest(s: &ReceiverState, list: EventList, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {
+async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {
     let mut facts: Vec<(Scope, Fact)> = Vec::new();
-    let (mut rejected, total) = (0usize, list.items.len());
-    for ev in &list.items {
+    let (mut rejected, total) = (list.refused.len(), list.events.len() + list.refused.len());
+    // One undecodable event costs only itself: counted and logged, the
+    // others go on.
+    for r in &list.refused {
+        tracing::warn!(audit_id = %r.audit_id, index = r.index, error = %r.error, "audit event refused: it is not an audit.k8s.io/v1 Event; the rest of its batch is kept");
+        s.metrics.audit_event(&r.group, &r.resource, &r.verb, "rejected", "undecodable");
+    }
+    for ev in &list.events {
         let Some(route) = route_of(ev) else {
             // Never credited to a fallback route: counted and dropped.
             let (g, r) =

@@ -17,7 +17,6 @@ use runtime::proto::attribution_server::AttributionServer;
 use runtime::redact::redact_url;
 use runtime::shutdown::{Tasks, terminated};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::watch;
 
 use crate::api::{Api, MirrorPolicy};
 use crate::devcerts;
@@ -33,10 +32,28 @@ async fn bind(addr: std::net::SocketAddr, what: &'static str) -> Result<TcpListe
     TcpListener::bind(addr).await.map_err(|source| Error::Listen { what, addr: addr.to_string(), source })
 }
 
-/// Binds the Unix socket, replacing a stale file (one no process answers on).
+/// Binds the Unix socket, replacing a stale socket (one no process answers
+/// on) and refusing anything else at the path.
 fn bind_socket(path: &Path, mode: u32) -> Result<UnixListener> {
     let problem = |problem: String| Error::Socket { path: path.to_path_buf(), problem };
-    if path.exists() {
+    // Only a stale socket is ever replaced: anything else at the path is
+    // someone's file, and deleting it silently would be data loss.
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        use std::os::unix::fs::FileTypeExt;
+        if !meta.file_type().is_socket() {
+            let what = if meta.is_dir() {
+                "a directory"
+            } else if meta.file_type().is_symlink() {
+                "a symbolic link"
+            } else if meta.is_file() {
+                "a regular file"
+            } else {
+                "not a socket"
+            };
+            return Err(problem(format!(
+                "it is {what}, which the sidecar never replaces: remove it yourself, or pass another --socket"
+            )));
+        }
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return Err(problem("it is in use by a running process: stop it, or pass another --socket".into()));
         }
@@ -106,9 +123,11 @@ async fn start_receiver(
         metrics: metrics.clone(),
         route_annotation_key: a.route_annotation_key.clone(),
         body_limit: r.audit_body_limit,
+        body_timeout: r.audit_body_timeout,
     });
     let stopping = tasks.stopping();
-    tasks.spawn("audit receiver", tls::serve(listener, config, receiver::router(state), stopping));
+    let timeouts = tls::ClientTimeouts { header: r.audit_header_timeout };
+    tasks.spawn("audit receiver", tls::serve(listener, config, receiver::router(state), timeouts, stopping));
     tracing::info!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
     if let Some(dev) = &tls.dev {
         tracing::info!(
@@ -118,6 +137,14 @@ async fn start_receiver(
         tracing::info!("try it         {}", curl_hint(dev, local));
     }
     Ok(())
+}
+
+/// Watches Redis (readiness, and the follower's reconnect) for the life of the process.
+fn spawn_monitor(transport: &Transport, tasks: &mut Tasks) {
+    if transport.health().is_some() {
+        let t = transport.clone();
+        tasks.spawn_until_stopped("redis monitor", async move { t.monitor().await });
+    }
 }
 
 /// Serves /metrics, /healthz, /readyz (and, with an engine, /v1/explain).
@@ -149,20 +176,10 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     );
 
     let mut tasks = Tasks::new();
+    spawn_monitor(&transport, &mut tasks);
     {
         let (f, sink) = (follower.clone(), engine.clone());
         tasks.spawn_until_stopped("fact follower", async move { f.follow(sink).await });
-    }
-    {
-        // Expiry is decided on read; this only bounds memory.
-        let e = engine.clone();
-        tasks.spawn_until_stopped("index sweeper", async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                tick.tick().await;
-                e.sweep();
-            }
-        });
     }
 
     let (writer, policy) = match &args.git.git_target {
@@ -198,13 +215,28 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     for s in &args.follow {
         api.acquire(s);
     }
+    {
+        // Expiry is decided on read; this only bounds memory: expired facts,
+        // and follows of types no Resolve asked about for a TTL.
+        let (e, api) = (engine.clone(), api.clone());
+        let ttl = args.attribution.ttl;
+        let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(10));
+        tasks.spawn_until_stopped("index sweeper", async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                e.sweep();
+                api.release_idle(ttl.as_millis() as u64);
+            }
+        });
+    }
 
     // Receiver (optional in this process).
     if let Some(addr) = args.receiver.listen()? {
         start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
     }
 
-    let ops = crate::ops::router(metrics.clone(), follower.caught_up())
+    let ops = crate::ops::router(metrics.clone(), crate::ops::ready_checks(&transport, Some(follower.caught_up())))
         .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
     start_ops(args.ops.metrics_listen, ops, &mut tasks).await?;
 
@@ -216,7 +248,10 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let stopping = tasks.stopping();
     let api_service = AttributionServer::from_arc(api);
     tasks.spawn("socket API", async move {
-        let incoming = tokio_stream::wrappers::UnixListenerStream::new(uds);
+        // Any :authority: a socket has no host (see `authority`).
+        use tokio_stream::StreamExt;
+        let incoming =
+            tokio_stream::wrappers::UnixListenerStream::new(uds).map(|s| s.map(crate::authority::AnyAuthority::new));
         if let Err(e) = tonic::transport::Server::builder()
             .add_service(health_service)
             .add_service(api_service)
@@ -255,9 +290,15 @@ pub async fn receive(args: ReceiveArgs) -> Result<()> {
         "reverser-sidecar receiving"
     );
     let mut tasks = Tasks::new();
+    spawn_monitor(&transport, &mut tasks);
     start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
-    // A receiver has no follower: it is ready once it listens.
-    start_ops(args.ops.metrics_listen, crate::ops::router(metrics, watch::channel(true).1), &mut tasks).await?;
+    // A receiver has no follower: it is ready while Redis answers.
+    start_ops(
+        args.ops.metrics_listen,
+        crate::ops::router(metrics, crate::ops::ready_checks(&transport, None)),
+        &mut tasks,
+    )
+    .await?;
     terminated().await;
     tasks.shutdown(SHUTDOWN_DEADLINE).await;
     Ok(())

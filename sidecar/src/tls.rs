@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -21,6 +21,59 @@ use crate::error::{Error, Result};
 /// A handshake that has not finished by then is dropped, so a slow or
 /// silent client cannot hold an accept slot.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client may take after the handshake. A connection with no
+/// request in flight for `header` is closed: that bounds a request head
+/// sent slowly or never finished (HTTP/1 and HTTP/2 alike) and an idle
+/// keep-alive connection. The body's limit is the handler's (the receiver
+/// answers 408 past it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientTimeouts {
+    pub header: Duration,
+}
+
+impl Default for ClientTimeouts {
+    fn default() -> Self {
+        Self { header: Duration::from_secs(10) }
+    }
+}
+
+/// Requests in flight on one connection, and when the last one ended.
+#[derive(Debug)]
+struct Activity {
+    state: std::sync::Mutex<(usize, tokio::time::Instant)>,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self { state: std::sync::Mutex::new((0, tokio::time::Instant::now())) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, tokio::time::Instant)> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn begin(self: &Arc<Self>) -> InFlight {
+        self.lock().0 += 1;
+        InFlight(self.clone())
+    }
+
+    /// How long the connection has had no request in flight.
+    fn idle_for(&self) -> Duration {
+        let (n, since) = *self.lock();
+        if n > 0 { Duration::ZERO } else { since.elapsed() }
+    }
+}
+
+struct InFlight(Arc<Activity>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.0 -= 1;
+        s.1 = tokio::time::Instant::now();
+    }
+}
 
 /// Where a TLS listener's material lives.
 #[derive(Debug, Clone)]
@@ -84,6 +137,7 @@ pub async fn serve(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     router: Router,
+    timeouts: ClientTimeouts,
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let acceptor = TlsAcceptor::from(config);
@@ -103,7 +157,19 @@ pub async fn serve(
             },
         };
         let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(router.clone());
+        let activity = Arc::new(Activity::new());
+        let service = {
+            let (inner, activity) = (TowerToHyperService::new(router.clone()), activity.clone());
+            hyper::service::service_fn(move |req| {
+                let in_flight = activity.begin();
+                let response = hyper::service::Service::call(&inner, req);
+                async move {
+                    let r = response.await;
+                    drop(in_flight);
+                    r
+                }
+            })
+        };
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -117,10 +183,27 @@ pub async fn serve(
                     return;
                 }
             };
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-            if let Err(e) = watcher.watch(conn.into_owned()).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder.http1().timer(TokioTimer::new()).header_read_timeout(timeouts.header);
+            let conn = watcher.watch(builder.serve_connection_with_upgrades(TokioIo::new(tls), service).into_owned());
+            tokio::pin!(conn);
+            let check = (timeouts.header / 4).max(Duration::from_millis(20));
+            loop {
+                tokio::select! {
+                    r = &mut conn => {
+                        if let Err(e) = r {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        }
+                        return;
+                    }
+                    _ = tokio::time::sleep(check) => {
+                        if activity.idle_for() >= timeouts.header {
+                            // Dropping the connection closes it.
+                            tracing::debug!(%peer, "connection closed: no request in flight for {:?}", timeouts.header);
+                            return;
+                        }
+                    }
+                }
             }
         });
     }

@@ -327,3 +327,62 @@ async fn reference_format_entries_written_with_redis_cli_resolve() {
     );
     assert_eq!(r.fact.unwrap().audit_id, "ref-1");
 }
+
+/// `--author-attribution-adaptive-grace`, through the real binary: after two
+/// misses with no fact of the type, the third event does not wait; Explain
+/// and /metrics say so; the type's first fact restores the full grace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptive_grace_stops_waiting_for_a_type_with_no_facts_and_a_fact_restores_it() {
+    let d = Deployment {
+        receiver: Sidecar::start(
+            "serve",
+            &[
+                "--author-attribution-grace",
+                "1s",
+                "--author-attribution-adaptive-grace",
+                "--author-attribution-adaptive-grace-misses",
+                "2",
+            ],
+        ),
+        follower: None,
+        _redis: None,
+    };
+    for i in 0..2 {
+        let r = resolve(&d, "ADDED", watch_object("ns", &format!("m{i}"), &format!("u-m{i}"), "1", false)).await;
+        assert_eq!(r.tier, "absent");
+        assert!(r.waited_ms >= 900, "miss {i} waited the full grace: {} ms", r.waited_ms);
+    }
+    let r = resolve(&d, "ADDED", watch_object("ns", "m2", "u-m2", "1", false)).await;
+    assert_eq!(r.tier, "absent");
+    assert!(r.waited_ms < 500, "the third miss did not wait: {} ms", r.waited_ms);
+
+    let mut c = d.api().client().await;
+    let explain = ExplainRequest {
+        r#type: configmaps("lab"),
+        namespace: "ns".into(),
+        name: "m2".into(),
+        uid: "u-m2".into(),
+        resource_version: "1".into(),
+        removal: false,
+        labels: Default::default(),
+    };
+    let g = c.explain(explain.clone()).await.unwrap().into_inner().grace.expect("the grace state is explained");
+    assert_eq!((g.misses_in_a_row, g.after_misses, g.skipping), (3, 2, true));
+    let metrics = d.receiver.metrics();
+    assert!(
+        metrics.contains(
+            r#"gitopsreverser_attribution_grace_skipped_total{group="",version="v1",resource="configmaps"} 1"#
+        ),
+        "{metrics}"
+    );
+
+    // The type's first fact restores the full grace.
+    let (code, body) = d
+        .receiver
+        .post("/audit-webhook/lab", &event_list(vec![audit_event("create", "alice", "ns", "cm", "u-1", "10")]));
+    assert_eq!(code, 200, "{body}");
+    let g = c.explain(explain).await.unwrap().into_inner().grace.unwrap();
+    assert_eq!((g.misses_in_a_row, g.skipping), (0, false));
+    let r = resolve(&d, "ADDED", watch_object("ns", "late", "u-late", "1", false)).await;
+    assert!(r.waited_ms >= 900, "the full grace is back: {} ms", r.waited_ms);
+}

@@ -138,3 +138,19 @@ async fn bad_input_never_crashes_and_answers_stay_correct() {
     assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "alice"));
     assert!(http_get(s.metrics_port, "/healthz").contains("ok"));
 }
+
+/// A request that is no valid protobuf is the caller's mistake:
+/// INVALID_ARGUMENT on every method, never INTERNAL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_protobuf_is_invalid_argument() {
+    let s = Sidecar::start("serve", &[]);
+    let mut grpc = tonic::client::Grpc::new(channel(&s.socket).await);
+    // Field 1, length-delimited, 255 bytes announced, 1 sent.
+    for method in ["Resolve", "Explain", "Commit", "Acquire", "Release"] {
+        grpc.ready().await.unwrap();
+        let path = PathAndQuery::try_from(format!("/reverser.v1.Attribution/{method}")).unwrap();
+        let status = grpc.unary(tonic::Request::new(vec![0x0a, 0xff, 0x01, 0x00]), path, RawCodec).await.unwrap_err();
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{method}: {status}");
+        assert!(status.message().contains("not a valid protobuf"), "{method}: {status}");
+    }
+}

@@ -343,3 +343,258 @@ fn an_unreachable_remote_and_an_unknown_resource_leave_the_rest_mirroring() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn prune_never_keeps_documents_and_prune_always_removes_what_vanished_while_down() {
+    // Never: even an observed deletion leaves the document.
+    let m = Mirror::start(|s| s.target["spec"]["prune"] = json!({"mode": "Never"}));
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    m.act("bob", true, |s| {
+        s.delete("configmaps", NS, "web", None, None).unwrap();
+        s.create("configmaps", NS, configmap("marker", "1")).unwrap();
+    });
+    m.wait("bob's marker", || m.remote_has(&cm_path("marker")));
+    assert!(m.remote_has(&cm_path("web")), "prune mode Never removed a document");
+
+    // Always: a relist removes the document of an object deleted while the
+    // watcher was down (OnEvent, the default, would keep it).
+    let mut m = Mirror::start(|s| s.target["spec"]["prune"] = json!({"mode": "Always"}));
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+        s.create("configmaps", NS, configmap("db", "1")).unwrap();
+    });
+    m.wait("alice's creates", || m.remote_has(&cm_path("db")) && m.remote_has(&cm_path("web")));
+    m.stop_watcher();
+    m.act("carol", true, |s| {
+        s.delete("configmaps", NS, "db", None, None).unwrap();
+    });
+    m.start_watcher(&[]);
+    m.wait("the reconcile's removal", || !m.remote_has(&cm_path("db")));
+    assert!(m.remote_has(&cm_path("web")));
+    let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
+    assert!(subject.starts_with("reconcile: 1 object of configmaps"), "{subject}");
+}
+
+#[test]
+fn without_custom_resources_watch_takes_the_types_from_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let mut store = Store::new();
+    store.seed_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).unwrap();
+    store.seed_object(configmap("existing", "0")).unwrap();
+    let api = fakeapi::spawn(store).unwrap();
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
+    let clone = dir.path().join("clone");
+    let remote_url = format!("file://{}", remote.display());
+    let sidecar = testkit::sidecar::Sidecar::builder("serve")
+        .args(&["--git-repo", clone.to_str().unwrap(), "--git-remote", &remote_url, "--author-attribution-grace", "1s"])
+        .start();
+    let mut watcher = Command::new(sidecar::binary())
+        .args([
+            "watch",
+            "--resource",
+            "configmaps",
+            "--resource",
+            "deployments.apps",
+            "-n",
+            NS,
+            "--commit-window",
+            "200ms",
+        ])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(&sidecar.socket)
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let has = |path: &str| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&remote)
+            .args(["cat-file", "-e", &format!("main:{path}")])
+            .stderr(Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // The first list reconciles what exists; no prefix without a GitTarget.
+    wait("the reconcile of the existing ConfigMap", &|| has(&format!("core/v1/configmaps/{NS}/existing.yaml")));
+    let writes = {
+        let mut s = api.store.lock().unwrap();
+        s.as_user("alice").create("configmaps", NS, configmap("web", "1")).unwrap();
+        s.take_writes()
+    };
+    let events: Vec<serde_json::Value> = writes.iter().map(testkit::audit::from_write).collect();
+    assert_eq!(sidecar.post_events("default", &events), 200);
+    wait("alice's create", &|| has(&format!("core/v1/configmaps/{NS}/web.yaml")));
+    assert_eq!(git(&remote, &["log", "-1", "--format=%an", "main"]).trim(), "alice");
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+}
+
+#[test]
+fn https_credentials_come_from_the_providers_secret() {
+    let served = tempfile::tempdir().unwrap();
+    let bare = served.path().join("history.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    git(&bare, &["config", "http.receivepack", "true"]);
+    let server = testkit::git_http::GitHttpServer::start(served.path(), "mirror-bot", "s3cret");
+    let url = format!("{}/history.git", server.url);
+    let secret = |token: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-credentials", "namespace": NS},
+               "data": {"username": b64("mirror-bot"), "token": b64(token)}})
+    };
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["url"] = json!(url);
+        s.provider["spec"]["secretRef"] = json!({"name": "lab-git-credentials"});
+        s.rules.push(secret("s3cret"));
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&bare)
+            .args(["log", "--format=%an", "main"])
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&out.stdout).trim() == "alice" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nothing pushed over HTTPS-style auth\n{}", m.watcher_log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(server.served.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    let token_in_logs = m.watcher_log().contains("s3cret") || m.sidecar.metrics().contains("s3cret");
+    assert!(!token_in_logs, "the token leaked");
+}
+
+/// SSH remotes: the key from the provider's Secret, the server's host key
+/// checked against `known_hosts` (fail closed), a real `sshd` running
+/// `git-receive-pack` on the far side.
+#[test]
+fn ssh_credentials_and_known_hosts_come_from_the_providers_secret() {
+    let server = testkit::ssh_git::SshGitServer::start().expect("sshd (openssh-server) must be installed");
+    let bare = server.dir().join("history.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let secret = |known_hosts: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-ssh", "namespace": NS},
+               "data": {"ssh-privatekey": b64(&server.client_key), "known_hosts": b64(known_hosts)}})
+    };
+    let pushed = || {
+        let out = Command::new("git").arg("-C").arg(&bare).args(["log", "--format=%an", "main"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+
+    // A known_hosts that does not hold the server's key: nothing is pushed
+    // (the push fails and is counted; the commit stays in the clone).
+    let stranger = testkit::ssh_git::SshGitServer::start().unwrap();
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["url"] = json!(server.url(&bare));
+        s.provider["spec"]["secretRef"] = json!({"name": "lab-git-ssh"});
+        s.rules.push(secret(&format!("[127.0.0.1]:{} {}\n", server.port, stranger.host_key)));
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let push_failures = |m: &Mirror| {
+        let metrics = m.sidecar.metrics();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("gitopsreverser_mirror_push_failures_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    while push_failures(&m) < 1.0 || !m.watcher_log().contains("not in the known_hosts given") {
+        assert!(Instant::now() < deadline, "no host key refusal:\n{}\n{}", m.sidecar.metrics(), m.watcher_log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The refusal names the fix (libgit2's own message would not).
+    let keyscan = format!("ssh-keyscan -p {} 127.0.0.1", server.port);
+    assert!(m.watcher_log().contains(&keyscan), "{}", m.watcher_log());
+    assert_eq!(pushed(), "", "nothing reaches a host whose key is not trusted");
+    drop(m);
+
+    // The right known_hosts: alice's create is pushed over SSH.
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["url"] = json!(server.url(&bare));
+        s.provider["spec"]["secretRef"] = json!({"name": "lab-git-ssh"});
+        s.rules.push(secret(&server.known_hosts()));
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pushed() != "alice" {
+        assert!(Instant::now() < deadline, "nothing pushed over SSH\n{}", server.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(push_failures(&m), 0.0);
+}
+
+fn b64(s: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+#[test]
+fn a_rule_change_is_followed_without_a_restart() {
+    let m = Mirror::start(|s| s.rules[0]["spec"]["rules"] = json!([{"resources": ["configmaps"]}]));
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": NS},
+        "spec": {"selector": {"matchLabels": {"app": "api"}},
+                 "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "api", "image": "api:1"}]}}}});
+    m.act("alice", true, |s| {
+        s.create("deployments", NS, deployment).unwrap();
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's ConfigMap", || m.remote_has(&cm_path("web")));
+    let path = format!("{PREFIX}/apps/v1/deployments/{NS}/api.yaml");
+    assert!(!m.remote_has(&path), "deployments are not watched yet");
+    // The rule now names deployments too: the running watcher starts
+    // watching them, and the first list brings the existing one in,
+    // authored by alice: her fact is still held.
+    m.act("admin", false, |s| {
+        s.patch(
+            "watchrules",
+            NS,
+            "lab-rules",
+            &json!({"spec": {"rules": [{"resources": ["configmaps"]}, {"apiGroups": ["apps"], "resources": ["deployments"]}]}}),
+            false,
+        )
+        .unwrap();
+    });
+    m.wait("the deployment after the rule change", || m.remote_has(&path));
+    // Dropping the rule stops the watch: later changes stay out.
+    m.act("admin", false, |s| {
+        s.patch("watchrules", NS, "lab-rules", &json!({"spec": {"rules": [{"resources": ["configmaps"]}]}}), false)
+            .unwrap();
+    });
+    m.wait("the watch to stop", || m.watcher_log().contains("no rule covers it any more"));
+    m.act("bob", true, |s| {
+        s.patch("deployments", NS, "api", &json!({"spec": {"replicas": 3}}), false).unwrap();
+        s.create("configmaps", NS, configmap("marker", "1")).unwrap();
+    });
+    m.wait("bob's marker", || m.remote_has(&cm_path("marker")));
+    assert_eq!(m.authors(&path), ["alice"], "the deployment's later change was not mirrored");
+}

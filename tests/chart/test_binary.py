@@ -26,7 +26,8 @@ import pytest
 import yaml
 
 from conftest import MIRROR, NAMESPACE, PLUGIN_BINARY, RELEASE, SIDECAR_BINARY, objects, render, require_sidecar_binary
-from fakeapi import ApiType, FakeApi, Rbac
+from rbac import Rbac
+from testkit_api import FakeApi
 
 require_sidecar_binary()
 BINARY = SIDECAR_BINARY
@@ -281,7 +282,8 @@ def test_the_receiver_starts_from_the_charts_args_and_takes_audit_events(
 def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
     chart: helm.Chart, tmp_path: pathlib.Path, redis_url: str
 ) -> None:
-    values = {"injector": {"sidecarArgs": [f"--redis-url={redis_url}"]}}
+    # The adaptive grace on, so the sidecar started below parses its flags too.
+    values = {"injector": {"sidecarArgs": [f"--redis-url={redis_url}"]}, "attribution": {"adaptiveGraceMisses": 5}}
     pod, container = container_of(objects(render(chart, values)), "injector")
     pki = Pki(tmp_path / "pki")
     mounts = lay_out_volumes(pod, container, tmp_path / "volumes", pki, "ca.crt")
@@ -329,6 +331,7 @@ def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
     sidecar_ports: dict[str, int] = {}
     sidecar_args = localize(sidecar["args"], {"/var/run/reverser/": str(run_dir) + "/"}, sidecar_ports)
     assert "--audit-listen=off" in sidecar_args
+    assert "--author-attribution-adaptive-grace-misses=5" in sidecar_args
     log = tmp_path / "sidecar.log"
     with running(sidecar_args, log) as proc:
         wait_healthy(proc, log, sidecar_ports["--metrics-listen"])
@@ -417,17 +420,20 @@ def test_a_mirrors_sidecar_is_the_one_kubectl_reverser_inject_writes(chart: helm
     assert injected == {k: v for k, v in pod.items() if k not in ("initContainers", "volumes")}
 
 
-MIRROR_TYPES = [
-    ApiType("", "v1", "configmaps", "ConfigMap", True),
-    ApiType("", "v1", "secrets", "Secret", True),
-    ApiType("", "v1", "namespaces", "Namespace", False),
-    ApiType("example.com", "v1", "widgets", "Widget", False),
-    ApiType("configbutler.ai", "v1alpha3", "gittargets", "GitTarget", True),
-    ApiType("configbutler.ai", "v1alpha3", "gitproviders", "GitProvider", True),
-    ApiType("configbutler.ai", "v1alpha3", "watchrules", "WatchRule", True),
-    ApiType("configbutler.ai", "v1alpha3", "clusterwatchrules", "ClusterWatchRule", False),
-    ApiType("configbutler.ai", "v1alpha3", "clusterproviders", "ClusterProvider", False),
-]
+def widget_crds(tmp: pathlib.Path) -> pathlib.Path:
+    """A cluster-scoped example.com/v1 Widget CRD (any spec), for the
+    ClusterWatchRule; the configbutler.ai CRDs are testkit's vendored ones."""
+    crds = tmp / "crds"
+    crds.mkdir()
+    (crds / "widgets.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Cluster",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]},
+    }))
+    return crds
 
 
 def b64(s: str) -> str:
@@ -500,11 +506,11 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
     (tmp_path / "keys").mkdir()
 
-    with FakeApi(MIRROR_TYPES) as api:
+    with FakeApi(tmp_path, crds=[widget_crds(tmp_path)]) as api:
         seed_cluster(api, remote, tmp_path / "keys", signing_secret)
         # In a pod the in-cluster account is used; here $KUBECONFIG, which the
         # binaries consult first, points at the fake API.
-        env = {"KUBECONFIG": str(api.kubeconfig(tmp_path / "kubeconfig")), "HOME": str(tmp_path)}
+        env = {"KUBECONFIG": str(api.kubeconfig), "HOME": str(tmp_path)}
         (redis_env,) = sidecar["env"]
         assert redis_env["valueFrom"]["secretKeyRef"] == {"name": "reverser-redis", "key": "url"}
         sidecar_env = {**env, "REVERSER_REDIS_URL": redis_url}
@@ -538,7 +544,7 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
         assert signing and "ssh-privatekey" in signing["data"]
         head = subprocess.run(["git", "--git-dir", str(remote), "cat-file", "commit", "main"], capture_output=True, text=True, check=True).stdout
         assert "-----BEGIN SSH SIGNATURE-----" in head
-        requests = list(api.requests)
+        requests = api.requests()
 
     # Every request either binary made is one the chart's RBAC allows...
     sa = next(o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == pod["serviceAccountName"])

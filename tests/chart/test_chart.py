@@ -99,6 +99,7 @@ def test_contradictory_values_fail_with_a_clear_message(chart: helm.Chart, value
     [
         {"attribution": {"transport": "kafka"}},
         {"attribution": {"grace": "three seconds"}},
+        {"attribution": {"adaptiveGraceMisses": 0}},
         {"attribution": {"ttl": "1h30m"}},
         {"receiver": {"replicaCount": 0}},
         {"injector": {"timeoutSeconds": 31}},
@@ -261,6 +262,15 @@ def test_receiver_wiring(chart: helm.Chart) -> None:
     ]
     volumes = spec["template"]["spec"]["volumes"]
     assert {"name": "audit-client-ca", "secret": {"secretName": "reverser-audit-client-ca"}} in volumes
+
+
+def test_adaptive_grace_is_off_unless_a_run_of_misses_is_set(chart: helm.Chart) -> None:
+    args = deployment(objects(render(chart, {})), "receiver")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not [a for a in args if "adaptive-grace" in a]
+    objs = objects(render(chart, {**SCENARIOS["injector-ignore-plain-container"], "attribution": {"adaptiveGraceMisses": 20}}))
+    args = deployment(objs, "injector")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--sidecar-arg=--author-attribution-adaptive-grace" in args
+    assert "--sidecar-arg=--author-attribution-adaptive-grace-misses=20" in args
 
 
 def test_injector_hands_the_sidecar_the_same_attribution_flags(chart: helm.Chart) -> None:

@@ -70,6 +70,10 @@ seccompProfile:
 - --author-attribution-grace={{ .Values.attribution.grace }}
 - --author-attribution-ttl={{ .Values.attribution.ttl }}
 - --author-attribution-collection-window={{ .Values.attribution.collectionWindow }}
+{{- if not (kindIs "invalid" .Values.attribution.adaptiveGraceMisses) }}
+- --author-attribution-adaptive-grace
+- --author-attribution-adaptive-grace-misses={{ int64 .Values.attribution.adaptiveGraceMisses }}
+{{- end }}
 {{- if not (kindIs "invalid" .Values.attribution.maxFacts) }}
 - --author-attribution-max-facts={{ int64 .Values.attribution.maxFacts }}
 {{- end }}

@@ -13,11 +13,9 @@ use crate::common::CliError;
 
 /// The flags of `kubectl reverser inject`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Examples:\n  kubectl reverser inject -f deploy.yaml | kubectl apply -f -\n  \
+#[command(after_help = "Examples:\n  kubectl reverser inject -f deploy.yaml | kubectl apply -f -\n  \
                   kubectl get deploy watcher -o json | kubectl reverser inject -f - --watcher-container manager\n  \
-                  kubectl reverser inject -f deploy.yaml --redis-url-secret reverser-redis/url --sidecar-arg=--author-attribution-transport=redis"
-)]
+                  kubectl reverser inject -f deploy.yaml --redis-url-secret reverser-redis/url --sidecar-arg=--author-attribution-transport=redis")]
 pub struct Args {
     /// The manifests to inject: a YAML or JSON file of one or more
     /// documents, or - for stdin.

@@ -403,7 +403,7 @@ async fn route_has_streams(url: &str, scope: &Scope, prefix: &str) -> Option<boo
 }
 
 fn or_dash(s: &str) -> String {
-    if s.is_empty() { "-".into() } else { s.to_owned() }
+    if s.is_empty() { "-".into() } else { why::printable(s) }
 }
 
 /// The human answer.
@@ -411,20 +411,25 @@ pub fn render_table(r: &Report, style: &Style) -> String {
     let o = &r.object;
     let mut t = String::new();
     let gr = if o.group.is_empty() { o.resource.clone() } else { format!("{}.{}", o.resource, o.group) };
-    let place = if o.namespace.is_empty() { String::new() } else { format!(" in namespace {}", o.namespace) };
-    t.push_str(&format!("Object:     {gr}/{}{place}\n", o.name));
+    let place =
+        if o.namespace.is_empty() { String::new() } else { format!(" in namespace {}", why::printable(&o.namespace)) };
+    t.push_str(&format!("Object:     {gr}/{}{place}\n", why::printable(&o.name)));
     let state = if o.deleted {
         "deleted (the API server answered 404; answered from the Git mirror)".to_string()
     } else if o.deleting {
-        format!("terminating (deletionTimestamp set: a removal), uid {}, resourceVersion {}", o.uid, o.resource_version)
+        format!(
+            "terminating (deletionTimestamp set: a removal), uid {}, resourceVersion {}",
+            why::printable(&o.uid),
+            why::printable(&o.resource_version)
+        )
     } else {
-        format!("exists, uid {}, resourceVersion {}", o.uid, o.resource_version)
+        format!("exists, uid {}, resourceVersion {}", why::printable(&o.uid), why::printable(&o.resource_version))
     };
     t.push_str(&format!("State:      {state}\n"));
     if let Some(p) = &o.path {
-        t.push_str(&format!("Git path:   {p}\n"));
+        t.push_str(&format!("Git path:   {}\n", why::printable(p)));
     }
-    t.push_str(&format!("Route:      {}\n", r.route));
+    t.push_str(&format!("Route:      {}\n", why::printable(&r.route)));
     t.push_str(&format!(
         "Evidence:   {}\n\n",
         r.evidence_source.as_deref().unwrap_or("none asked (pass --socket, --pod or --redis-url)")
@@ -433,9 +438,9 @@ pub fn render_table(r: &Report, style: &Style) -> String {
     let what = if o.deleted || o.deleting { "the removal" } else { "the current state" };
     match &v.author {
         Some(author) => {
-            let mut who = author.clone();
+            let mut who = why::printable(author);
             if !v.display_name.is_empty() {
-                who.push_str(&format!(" ({})", v.display_name));
+                who.push_str(&format!(" ({})", why::printable(&v.display_name)));
             }
             let who = Paint::Green.paint(&who, style.colour);
             t.push_str(&format!("Author of {what}: {who} [{}]\n", v.actor_kind.label()));
@@ -473,7 +478,7 @@ pub fn render_table(r: &Report, style: &Style) -> String {
         for c in &r.competing {
             table.row(vec![
                 c.tier.label().into(),
-                c.author.as_str().into(),
+                why::printable(&c.author).into(),
                 or_dash(&c.verb).into(),
                 or_dash(&c.audit_id).into(),
                 Cell::painted(c.lost_because.clone(), Paint::Dim),
@@ -496,7 +501,7 @@ pub fn render_table(r: &Report, style: &Style) -> String {
                 h.commit[..h.commit.len().min(12)].into(),
                 h.date.as_str().into(),
                 h.change.label().into(),
-                h.author_name.as_str().into(),
+                why::printable(&h.author_name).into(),
                 or_dash(h.trailer("Reverser-Tier").unwrap_or_default()).into(),
                 or_dash(h.trailer("Reverser-Audit-ID").unwrap_or_default()).into(),
             ]);

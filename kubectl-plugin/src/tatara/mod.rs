@@ -5,11 +5,6 @@
 //! the caller is proven a maintainer), through the shared executor's guarded
 //! writes.
 
-// `rules::Error` is the shared crate's one error type, and
-// `Executor::converge` fixes its decision closures to return it; boxing it
-// here would only add a conversion at every call.
-#![allow(clippy::result_large_err)]
-
 use clap::{Parser, Subcommand};
 use kube::Api;
 use rules::ownership::types::{Project, Repository};

@@ -6,15 +6,18 @@
 //! request gets one of the four dispositions. Every line says why. With
 //! `--apply` each planned mint runs as `mintTaskForIssue`: create the Task,
 //! then adopt the existing mirror or create it, recomputed from fresh reads.
+//! The pull-request dispositions are applied the same way: an adoption
+//! appends to the owning Task's `mrRefs` and mirrors the pull request owned
+//! by it; a review mint goes through the issue mints' budget.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 
 use rules::ownership::decision::Artifact;
-use rules::ownership::naming::natural_key;
+use rules::ownership::naming::review_task_name;
 use rules::ownership::sweep::{
-    CapHit, ForgeIssue, IssueKeyIndex, IssueLine, MintOutcome, MintStage, PrDisposition, decide, mint_outcome,
-    mint_stage_for, orphan, plan_lines, plan_mints, pr_disposition,
+    CapHit, DispositionCounts, ForgeIssue, ForgePullRequest, IssueKeyIndex, IssueLine, MintOutcome, MintSource,
+    MintStage, PrDecision, PrDisposition, decide, decide_adopt, decide_review, live_task_names, mint_outcome,
+    mint_stage_for, orphan, plan_lines, plan_mints, pr_disposition, review_lines, review_verdict,
 };
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
@@ -30,7 +33,8 @@ pub struct Args {
     /// The Project whose Repositories are swept.
     #[arg(long, value_name = "PROJECT")]
     pub project: String,
-    /// Mint the planned Tasks; without it the plan is only printed.
+    /// Mint the planned Tasks and adopt the adoptable pull requests;
+    /// without it the plan is only printed.
     #[arg(long)]
     pub apply: bool,
     #[command(flatten)]
@@ -41,7 +45,7 @@ pub struct Args {
     pub output: OutputArgs,
 }
 
-/// The disposition of one open pull request.
+/// The disposition of one open pull request, and what the pass did about it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PullLine {
@@ -49,6 +53,40 @@ pub struct PullLine {
     pub author: String,
     pub head_branch: String,
     pub disposition: PrDisposition,
+    /// What this pass does: `adopt`, `mint` (a review Task), `deferred` (a
+    /// creation budget bound), `skip` (nothing left to write), or `ignore`.
+    pub decision: String,
+    /// A review mint's stage: `triaging` or `parked(backlog-sweep)`.
+    pub stage: Option<String>,
+    /// The Task it is adopted into, or its review Task.
+    pub task: Option<String>,
+    /// Why this decision.
+    pub why: String,
+    /// With `--apply`: `adopted`, `minted`, `completed` (another writer
+    /// minted the review Task; this pass finished its mirror), or
+    /// `nothingToDo` (`why` says what a fresh read found).
+    pub outcome: Option<String>,
+    /// With `--apply`: the writes, each with its why.
+    pub writes: Vec<String>,
+}
+
+impl PullLine {
+    /// The line of a pull request with its disposition; ignored until a
+    /// decision says otherwise.
+    fn new(pr: &ForgePullRequest, disposition: PrDisposition) -> Self {
+        PullLine {
+            key: pr.key(),
+            author: pr.author.clone(),
+            head_branch: pr.head_branch.clone(),
+            decision: "ignore".into(),
+            stage: None,
+            task: None,
+            why: disposition.why().to_string(),
+            disposition,
+            outcome: None,
+            writes: vec![],
+        }
+    }
 }
 
 /// One mint `--apply` carried out.
@@ -74,6 +112,8 @@ pub struct SweepResult {
     pub active_tasks: usize,
     pub issues: Vec<IssueLine>,
     pub pull_requests: Vec<PullLine>,
+    /// How many open pull requests got each disposition.
+    pub pull_request_counts: DispositionCounts,
     pub cap_hits: Vec<CapHit>,
     /// Planned mints this pass carried out (it created the Task).
     pub minted: Vec<MintLine>,
@@ -98,14 +138,9 @@ impl Human for SweepResult {
         }
         let mut issues = Table::new(&[("issue", false), ("decision", false), ("stage", false), ("why", false)]);
         for l in &r.issues {
-            let decision = match l.decision.as_str() {
-                "mint" => Cell::painted("mint", Paint::Green),
-                "deferred" => Cell::painted("deferred", Paint::Yellow),
-                other => Cell::from(other),
-            };
             issues.row(vec![
                 l.key.as_str().into(),
-                decision,
+                decision_cell(&l.decision),
                 l.stage.as_deref().unwrap_or("-").into(),
                 Cell::painted(l.why.clone(), Paint::Dim),
             ]);
@@ -122,31 +157,46 @@ impl Human for SweepResult {
             ("author", false),
             ("head branch", true),
             ("disposition", false),
+            ("decision", false),
             ("why", false),
         ]);
         for p in &r.pull_requests {
-            let (d, why) = match &p.disposition {
-                PrDisposition::Adopt { task, why } => (format!("adopt into {task}"), why),
-                PrDisposition::IgnoreBot { why } => ("ignore (bot)".into(), why),
-                PrDisposition::Review { why } => ("review".into(), why),
-                PrDisposition::Ignore { why } => ("ignore".into(), why),
+            let d = match &p.disposition {
+                PrDisposition::Adopt { task, .. } => format!("adopt into {task}"),
+                PrDisposition::IgnoreBot { .. } => "ignore (bot)".into(),
+                PrDisposition::Review { .. } => "review".into(),
+                PrDisposition::Ignore { .. } => "ignore".into(),
+            };
+            let decision = match &p.stage {
+                Some(stage) => decision_painted(format!("{} {stage}", p.decision), &p.decision),
+                None => decision_cell(&p.decision),
             };
             pulls.row(vec![
                 p.key.as_str().into(),
                 p.author.as_str().into(),
                 p.head_branch.as_str().into(),
                 d.into(),
-                Cell::painted(why.clone(), Paint::Dim),
+                decision,
+                Cell::painted(p.why.clone(), Paint::Dim),
             ]);
         }
         if !pulls.is_empty() {
             out.write_all(pulls.render(style).as_bytes())?;
+            if style.headers {
+                let c = &r.pull_request_counts;
+                writeln!(
+                    out,
+                    "pull requests: {} adopt, {} ignore (bot), {} review, {} ignore",
+                    c.adopt, c.ignore_bot, c.review, c.ignore
+                )?;
+            }
         }
         for c in &r.cap_hits {
             writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
         }
         if r.apply {
-            writeln!(out, "minted {} Task(s):", r.minted.len())?;
+            let reviews = r.pull_requests.iter().filter(|p| p.outcome.as_deref() == Some("minted")).count();
+            writeln!(out, "minted {} Task(s):", r.minted.len() + reviews)?;
             for l in &r.not_minted {
                 writeln!(out, "  {} not minted: {}", l.key, l.why)?;
             }
@@ -157,10 +207,44 @@ impl Human for SweepResult {
                     writeln!(out, "      {s}")?;
                 }
             }
-        } else if style.headers && r.issues.iter().any(|l| l.decision == "mint") {
-            writeln!(out, "(plan only: run again with --apply to mint these Tasks)")?;
+            for p in r.pull_requests.iter().filter(|p| p.outcome.is_some()) {
+                let outcome = p.outcome.as_deref().unwrap_or_default();
+                if p.writes.is_empty() {
+                    writeln!(out, "  {} not written: {}", p.key, p.why)?;
+                    continue;
+                }
+                writeln!(out, "  {} -> {}: {outcome}", p.key, p.task.as_deref().unwrap_or_default())?;
+                for s in &p.writes {
+                    writeln!(out, "      {s}")?;
+                }
+            }
+        } else if style.headers
+            && (r.issues.iter().any(|l| l.decision == "mint")
+                || r.pull_requests.iter().any(|p| p.decision == "mint" || p.decision == "adopt"))
+        {
+            writeln!(out, "(plan only: run again with --apply to mint these Tasks and adopt these pull requests)")?;
         }
         Ok(())
+    }
+}
+
+/// Mints green, deferrals yellow, the rest plain.
+fn decision_paint(decision: &str) -> Option<Paint> {
+    match decision {
+        "mint" | "adopt" => Some(Paint::Green),
+        "deferred" => Some(Paint::Yellow),
+        _ => None,
+    }
+}
+
+fn decision_cell(decision: &str) -> Cell {
+    decision_painted(decision.to_string(), decision)
+}
+
+fn decision_painted(text: String, decision: &str) -> Cell {
+    match decision_paint(decision) {
+        Some(paint) => Cell::painted(text, paint),
+        None => text.into(),
     }
 }
 
@@ -182,7 +266,8 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
     let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, &ns))?;
     let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
     let bot = project.spec.scm.bot_login.clone();
-    let task_names: BTreeSet<String> = snap.tasks.iter().map(|t| t.name().to_string()).collect();
+    // The Tasks a pull request can be adopted into: live ones of this project.
+    let live = live_task_names(&snap, &args.project);
 
     let mut result = SweepResult {
         project: args.project.clone(),
@@ -194,7 +279,11 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
         active_tasks: snap.tasks.iter().filter(|t| t.spec.project_ref == args.project && t.is_active()).count(),
         ..Default::default()
     };
-    let mut orphans: Vec<(ForgeIssue, MintStage)> = Vec::new();
+    // Issue orphans and review mints share the budgets, in forge order:
+    // per repository, its issues, then its pull requests.
+    let mut orphans: Vec<(MintSource, MintStage)> = Vec::new();
+    // Pull requests to adopt: (index in result.pull_requests, the PR).
+    let mut adopts: Vec<(usize, ForgePullRequest)> = Vec::new();
     for repo in &repos {
         let Some(coords) = repo_coords(&project, repo) else {
             return Err(CliError::new(format!(
@@ -215,16 +304,39 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
             let issue = ForgeIssue { last_comment_human: human, ..issue };
             // A sweep is cron-discovered, never webhook-originated.
             let stage = mint_stage_for(&issue, false);
-            orphans.push((issue, stage));
+            orphans.push((MintSource::Issue(issue), stage));
         }
         for pr in gh.open_pulls(repo.name(), &coords, &bot).await? {
-            let disposition = pr_disposition(&pr, &project, Some(repo), &task_names);
-            result.pull_requests.push(PullLine {
-                key: natural_key(&pr.repository_ref, pr.number),
-                author: pr.author.clone(),
-                head_branch: pr.head_branch.clone(),
-                disposition,
-            });
+            let disposition = pr_disposition(&pr, &project, Some(repo), &live);
+            result.pull_request_counts.count(&disposition);
+            let mut line = PullLine::new(&pr, disposition.clone());
+            match &disposition {
+                PrDisposition::Adopt { task, .. } => {
+                    line.task = Some(task.clone());
+                    match decide_adopt(&snap, &project, Some(repo), &pr) {
+                        PrDecision::Write { .. } => {
+                            line.decision = "adopt".into();
+                            adopts.push((result.pull_requests.len(), pr));
+                        }
+                        PrDecision::Nothing { why } => (line.decision, line.why) = ("skip".into(), why),
+                    }
+                }
+                PrDisposition::Review { .. } => {
+                    line.task = Some(review_task_name(&args.project, &pr.repository_ref, pr.number));
+                    let verdict = review_verdict(&snap, &project, Some(repo), &pr);
+                    if verdict.orphan {
+                        // As for an issue: only a mint reads the thread's last comment.
+                        let human = gh.last_pull_comment_human(&coords, pr.number, &bot).await?;
+                        let source = MintSource::Review(ForgePullRequest { last_comment_human: human, ..pr });
+                        let stage = source.stage();
+                        orphans.push((source, stage));
+                    } else {
+                        (line.decision, line.why) = ("skip".into(), verdict.why);
+                    }
+                }
+                PrDisposition::IgnoreBot { .. } | PrDisposition::Ignore { .. } => {}
+            }
+            result.pull_requests.push(line);
         }
     }
     let plan = plan_mints(orphans, &project, result.active_tasks);
@@ -232,28 +344,76 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
         tracing::warn!(project = %args.project, cap = %hit.cap, why = %hit.why, "sweep mint cap hit");
     }
     result.issues.extend(plan_lines(&plan));
+    for l in review_lines(&plan) {
+        if let Some(p) = result.pull_requests.iter_mut().find(|p| p.key == l.key) {
+            (p.decision, p.stage, p.why) = (l.decision, l.stage, l.why);
+        }
+    }
     result.cap_hits = plan.cap_hits.clone();
 
     if args.apply {
-        for (issue, stage) in &plan.mint {
-            let repo = repos.iter().find(|r| r.name() == issue.repository_ref);
-            let key = natural_key(&issue.repository_ref, issue.number);
+        for (source, stage) in &plan.mint {
+            let repo = repos.iter().find(|r| r.name() == source.repository_ref());
+            let key = source.key();
+            // The last decision's why: what the final fresh read found.
+            let mut why = String::new();
             let report = exec
                 .converge(&format!("mint for {key}"), Some(&gh), |snap| {
-                    Ok(decide(snap, &project, repo, &ns, issue, *stage))
+                    Ok(match source {
+                        MintSource::Issue(issue) => decide(snap, &project, repo, &ns, issue, *stage),
+                        MintSource::Review(pr) => {
+                            let d = decide_review(snap, &project, repo, &ns, pr, *stage);
+                            why = d.why().to_string();
+                            d.into_actions()
+                        }
+                    })
                 })
                 .await
                 .map_err(|e| common::executor_failure(e, &ns))?;
-            let steps = || report.applied.iter().map(|a| a.why().to_string()).collect();
-            match mint_outcome(&report.applied) {
-                MintOutcome::Minted { task } => result.minted.push(MintLine { key, task, steps: steps() }),
-                MintOutcome::Completed { task } => result.completed.push(MintLine { key, task, steps: steps() }),
+            let steps: Vec<String> = report.applied.iter().map(|a| a.why().to_string()).collect();
+            let outcome = mint_outcome(&report.applied);
+            if let MintSource::Review(_) = source {
+                if let Some(p) = result.pull_requests.iter_mut().find(|p| p.key == key) {
+                    let label = match &outcome {
+                        MintOutcome::Minted { .. } => "minted",
+                        MintOutcome::Completed { .. } => "completed",
+                        MintOutcome::NothingToDo => {
+                            p.why = why;
+                            "nothingToDo"
+                        }
+                    };
+                    p.outcome = Some(label.into());
+                    p.writes = steps;
+                }
+                continue;
+            }
+            match outcome {
+                MintOutcome::Minted { task } => result.minted.push(MintLine { key, task, steps }),
+                MintOutcome::Completed { task } => result.completed.push(MintLine { key, task, steps }),
                 MintOutcome::NothingToDo => result.not_minted.push(IssueLine {
                     key,
                     decision: "skip".into(),
                     stage: None,
                     why: MintOutcome::NOTHING_TO_DO_WHY.into(),
                 }),
+            }
+        }
+        for (i, pr) in &adopts {
+            let repo = repos.iter().find(|r| r.name() == pr.repository_ref);
+            let mut why = String::new();
+            let report = exec
+                .converge(&format!("adoption of {}", pr.key()), Some(&gh), |snap| {
+                    let d = decide_adopt(snap, &project, repo, pr);
+                    why = d.why().to_string();
+                    Ok(d.into_actions())
+                })
+                .await
+                .map_err(|e| common::executor_failure(e, &ns))?;
+            let line = &mut result.pull_requests[*i];
+            line.writes = report.applied.iter().map(|a| a.why().to_string()).collect();
+            line.outcome = Some(if report.applied.is_empty() { "nothingToDo" } else { "adopted" }.into());
+            if report.applied.is_empty() {
+                line.why = why;
             }
         }
     }

@@ -128,3 +128,49 @@ fn the_sweep_table_lists_minted_and_completed_mints_apart() {
         "{text}"
     );
 }
+
+#[test]
+fn the_sweep_table_says_what_each_pull_request_came_to() {
+    use super::sweep::{PullLine, SweepResult};
+    use crate::common::{Human, Style};
+    use rules::ownership::sweep::{DispositionCounts, PrDisposition};
+    let adopted = PullLine {
+        key: "tatara-operator#20".into(),
+        author: "tatara-bot".into(),
+        head_branch: "task/member-a".into(),
+        disposition: PrDisposition::Adopt { task: "member-a".into(), why: "bot-authored".into() },
+        decision: "adopt".into(),
+        stage: None,
+        task: Some("member-a".into()),
+        why: "bot-authored, on task/member-a".into(),
+        outcome: Some("adopted".into()),
+        writes: vec!["append tatara-operator#20 to member-a's status.mrRefs".into()],
+    };
+    let deferred = PullLine {
+        key: "tatara-operator#21".into(),
+        author: "bob".into(),
+        disposition: PrDisposition::Review { why: "in scope".into() },
+        decision: "deferred".into(),
+        why: "left for the next pass".into(),
+        outcome: None,
+        writes: vec![],
+        ..adopted.clone()
+    };
+    let r = SweepResult {
+        apply: true,
+        pull_requests: vec![adopted, deferred],
+        pull_request_counts: DispositionCounts { adopt: 1, review: 1, ..Default::default() },
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    r.render(&Style { wide: false, headers: true, colour: false }, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("pull requests: 1 adopt, 0 ignore (bot), 1 review, 0 ignore\n"), "{text}");
+    assert!(
+        text.contains(
+            "  tatara-operator#20 -> member-a: adopted\n      append tatara-operator#20 to member-a's status.mrRefs\n"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("tatara-operator#21 ->"), "a deferred review wrote nothing: {text}");
+}

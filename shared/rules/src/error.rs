@@ -17,6 +17,10 @@ pub enum Error {
     #[error("audit payload is not an audit.k8s.io/v1 Event or EventList: {0}")]
     AuditDecode(#[source] serde_json::Error),
 
+    /// One item of an audit batch is no usable Event.
+    #[error("audit event {index} (auditID {audit_id:?}) is not an audit.k8s.io/v1 Event: {error}")]
+    AuditItem { index: usize, audit_id: String, error: String },
+
     /// A replay timeline line is malformed.
     #[error("timeline line {line}: {message}")]
     Timeline { line: usize, message: String },

@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use rules::attribution::grace::AdaptiveGrace;
 use rules::attribution::index::IndexConfig;
 use rules::attribution::{GroupResource, Scope};
 
 use crate::attribution::EngineConfig;
 use crate::attribution::transport::redis::RedisOptions;
-use crate::attribution::transport::{Transport, TransportConfig, TransportKind, TransportOptions};
+use crate::attribution::transport::{Transport, TransportConfig, TransportKind, TransportOptions, retry_ceiling};
 use crate::metrics::Metrics;
 
 /// A command line that parses but cannot run; the message says which flag
@@ -66,6 +67,20 @@ pub struct Attribution {
     /// How long a resolution waits for its fact to arrive.
     #[arg(long = "author-attribution-grace", env = "REVERSER_GRACE", default_value = "3s", value_parser = parse_duration)]
     pub grace: Duration,
+    /// Stop waiting the grace for a type whose events keep resolving absent
+    /// with no fact seen (see --author-attribution-adaptive-grace-misses);
+    /// the type's first fact restores the full grace.
+    #[arg(long = "author-attribution-adaptive-grace", env = "REVERSER_ADAPTIVE_GRACE")]
+    pub adaptive_grace: bool,
+    /// Absent resolutions in a row, with no fact of the type between them,
+    /// after which the adaptive grace stops waiting.
+    #[arg(
+        long = "author-attribution-adaptive-grace-misses",
+        env = "REVERSER_ADAPTIVE_GRACE_MISSES",
+        default_value_t = rules::attribution::grace::DEFAULT_AFTER_MISSES,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub adaptive_grace_misses: u32,
     /// Stream retention and index horizon: older facts are never joined.
     #[arg(long = "author-attribution-ttl", env = "REVERSER_TTL", default_value = "10m", value_parser = parse_duration)]
     pub ttl: Duration,
@@ -94,6 +109,10 @@ pub struct Attribution {
     /// Stream key prefix (gitops-reverser's default).
     #[arg(long, env = "REVERSER_STREAM_PREFIX", default_value = rules::attribution::DEFAULT_STREAM_PREFIX)]
     pub stream_prefix: String,
+    /// How long an append may wait for Redis before the receiver answers 503
+    /// (the API server retries; a retried batch is stored once).
+    #[arg(long, env = "REVERSER_REDIS_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub redis_timeout: Duration,
     /// Replicas of this Deployment; the memory transport is refused above 1.
     #[arg(long, env = "REVERSER_REPLICA_COUNT", default_value_t = 1)]
     pub replica_count: u32,
@@ -109,6 +128,7 @@ impl Attribution {
                 max_facts: self.max_facts,
                 max_facts_per_type: self.max_facts_per_type,
             },
+            adaptive: self.adaptive_grace.then_some(AdaptiveGrace { after_misses: self.adaptive_grace_misses }),
         }
     }
 
@@ -135,8 +155,14 @@ impl Attribution {
             None => TransportKind::Memory,
         };
         let redis = self.redis_url.as_ref().map(|url| RedisOptions { url: url.clone(), ca_cert_pem: None });
-        let config =
-            TransportConfig { prefix: self.stream_prefix.clone(), ttl: self.ttl, ..TransportConfig::default() };
+        let defaults = TransportConfig::default();
+        let config = TransportConfig {
+            prefix: self.stream_prefix.clone(),
+            ttl: self.ttl,
+            response_timeout: self.redis_timeout,
+            retry_max: retry_ceiling(self.grace, defaults.retry_min),
+            ..defaults
+        };
         Ok(TransportOptions { kind, replica_count: self.replica_count, redis, config })
     }
 }
@@ -164,6 +190,13 @@ pub struct Receiver {
     /// Largest audit batch accepted, in bytes (413 above).
     #[arg(long, env = "REVERSER_AUDIT_BODY_LIMIT", default_value_t = 16 * 1024 * 1024)]
     pub audit_body_limit: usize,
+    /// A connection with no request in flight this long is closed: a
+    /// request head sent slowly (or never finished) and an idle keep-alive.
+    #[arg(long, env = "REVERSER_AUDIT_HEADER_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub audit_header_timeout: Duration,
+    /// The whole body of an audit batch must arrive within this (408 after).
+    #[arg(long, env = "REVERSER_AUDIT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub audit_body_timeout: Duration,
 }
 
 impl Receiver {

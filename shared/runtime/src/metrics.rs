@@ -32,6 +32,13 @@ pub struct WaitLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TypeLabels {
+    pub group: String,
+    pub version: String,
+    pub resource: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OpLabel {
     /// `written` or `matched`.
     pub op: String,
@@ -50,6 +57,12 @@ pub struct StreamLabel {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TransportLabel {
     pub transport: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModeLabel {
+    /// `aof`, `rdb`, `none` or `unknown`.
+    pub mode: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -75,15 +88,21 @@ pub struct CommitLabels {
 pub struct Metrics {
     pub resolutions: Family<ResolutionLabels, Counter>,
     pub resolution_wait_seconds: Family<WaitLabels, Histogram, fn() -> Histogram>,
+    /// Resolutions that skipped the grace (adaptive grace, per type).
+    pub grace_skipped: Family<TypeLabels, Counter>,
     pub facts: Family<OpLabel, Counter>,
     pub fact_index_entries: Gauge,
     pub fact_index_evictions: Family<ReasonLabel, Counter>,
+    /// Re-delivered facts (an auditID the index already held) ignored.
+    pub fact_duplicates: Counter,
     pub collection_without_uidset: Family<ReasonLabel, Counter>,
     pub fact_stream_gaps: Family<StreamLabel, Counter>,
     pub fact_stream_decode_errors: Family<TransportLabel, Counter>,
     pub fact_follower_errors: Family<TransportLabel, Counter>,
     pub fact_follower_last_success_timestamp_seconds: Gauge<f64, AtomicU64>,
     pub transport_info: Family<TransportLabel, Gauge>,
+    /// 1 on the persistence mode Redis reported, 0 on the others.
+    pub redis_persistence: Family<ModeLabel, Gauge>,
     pub audit_events: Family<AuditLabels, Counter>,
     pub commits: Family<CommitLabels, Counter>,
     /// Writes of a sensitive type (Secrets) skipped: never in clear text.
@@ -103,15 +122,18 @@ impl Default for Metrics {
         Self {
             resolutions: Family::default(),
             resolution_wait_seconds: Family::new_with_constructor(wait_histogram),
+            grace_skipped: Family::default(),
             facts: Family::default(),
             fact_index_entries: Gauge::default(),
             fact_index_evictions: Family::default(),
+            fact_duplicates: Counter::default(),
             collection_without_uidset: Family::default(),
             fact_stream_gaps: Family::default(),
             fact_stream_decode_errors: Family::default(),
             fact_follower_errors: Family::default(),
             fact_follower_last_success_timestamp_seconds: Gauge::default(),
             transport_info: Family::default(),
+            redis_persistence: Family::default(),
             audit_events: Family::default(),
             commits: Family::default(),
             mirror_sensitive_skipped: Counter::default(),
@@ -141,6 +163,13 @@ impl Metrics {
 
     pub fn collection_without_uidset(&self, reason: &str) {
         self.collection_without_uidset.get_or_create(&ReasonLabel { reason: reason.to_owned() }).inc();
+    }
+
+    /// Counts one resolution that skipped the grace (adaptive grace).
+    pub fn grace_skipped(&self, group: &str, version: &str, resource: &str) {
+        self.grace_skipped
+            .get_or_create(&TypeLabels { group: group.into(), version: version.into(), resource: resource.into() })
+            .inc();
     }
 
     pub fn fact_op(&self, op: &str, n: u64) {
@@ -187,6 +216,11 @@ impl Metrics {
             "how long the join waited, by tier and by write/removal",
             self.resolution_wait_seconds.clone(),
         );
+        registry.register(
+            format!("{p}_attribution_grace_skipped"),
+            "resolutions that answered without waiting the grace (adaptive grace: a long run of misses with no fact of the type)",
+            self.grace_skipped.clone(),
+        );
         registry.register(format!("{p}_attribution_facts"), "facts written / matched", self.facts.clone());
         registry.register(
             format!("{p}_attribution_fact_index_entries"),
@@ -197,6 +231,11 @@ impl Metrics {
             format!("{p}_attribution_fact_index_evictions"),
             "whether the caps are binding",
             self.fact_index_evictions.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_duplicates"),
+            "re-delivered facts (an auditID already held) that changed nothing",
+            self.fact_duplicates.clone(),
         );
         registry.register(
             format!("{p}_attribution_collection_without_uidset"),
@@ -227,6 +266,11 @@ impl Metrics {
             format!("{p}_attribution_transport_info"),
             "which contract the metrics above are read under",
             self.transport_info.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_redis_persistence"),
+            "what keeps acknowledged facts across a Redis restart (aof keeps them; rdb, none and unknown may not)",
+            self.redis_persistence.clone(),
         );
         registry.register(format!("{p}_audit_events"), "audit events by outcome", self.audit_events.clone());
         registry.register(format!("{p}_commits"), "what reached Git", self.commits.clone());

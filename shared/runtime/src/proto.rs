@@ -8,7 +8,70 @@ tonic::include_proto!("reverser.v1");
 
 use std::path::Path;
 
+pub mod codec {
+    //! prost's codec, except for what a malformed message is: a request that
+    //! is no valid protobuf is the caller's mistake, so the server answers
+    //! INVALID_ARGUMENT (tonic-prost says INTERNAL, which reads as ours).
+
+    use std::marker::PhantomData;
+
+    use tonic::codec::{BufferSettings, DecodeBuf};
+    use tonic::{Code, Status};
+    use tonic_prost::{ProstCodec, ProstDecoder, ProstEncoder};
+
+    #[derive(Debug, Clone)]
+    pub struct Codec<T, U>(PhantomData<(T, U)>);
+
+    impl<T, U> Default for Codec<T, U> {
+        fn default() -> Self {
+            Self(PhantomData)
+        }
+    }
+
+    impl<T, U> tonic::codec::Codec for Codec<T, U>
+    where
+        T: prost::Message + Send + 'static,
+        U: prost::Message + Default + Send + 'static,
+    {
+        type Encode = T;
+        type Decode = U;
+        type Encoder = ProstEncoder<T>;
+        type Decoder = Decoder<U>;
+
+        fn encoder(&mut self) -> Self::Encoder {
+            ProstCodec::<T, U>::default().encoder()
+        }
+
+        fn decoder(&mut self) -> Self::Decoder {
+            Decoder(ProstDecoder::default())
+        }
+    }
+
+    #[derive(Debug)]
+    pub struct Decoder<U>(ProstDecoder<U>);
+
+    impl<U: prost::Message + Default> tonic::codec::Decoder for Decoder<U> {
+        type Item = U;
+        type Error = Status;
+
+        fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+            self.0.decode(buf).map_err(|s| {
+                if s.code() == Code::Internal {
+                    Status::invalid_argument(format!("the message is not a valid protobuf encoding: {}", s.message()))
+                } else {
+                    s
+                }
+            })
+        }
+
+        fn buffer_settings(&self) -> BufferSettings {
+            self.0.buffer_settings()
+        }
+    }
+}
+
 use rules::attribution::Fact as WireFact;
+use rules::attribution::grace::GraceView;
 use rules::attribution::index::StoredFact;
 use rules::attribution::why::explanation::{parse_labels, parse_tier};
 use rules::attribution::why::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
@@ -88,6 +151,11 @@ impl TryFrom<ExplainResponse> for Explanation {
             following: r.following,
             follower_last_success: r.follower_last_success,
             facts_for_type: r.facts_for_type,
+            grace: r.grace.map(|g| GraceView {
+                misses_in_a_row: g.misses_in_a_row,
+                after_misses: g.after_misses,
+                skipping: g.skipping,
+            }),
         })
     }
 }
@@ -116,6 +184,11 @@ impl From<&Explanation> for ExplainResponse {
             following: e.following,
             follower_last_success: e.follower_last_success,
             facts_for_type: e.facts_for_type,
+            grace: e.grace.map(|g| AdaptiveGrace {
+                misses_in_a_row: g.misses_in_a_row,
+                after_misses: g.after_misses,
+                skipping: g.skipping,
+            }),
         }
     }
 }

@@ -4,13 +4,16 @@
 //! - a removal never returns a write fact when a delete fact for the same
 //!   uid was applied before it resolved;
 //! - a write never resolves through a fact for a different resourceVersion
-//!   of the same uid.
+//!   of the same uid;
+//! - the adaptive grace never changes an author the full grace would have
+//!   found when the fact arrived before the watch event.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use proptest::prelude::*;
+use rules::attribution::grace::AdaptiveGrace;
 use rules::attribution::index::Query;
 use rules::attribution::{Fact, GroupResource, Scope};
 use runtime::attribution::clock::{Clock, TokioClock};
@@ -85,13 +88,16 @@ struct Outcome {
     author: Option<String>,
     /// Deletes (scope, uid) applied before this resolution returned.
     deletes_before: Vec<(usize, String)>,
+    /// Facts applied before the watch event was resolved (their `seq` is lower).
+    facts_before: u64,
 }
 
-fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
+/// Plays `ops` on one engine; the outcomes are in watch-event order.
+fn run(ops: Vec<Op>, config: EngineConfig) -> Vec<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    let outcomes: Vec<Outcome> = rt.block_on(async move {
+    rt.block_on(async move {
         let clock = TokioClock::starting_now();
-        let engine = Arc::new(Engine::new(EngineConfig::default(), Arc::new(clock), Arc::new(Metrics::new())));
+        let engine = Arc::new(Engine::new(config, Arc::new(clock), Arc::new(Metrics::new())));
         let deletes: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
         let seq = AtomicU64::new(0);
         let mut tasks = Vec::new();
@@ -116,6 +122,7 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         ..Query::default()
                     };
                     let (engine, deletes) = (engine.clone(), deletes.clone());
+                    let facts_before = seq.load(Ordering::Relaxed);
                     tasks.push(tokio::spawn(async move {
                         let r = engine.resolve(&scope(s), "v1", &q).await;
                         // Nothing runs between resolve returning and this read.
@@ -127,6 +134,7 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             removal,
                             author: r.author().map(str::to_owned),
                             deletes_before,
+                            facts_before,
                         }
                     }));
                 }
@@ -138,9 +146,16 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
         }
         assert_eq!(engine.waiters().len(), 0, "every resolver unregistered");
         out
-    });
+    })
+}
 
-    for o in outcomes {
+/// The `seq` a resolved author's fact was made with.
+fn seq_of(author: &str) -> u64 {
+    author.rsplit('|').next().and_then(|s| s.parse().ok()).expect("authors end in their seq")
+}
+
+fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    for o in run(ops, EngineConfig::default()) {
         let Some(author) = o.author else { continue };
         let parts: Vec<&str> = author.split('|').collect();
         let (f_scope, f_verb, f_uid, f_rv) = (parts[0].parse::<usize>().unwrap(), parts[1], parts[2], parts[3]);
@@ -160,10 +175,43 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// Adaptive grace against the full grace over the same interleaving: an
+/// author the full grace found through a fact filed before the watch event
+/// is the author the adaptive grace finds too.
+fn check_adaptive(ops: Vec<Op>, after_misses: u32) -> Result<(), TestCaseError> {
+    let full = run(ops.clone(), EngineConfig::default());
+    let adaptive = run(ops, EngineConfig { adaptive: Some(AdaptiveGrace { after_misses }), ..EngineConfig::default() });
+    prop_assert_eq!(full.len(), adaptive.len());
+    for (i, (f, a)) in full.iter().zip(&adaptive).enumerate() {
+        let Some(author) = &f.author else { continue };
+        if seq_of(author) < f.facts_before {
+            prop_assert_eq!(
+                a.author.as_deref(),
+                Some(author.as_str()),
+                "watch event {} (scope {}, uid {}, rv {}, removal {}): the full grace found a fact filed before it",
+                i,
+                f.scope,
+                &f.uid,
+                &f.rv,
+                f.removal
+            );
+        }
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]
     fn resolutions_respect_scope_removal_and_version(ops in prop::collection::vec(op(), 1..60)) {
         check(ops)?;
+    }
+
+    #[test]
+    fn adaptive_grace_keeps_every_author_whose_fact_came_first(
+        ops in prop::collection::vec(op(), 1..60),
+        after_misses in 1..4u32,
+    ) {
+        check_adaptive(ops, after_misses)?;
     }
 }

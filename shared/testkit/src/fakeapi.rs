@@ -41,7 +41,9 @@ pub use error::ApiError;
 pub use registry::{ALL_VERBS, Registry, ResourceType, Subresource, documents};
 pub use schema::{default_and_prune, validate_schema};
 pub use select::{Continue, LabelReq, ListOptions, Selectors, query_pairs};
-pub use server::{DEFAULT_BOOKMARK_INTERVAL, FakeApi, Fault, Forbidden, Request, kubeconfig, serve, serve_on, spawn};
+pub use server::{
+    Authorization, DEFAULT_BOOKMARK_INTERVAL, FakeApi, Fault, Forbidden, Request, kubeconfig, serve, serve_on, spawn,
+};
 pub use store::{
     AsUser, DEFAULT_EVENT_WINDOW, DEFAULT_USER, DeleteOptions, ETCD_OBJECT_LIMIT, Event, EventType, GC_USER, Store,
     Write, merge_patch,

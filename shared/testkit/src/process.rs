@@ -52,6 +52,11 @@ impl Running {
     pub fn id(&self) -> u32 {
         self.child.id()
     }
+
+    /// Waits for it to exit (after a signal sent to [`Running::id`]).
+    pub fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait()
+    }
 }
 
 impl Drop for Running {

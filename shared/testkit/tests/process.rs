@@ -1,8 +1,8 @@
 //! The `testkit` binary: the fake API as a process, driven by the real
 //! kubectl, and the server that never answers.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -88,6 +88,60 @@ fn fake_api_process_refuses_a_bad_seed_clearly() {
 }
 
 #[test]
+fn fake_api_process_logs_every_resource_request_as_the_authorizer_sees_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (kubeconfig, log) = (dir.path().join("kubeconfig"), dir.path().join("requests.jsonl"));
+    let (mut api, _url) = start(&[
+        "fake-api",
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+        "--namespace",
+        "shop",
+        "--request-log",
+        log.to_str().unwrap(),
+    ]);
+    let kubectl = Kubectl::new(&[]).kubeconfig(&kubeconfig);
+    let cm = dir.path().join("cm.yaml");
+    std::fs::write(&cm, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {k: v}\n").unwrap();
+    ok(&kubectl.run(&["create", "--validate=false", "-f", cm.to_str().unwrap()]));
+    ok(&kubectl.run(&["get", "configmap", "web", "-o", "name"]));
+    ok(&kubectl.run(&["get", "configmaps", "-A", "-o", "name"]));
+    ok(&kubectl.run(&["patch", "configmap", "web", "--type=merge", "-p", r#"{"data":{"k":"w"}}"#]));
+    // The log is written at exit, on SIGTERM as a test would stop it.
+    let term = Command::new("kill").args(["-TERM", &api.id().to_string()]).status().unwrap();
+    assert!(term.success());
+    assert!(api.wait().unwrap().success());
+    let seen: Vec<Value> =
+        std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let brief: Vec<(String, String, Value, Value)> = seen
+        .iter()
+        .filter(|r| r["resource"] == "configmaps")
+        .map(|r| {
+            (
+                r["verb"].as_str().unwrap().into(),
+                r["user"].as_str().unwrap().into(),
+                r["namespace"].clone(),
+                r["name"].clone(),
+            )
+        })
+        .collect();
+    let shop = Value::from("shop");
+    let web = Value::from("web");
+    assert_eq!(
+        brief,
+        [
+            ("create".into(), "system:admin".into(), shop.clone(), Value::Null),
+            ("get".into(), "system:admin".into(), shop.clone(), web.clone()),
+            ("list".into(), "system:admin".into(), Value::Null, Value::Null),
+            ("get".into(), "system:admin".into(), shop.clone(), web.clone()),
+            ("patch".into(), "system:admin".into(), shop, web),
+        ],
+        "{seen:?}"
+    );
+    assert!(seen.iter().all(|r| r["group"] == "" && r.get("path").is_none()), "{seen:?}");
+}
+
+#[test]
 fn hang_accepts_and_never_answers() {
     let (_hang, addr) = start(&["hang"]);
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
@@ -111,6 +165,7 @@ fn help_documents_every_flag() {
         "--event-window",
         "--unavailable-group",
         "--validate-vendored",
+        "--request-log <FILE>",
     ] {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }

@@ -2,6 +2,12 @@
 //! side: the accept gate, then the three publish gates, identity backfill
 //! from the bodies, and the collection fact (spec §2, "The publish side").
 //! One audit event in; zero or one fact out. Unknown fields are tolerated.
+//!
+//! A batch is decoded item by item: one event that cannot be decoded (a
+//! wrong-typed field) is refused on its own and every other event is kept.
+//! The request and response bodies are read for the few `metadata` fields
+//! the rules use, skipping the rest without building it, so no nesting depth
+//! in an object's spec refuses its event.
 
 use std::collections::BTreeMap;
 
@@ -20,6 +26,185 @@ pub const COLLECTION_UID_CAP: usize = 10_000;
 pub struct EventList {
     #[serde(default)]
     pub items: Vec<Event>,
+}
+
+/// A webhook body decoded item by item: the events that decoded, and the
+/// ones refused, each with why.
+#[derive(Debug, Clone, Default)]
+pub struct Decoded {
+    pub events: Vec<Event>,
+    pub refused: Vec<Refused>,
+}
+
+/// An item of an `EventList` that is no usable `Event`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    /// Its position in `items`.
+    pub index: usize,
+    /// Its `auditID` when it carried a readable one, else empty.
+    pub audit_id: String,
+    /// Its verb and `objectRef.apiGroup`/`resource` when readable (metric labels).
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    /// The decode error.
+    pub error: String,
+}
+
+/// The parts of an object body (`requestObject`, `responseObject`) the
+/// rules read: its `metadata` identity, and for a list the items' uids.
+/// Everything else is skipped unparsed, and a body of another shape (a JSON
+/// Patch is an array) reads as empty rather than refusing its event.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Body {
+    #[serde(default, deserialize_with = "map_or_default")]
+    pub metadata: Meta,
+    #[serde(default, deserialize_with = "list_or_none")]
+    pub items: Option<Vec<Item>>,
+}
+
+/// One item of a list body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Item {
+    #[serde(default, deserialize_with = "map_or_default")]
+    pub metadata: Meta,
+}
+
+/// `metadata` of a body: the identity fields, strings or numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Meta {
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub name: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub namespace: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub uid: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    pub resource_version: String,
+}
+
+impl Body {
+    /// `metadata.<field>` (`name`, `namespace`, `uid`, `resourceVersion`).
+    pub fn meta(&self, field: &str) -> &str {
+        match field {
+            "name" => &self.metadata.name,
+            "namespace" => &self.metadata.namespace,
+            "uid" => &self.metadata.uid,
+            "resourceVersion" => &self.metadata.resource_version,
+            _ => "",
+        }
+    }
+}
+
+/// Reads a `T` from a JSON object; anything else (skipped unbuilt) is `None`.
+struct MapOr<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for MapOr<T> {
+    type Value = Option<T>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Option<T>, A::Error> {
+        T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Some)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Option<T>, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Option<T>, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_none<E>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Option<T>, E> {
+        Ok(None)
+    }
+}
+
+/// An object as `T`; `None` for any other shape.
+fn map_or_none<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    d.deserialize_any(MapOr(std::marker::PhantomData))
+}
+
+/// An object as `T`; the default for any other shape.
+fn map_or_default<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(map_or_none(d)?.unwrap_or_default())
+}
+
+/// An element of a list, read leniently.
+struct Lenient<T>(T);
+
+impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for Lenient<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        map_or_default(d).map(Lenient)
+    }
+}
+
+/// An array of objects as `T`s (other elements as defaults); `None` for any
+/// other shape.
+fn list_or_none<'de, D: serde::Deserializer<'de>, T: Deserialize<'de> + Default>(
+    d: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    struct ListOr<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de> + Default> serde::de::Visitor<'de> for ListOr<T> {
+        type Value = Option<Vec<T>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(Lenient(item)) = seq.next_element::<Lenient<T>>()? {
+                out.push(item);
+            }
+            Ok(Some(out))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+    }
+    d.deserialize_any(ListOr(std::marker::PhantomData))
 }
 
 /// `audit.k8s.io/v1` `Event`: the fields the rules read.
@@ -42,10 +227,10 @@ pub struct Event {
     pub object_ref: Option<ObjectReference>,
     #[serde(default)]
     pub response_status: Option<ResponseStatus>,
-    #[serde(default)]
-    pub request_object: Option<Value>,
-    #[serde(default)]
-    pub response_object: Option<Value>,
+    #[serde(default, deserialize_with = "map_or_none")]
+    pub request_object: Option<Body>,
+    #[serde(default, deserialize_with = "map_or_none")]
+    pub response_object: Option<Body>,
     #[serde(default)]
     pub stage_timestamp: String,
     #[serde(default)]
@@ -88,9 +273,56 @@ pub struct ResponseStatus {
 }
 
 /// resourceVersion is a string on the wire, but captured records carry
-/// numbers too; accept both, and null.
+/// numbers too; accept both, and null (and, so a stray shape never refuses
+/// an event, anything else as empty).
 fn lenient_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-    Ok(value_string(&Value::deserialize(d)?))
+    d.deserialize_any(LenientString)
+}
+
+/// A string, a number (as written), or anything else as empty; containers
+/// are skipped without being built.
+struct LenientString;
+
+impl<'de> serde::de::Visitor<'de> for LenientString {
+    type Value = String;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a string or a number")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_owned())
+    }
+    fn visit_string<E>(self, v: String) -> Result<String, E> {
+        Ok(v)
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<String, E> {
+        Ok(serde_json::Number::from_f64(v).map(|n| n.to_string()).unwrap_or_default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<String, E> {
+        Ok(String::new())
+    }
+    fn visit_unit<E>(self) -> Result<String, E> {
+        Ok(String::new())
+    }
+    fn visit_none<E>(self) -> Result<String, E> {
+        Ok(String::new())
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<String, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(String::new())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
+        while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+        Ok(String::new())
+    }
 }
 
 fn value_string(v: &Value) -> String {
@@ -107,15 +339,81 @@ pub fn meta_field(obj: &Value, field: &str) -> String {
 }
 
 impl EventList {
-    /// Decodes a webhook body: an `EventList`, or a lone `Event`.
+    /// Decodes a webhook body whole: every item must be an `Event`. The
+    /// receiver uses [`EventList::decode`], which keeps the good items.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
-        let v: Value = serde_json::from_slice(bytes).map_err(Error::AuditDecode)?;
-        if v.get("items").is_some() || v.get("kind").and_then(Value::as_str) == Some("EventList") {
-            serde_json::from_value(v).map_err(Error::AuditDecode)
-        } else {
-            Ok(EventList { items: vec![serde_json::from_value(v).map_err(Error::AuditDecode)?] })
+        let decoded = Self::decode(bytes)?;
+        match decoded.refused.into_iter().next() {
+            Some(r) => Err(Error::AuditItem { index: r.index, audit_id: r.audit_id, error: r.error }),
+            None => Ok(EventList { items: decoded.events }),
         }
     }
+
+    /// Decodes a webhook body item by item: an `EventList` (or a lone
+    /// `Event`). An item that is no usable `Event` is refused on its own,
+    /// with its auditID when readable; only a body that is neither an
+    /// `EventList` nor an `Event` is an error.
+    pub fn decode(bytes: &[u8]) -> Result<Decoded> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| Error::AuditDecode(serde::de::Error::custom(format!("the body is not UTF-8: {e}"))))?;
+        if !text.trim_start().starts_with('{') {
+            return Err(Error::AuditDecode(serde::de::Error::custom("the body is not a JSON object")));
+        }
+        let top: Top<'_> = serde_json::from_str(text).map_err(Error::AuditDecode)?;
+        let Some(items) = top.items.or_else(|| (top.kind.as_deref() == Some("EventList")).then(Vec::new)) else {
+            // A lone Event: the whole body is the one item.
+            let event: Event = serde_json::from_str(text).map_err(Error::AuditDecode)?;
+            return Ok(Decoded { events: vec![event], refused: Vec::new() });
+        };
+        let mut out = Decoded { events: Vec::with_capacity(items.len()), refused: Vec::new() };
+        for (index, raw) in items.into_iter().enumerate() {
+            match serde_json::from_str::<Event>(raw.get()) {
+                Ok(event) => out.events.push(event),
+                Err(e) => {
+                    let id: Identity = serde_json::from_str(raw.get()).unwrap_or_default();
+                    out.refused.push(Refused {
+                        index,
+                        audit_id: id.audit_id,
+                        verb: id.verb,
+                        group: id.object_ref.api_group,
+                        resource: id.object_ref.resource,
+                        error: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The top level of a webhook body: items kept raw, decoded one by one.
+#[derive(Deserialize)]
+struct Top<'a> {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a serde_json::value::RawValue>>,
+}
+
+/// What a refused item still tells about itself, read leniently.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Identity {
+    #[serde(default, rename = "auditID", deserialize_with = "lenient_string")]
+    audit_id: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    verb: String,
+    #[serde(default, deserialize_with = "map_or_default")]
+    object_ref: RefIdentity,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RefIdentity {
+    #[serde(default, deserialize_with = "lenient_string")]
+    api_group: String,
+    #[serde(default, deserialize_with = "lenient_string")]
+    resource: String,
 }
 
 /// Why an audit event produced no fact. Every rejection is counted with one
@@ -209,7 +507,9 @@ pub fn accept_gate(ev: &Event) -> Option<Rejection> {
         return Some(Rejection::DryRun);
     }
     if !super::is_removal_verb(&ev.verb) {
-        let rv = |o: &Option<Value>| o.as_ref().map(|o| meta_field(o, "resourceVersion")).unwrap_or_default();
+        fn rv(o: &Option<Body>) -> &str {
+            o.as_ref().map_or("", |o| o.metadata.resource_version.as_str())
+        }
         let (req, resp) = (rv(&ev.request_object), rv(&ev.response_object));
         if !req.is_empty() && req == resp {
             return Some(Rejection::NoOpWrite);
@@ -271,9 +571,8 @@ pub fn publish(route: &str, ev: &Event) -> Published {
         let uids: Option<Vec<String>> = ev
             .response_object
             .as_ref()
-            .and_then(|o| o.get("items"))
-            .and_then(Value::as_array)
-            .map(|items| items.iter().map(|i| meta_field(i, "uid")).filter(|u| !u.is_empty()).collect());
+            .and_then(|o| o.items.as_ref())
+            .map(|items| items.iter().map(|i| i.metadata.uid.clone()).filter(|u| !u.is_empty()).collect());
         let without_uidset = match &uids {
             None => Some("no_uids"),
             Some(u) if u.len() > COLLECTION_UID_CAP => Some("uid_cap"),
@@ -285,7 +584,7 @@ pub fn publish(route: &str, ev: &Event) -> Published {
 
     // Identity: objectRef, then backfill what is missing from the bodies,
     // the request object first for a delete, the response object otherwise.
-    let bodies: Vec<&Value> = if ev.verb == "delete" {
+    let bodies: Vec<&Body> = if ev.verb == "delete" {
         [&ev.request_object, &ev.response_object].into_iter().flatten().collect()
     } else {
         [&ev.response_object, &ev.request_object].into_iter().flatten().collect()
@@ -294,7 +593,7 @@ pub fn publish(route: &str, ev: &Event) -> Published {
         if !have.is_empty() {
             return have.to_owned();
         }
-        bodies.iter().map(|b| meta_field(b, field)).find(|v| !v.is_empty()).unwrap_or_default()
+        bodies.iter().map(|b| b.meta(field)).find(|v| !v.is_empty()).unwrap_or_default().to_owned()
     };
     fact.namespace = backfill(&oref.namespace, "namespace");
     fact.name = backfill(&oref.name, "name");
@@ -303,7 +602,7 @@ pub fn publish(route: &str, ev: &Event) -> Published {
     fact.resource_version = ev
         .response_object
         .as_ref()
-        .map(|o| meta_field(o, "resourceVersion"))
+        .map(|o| o.metadata.resource_version.clone())
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| oref.resource_version.clone());
 

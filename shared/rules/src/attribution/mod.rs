@@ -6,6 +6,7 @@
 pub mod audit;
 pub mod commit;
 mod fact;
+pub mod grace;
 pub mod index;
 pub mod intent;
 pub mod render;

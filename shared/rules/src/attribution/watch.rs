@@ -30,6 +30,27 @@ pub struct WatchEvent {
 }
 
 impl WatchEvent {
+    /// Why this event's object cannot be attributed, if it cannot: a change
+    /// (ADDED, MODIFIED, DELETED) carries an object with `metadata` naming it
+    /// by a name or a uid. Anything else (`null`, `123`, `[]`, `{}`) names no
+    /// object, and waiting a grace for its fact could only end `absent`.
+    pub fn unusable(&self) -> Option<&'static str> {
+        if !self.is_change() {
+            return None;
+        }
+        let Some(object) = self.object.as_object() else {
+            return Some("the object is not a JSON object");
+        };
+        let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
+            return Some("the object has no metadata");
+        };
+        let named = |f: &str| meta.get(f).and_then(Value::as_str).is_some_and(|s| !s.is_empty());
+        if !named("name") && !named("uid") {
+            return Some("the object's metadata has neither a name nor a uid");
+        }
+        None
+    }
+
     /// BOOKMARK and ERROR carry no change.
     pub fn is_change(&self) -> bool {
         !matches!(self.kind, WatchKind::Bookmark | WatchKind::Error)

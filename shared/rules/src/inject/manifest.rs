@@ -283,8 +283,8 @@ fn inject_json(text: &str, opts: &InjectOptions) -> Result<Injection> {
         if changed {
             let json: serde_json::Value =
                 serde_json::to_value(&injected).map_err(|e| Error::InjectRender { line, message: e.to_string() })?;
-            let rendered =
-                serde_json::to_string_pretty(&json).map_err(|e| Error::InjectRender { line, message: e.to_string() })?;
+            let rendered = serde_json::to_string_pretty(&json)
+                .map_err(|e| Error::InjectRender { line, message: e.to_string() })?;
             output.push_str(&raw[..raw.len() - raw.trim_start().len()]);
             output.push_str(&rendered);
         } else {

@@ -708,11 +708,20 @@ fn the_redis_url_comes_from_a_secret_never_the_pod_spec() {
 fn plain_containers_are_refused_for_jobs_and_cronjobs() {
     let plain = InjectOptions { mode: SidecarMode::Plain, ..opts() };
     for (text, object) in [
-        ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: backfill, namespace: shop}\nspec:\n  template:\n    spec:\n      containers: [{name: w, image: w}]\n", "Job shop/backfill"),
-        ("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: resync}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: w, image: w}]\n", "CronJob resync"),
+        (
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: backfill, namespace: shop}\nspec:\n  template:\n    spec:\n      containers: [{name: w, image: w}]\n",
+            "Job shop/backfill",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: resync}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: w, image: w}]\n",
+            "CronJob resync",
+        ),
     ] {
         let e = inject_manifests(text, &plain).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("cannot inject into {object} with --plain-container: the sidecar never exits")), "{e}");
+        assert!(
+            e.starts_with(&format!("cannot inject into {object} with --plain-container: the sidecar never exits")),
+            "{e}"
+        );
         inject_manifests(text, &opts()).unwrap();
     }
 }
@@ -744,7 +753,8 @@ fn the_webhook_warns_instead_of_giving_a_jobs_pod_a_plain_sidecar() {
     let mut pod = serde_json::json!({"metadata": {"name": "backfill-x", "namespace": "ns",
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "backfill", "uid": "u"}]},
         "spec": {"containers": [{"name": "w", "image": "w"}]}});
-    let plain = WebhookConfig { inject: InjectOptions { mode: SidecarMode::Plain, ..opts() }, ..WebhookConfig::default() };
+    let plain =
+        WebhookConfig { inject: InjectOptions { mode: SidecarMode::Plain, ..opts() }, ..WebhookConfig::default() };
     let answer = review(&serde_json::to_vec(&admission(&pod, "ns", "CREATE")).unwrap(), &plain);
     assert!(answer["response"]["patch"].is_null(), "{answer}");
     assert_eq!(answer["response"]["allowed"], true);

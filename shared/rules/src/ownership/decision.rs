@@ -8,7 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use super::types::{ArtifactKind, Issue, MergeRequest, Task};
+use super::types::{ArtifactKind, Issue, MergeRequest, MergeRequestStatus, Task};
 
 /// What an ownership rule sees of an Issue or MergeRequest CR.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,6 +140,18 @@ pub enum Action {
     CreateTask { task: Box<Task>, why: String },
     /// Create an Issue mirror CR (adopt-or-create's create half).
     CreateIssue { issue: Box<Issue>, why: String },
+    /// Create a MergeRequest mirror CR (a sweep adoption or review mint).
+    /// The API server drops `status` on create, so what the mirror says
+    /// about the pull request is a second step, [`Action::FillMergeRequest`].
+    CreateMergeRequest { merge_request: Box<MergeRequest>, why: String },
+    /// Fill in the mirror's status fields that are still unset (a minimal
+    /// merge patch of exactly the fields in `status`, guarded by
+    /// resourceVersion): what a sweep knows of the pull request, and the
+    /// ownership `ownershipForAuthor` gives a never-seen MR.
+    FillMergeRequest { name: String, resource_version: Option<String>, status: Box<MergeRequestStatus>, why: String },
+    /// Status update of a Task's `mrRefs` to exactly `mr_refs` (a merge
+    /// patch guarded by resourceVersion: a list is replaced whole).
+    SetMrRefs { task: String, resource_version: Option<String>, mr_refs: Vec<String>, why: String },
     /// Write MR ownership on the mirror's status (a minimal merge patch
     /// guarded by resourceVersion): `ownership`, `ownershipReason` (`None`
     /// removes it), `ownershipChangedAt`, and, on a takeover, `lastBotHeadSHA`.
@@ -179,6 +191,9 @@ impl Action {
             | Action::SetMergeRequestOwnership { why, .. }
             | Action::UnparkTask { why, .. }
             | Action::CreateIssue { why, .. }
+            | Action::CreateMergeRequest { why, .. }
+            | Action::FillMergeRequest { why, .. }
+            | Action::SetMrRefs { why, .. }
             | Action::PostIssueComment { why, .. }
             | Action::StampLabel { why, .. }
             | Action::CloseMergeRequest { why, .. }
@@ -223,5 +238,13 @@ impl Snapshot {
     /// An Issue by name.
     pub fn issue(&self, name: &str) -> Option<&Issue> {
         self.issues.iter().find(|i| i.name() == name)
+    }
+    /// The MergeRequest CRs mirroring `<repositoryRef>#<number>` (the
+    /// `mrKey` index: by natural key, never by name).
+    pub fn merge_requests_for(&self, repository_ref: &str, number: i64) -> Vec<&MergeRequest> {
+        self.merge_requests
+            .iter()
+            .filter(|m| m.spec.repository_ref == repository_ref && m.spec.number == number)
+            .collect()
     }
 }

@@ -12,6 +12,11 @@ pub const MAX_TASK_NAME: usize = 49;
 /// `takeover`").
 pub const TAKEOVER_KIND: &str = "takeover";
 
+/// The kind a sweep passes to `IntakeTaskName` when it mints a review Task
+/// for a human pull request: the Task's own `spec.kind`, `review`, as the
+/// takeover mint passes `takeover`.
+pub const REVIEW_KIND: &str = "review";
+
 /// Natural key `<repositoryRef>#<number>`: the `issueKey` / `mrKey` index.
 /// "look artifacts up by that key, never by a hashed name or a label selector".
 pub fn natural_key(repository_ref: &str, number: i64) -> String {
@@ -69,6 +74,11 @@ pub fn intake_task_name(project: &str, kind: &str, repo_ref: &str, number: i64) 
 /// The one deterministically named takeover Task of a merge request.
 pub fn takeover_task_name(project: &str, repo_ref: &str, number: i64) -> String {
     intake_task_name(project, TAKEOVER_KIND, repo_ref, number)
+}
+
+/// The one deterministically named review Task of a pull request.
+pub fn review_task_name(project: &str, repo_ref: &str, number: i64) -> String {
+    intake_task_name(project, REVIEW_KIND, repo_ref, number)
 }
 
 #[cfg(test)]

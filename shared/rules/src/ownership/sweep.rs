@@ -1,7 +1,9 @@
 //! Sweep: the one function that keeps "no SCM artifact without a Task" true.
 //! The orphan predicate (answered through the `<repositoryRef>#<number>`
 //! issueKey index), the reporter intake gate, the mint stage, adopt-or-create,
-//! the two creation budgets, and the four pull-request dispositions.
+//! the two creation budgets, and the four pull-request dispositions
+//! ([`pull_requests`]: adopt, ignore, or review, and the writes of the two
+//! that write).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::decision::{Action, Artifact, Snapshot, is_controller};
 use super::naming::{intake_task_name, issue_cr_name, natural_key};
 use super::types::{BACKLOG_SWEEP, Issue, IssueSpec, Project, Repository, Task};
+
+mod pull_requests;
+pub use pull_requests::*;
 
 /// An issue as the forge reports it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,13 +157,55 @@ pub const SWEEP_MINT_KIND: &str = "";
 /// webhook (a human acting now) mints it active. Without the label the rule
 /// is [`mint_stage`]'s.
 pub fn mint_stage_for(issue: &ForgeIssue, webhook_originated: bool) -> MintStage {
+    mint_stage_of(&issue.labels, issue.last_comment_human, webhook_originated)
+}
+
+/// [`mint_stage_for`] over the parts it reads, for any thread (an issue's, or
+/// a pull request's when the sweep mints its review Task).
+pub fn mint_stage_of(labels: &[String], last_comment_human: bool, webhook_originated: bool) -> MintStage {
     if webhook_originated {
         return MintStage::Triaging;
     }
-    if issue.labels.iter().any(|l| l == PARKED_LABEL) {
+    if labels.iter().any(|l| l == PARKED_LABEL) {
         return MintStage::ParkedBacklogSweep;
     }
-    mint_stage(false, issue.last_comment_human)
+    mint_stage(false, last_comment_human)
+}
+
+/// What one sweep mint is for. Both kinds go "through the same mint stage,
+/// budget and naming": one [`plan_mints`] over both, in forge order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "source")]
+pub enum MintSource {
+    /// An orphan issue: the Task controller-owns its Issue mirror.
+    Issue(ForgeIssue),
+    /// A human-authored pull request in reaction scope: a review-kind Task
+    /// controller-owns its MergeRequest mirror.
+    Review(ForgePullRequest),
+}
+
+impl MintSource {
+    /// Natural key `<repositoryRef>#<number>` of the issue or pull request.
+    pub fn key(&self) -> String {
+        match self {
+            MintSource::Issue(i) => natural_key(&i.repository_ref, i.number),
+            MintSource::Review(p) => natural_key(&p.repository_ref, p.number),
+        }
+    }
+    /// The Repository CR it belongs to.
+    pub fn repository_ref(&self) -> &str {
+        match self {
+            MintSource::Issue(i) => &i.repository_ref,
+            MintSource::Review(p) => &p.repository_ref,
+        }
+    }
+    /// Its mint stage. A sweep is cron-discovered, never webhook-originated.
+    pub fn stage(&self) -> MintStage {
+        match self {
+            MintSource::Issue(i) => mint_stage_for(i, false),
+            MintSource::Review(p) => mint_stage_of(&p.labels, p.last_comment_human, false),
+        }
+    }
 }
 
 /// Every orphan of one sweep pass, in forge order, with its mint stage, cut
@@ -169,7 +216,7 @@ pub fn plan_pass(snap: &Snapshot, project: &Project, repo: Option<&Repository>, 
     let orphans = issues
         .iter()
         .filter(|i| orphan(i, &index, project, repo).orphan)
-        .map(|i| (i.clone(), mint_stage_for(i, false)))
+        .map(|i| (MintSource::Issue(i.clone()), mint_stage_for(i, false)))
         .collect();
     let active = snap.tasks.iter().filter(|t| t.spec.project_ref == project.name() && t.is_active()).count();
     plan_mints(orphans, project, active)
@@ -178,12 +225,25 @@ pub fn plan_pass(snap: &Snapshot, project: &Project, repo: Option<&Repository>, 
 /// The Task a sweep mint creates, deterministically named. The stage is
 /// carried in the immutable spec (`initialParkReason`), as the CRD does.
 pub fn mint_task(project: &Project, namespace: &str, issue: &ForgeIssue, stage: MintStage) -> Task {
-    let project_name = project.name().to_string();
-    let mut t = Task::new(&intake_task_name(&project_name, SWEEP_MINT_KIND, &issue.repository_ref, issue.number));
+    let name = intake_task_name(project.name(), SWEEP_MINT_KIND, &issue.repository_ref, issue.number);
+    let goal = format!("Triage {}", natural_key(&issue.repository_ref, issue.number));
+    minted_task(project, namespace, &name, &issue.repository_ref, goal, stage)
+}
+
+/// A Task a sweep mints, at its mint stage.
+fn minted_task(
+    project: &Project,
+    namespace: &str,
+    name: &str,
+    repository_ref: &str,
+    goal: String,
+    stage: MintStage,
+) -> Task {
+    let mut t = Task::new(name);
     t.metadata.namespace = Some(namespace.to_string());
-    t.spec.project_ref = project_name;
-    t.spec.repository_ref = Some(issue.repository_ref.clone());
-    t.spec.goal = format!("Triage {}", natural_key(&issue.repository_ref, issue.number));
+    t.spec.project_ref = project.name().to_string();
+    t.spec.repository_ref = Some(repository_ref.to_string());
+    t.spec.goal = goal;
     if stage == MintStage::ParkedBacklogSweep {
         t.spec.initial_park_reason = Some(BACKLOG_SWEEP.to_string());
     }
@@ -218,14 +278,7 @@ pub fn adopt_or_create(
                 return IssueWrite::Skip { why: format!("{} is already controlled by {}", iss.name(), c.name) };
             }
             let mut updated = iss.clone();
-            let mut refs: Vec<OwnerReference> = iss
-                .owner_refs()
-                .iter()
-                .filter(|r| r.uid != controller.uid)
-                .map(|r| OwnerReference { block_owner_deletion: Some(true), ..r.clone() })
-                .collect();
-            refs.push(controller.clone());
-            updated.metadata.owner_references = Some(refs);
+            updated.metadata.owner_references = Some(with_controller(iss.owner_refs(), &controller));
             IssueWrite::Adopt {
                 why: format!(
                     "{} exists without a controller: append {} as its controller owner",
@@ -257,6 +310,21 @@ pub fn adopt_or_create(
     }
 }
 
+/// `refs` with `controller` appended as the controller owner: the others
+/// stay plain references, every one with blockOwnerDeletion (rules 2 and 3).
+/// Only for an artifact with no controller owner: one PUT, never two
+/// controllers.
+fn with_controller(refs: &[OwnerReference], controller: &OwnerReference) -> Vec<OwnerReference> {
+    let controller = OwnerReference { controller: Some(true), block_owner_deletion: Some(true), ..controller.clone() };
+    let mut out: Vec<OwnerReference> = refs
+        .iter()
+        .filter(|r| r.uid != controller.uid)
+        .map(|r| OwnerReference { block_owner_deletion: Some(true), ..r.clone() })
+        .collect();
+    out.push(controller);
+    out
+}
+
 /// A cap that bound this pass.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -270,18 +338,18 @@ pub struct CapHit {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MintPlan {
-    /// Orphans to mint this pass, with their stage.
-    pub mint: Vec<(ForgeIssue, MintStage)>,
+    /// Orphans (and review mints) to mint this pass, with their stage.
+    pub mint: Vec<(MintSource, MintStage)>,
     /// Orphans left for the next pass ("Remaining orphans are minted on the
     /// next pass. The predicate is stateless, so nothing is lost.").
-    pub deferred: Vec<ForgeIssue>,
+    pub deferred: Vec<MintSource>,
     pub cap_hits: Vec<CapHit>,
 }
 
 /// "mint at most Project.spec.maxNewTasksPerSweep (default 5) Tasks AND never
 /// let ACTIVE Tasks exceed Project.spec.maxOpenTasks (default 6)";
 /// "parked(backlog-sweep) Tasks are NOT active and do not count".
-pub fn plan_mints(orphans: Vec<(ForgeIssue, MintStage)>, project: &Project, active_now: usize) -> MintPlan {
+pub fn plan_mints(orphans: Vec<(MintSource, MintStage)>, project: &Project, active_now: usize) -> MintPlan {
     let max_new = project.spec.max_new_tasks_per_sweep() as usize;
     let max_open = project.spec.max_open_tasks() as usize;
     let mut plan = MintPlan { mint: vec![], deferred: vec![], cap_hits: vec![] };
@@ -291,101 +359,23 @@ pub fn plan_mints(orphans: Vec<(ForgeIssue, MintStage)>, project: &Project, acti
             plan.cap_hits.push(CapHit { cap: cap.to_string(), why });
         }
     };
-    for (issue, stage) in orphans {
+    for (source, stage) in orphans {
         if plan.mint.len() >= max_new {
             hit(&mut plan, "maxNewTasksPerSweep", format!("minted {max_new} Tasks this pass (maxNewTasksPerSweep)"));
-            plan.deferred.push(issue);
+            plan.deferred.push(source);
             continue;
         }
         if stage == MintStage::Triaging {
             if active >= max_open {
                 hit(&mut plan, "maxOpenTasks", format!("{active} active Tasks reach maxOpenTasks {max_open}"));
-                plan.deferred.push(issue);
+                plan.deferred.push(source);
                 continue;
             }
             active += 1;
         }
-        plan.mint.push((issue, stage));
+        plan.mint.push((source, stage));
     }
     plan
-}
-
-/// An open pull request the sweep found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ForgePullRequest {
-    pub repository_ref: String,
-    pub number: i64,
-    pub author: String,
-    pub head_branch: String,
-    /// `None` when the forge did not say: fails closed.
-    pub head_repo: Option<String>,
-    pub base_repo: String,
-    pub labels: Vec<String>,
-    pub mentions_bot: bool,
-}
-
-/// "exactly one of four dispositions".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "disposition")]
-pub enum PrDisposition {
-    /// 1. ADOPT into an existing Task's mrRefs.
-    Adopt { task: String, why: String },
-    /// 2. BOT-AUTHORED and NOT ADOPTABLE -> IGNORE. FULL STOP.
-    IgnoreBot { why: String },
-    /// 3. HUMAN-AUTHORED in reaction scope -> mint a review-kind Task.
-    Review { why: String },
-    /// 4. Everything else is IGNORED.
-    Ignore { why: String },
-}
-
-/// The four pull-request dispositions. `task_names` are the existing Tasks.
-pub fn pr_disposition(
-    pr: &ForgePullRequest,
-    project: &Project,
-    repo: Option<&Repository>,
-    task_names: &BTreeSet<String>,
-) -> PrDisposition {
-    let bot = &project.spec.scm.bot_login;
-    let is_bot = !bot.is_empty() && &pr.author == bot;
-    if is_bot {
-        let owning = pr.head_branch.strip_prefix("task/").filter(|t| task_names.contains(*t));
-        // c. "head.repo == base.repo (NO forks, ever)"; unknown fails closed.
-        let same_repo = pr.head_repo.as_deref() == Some(pr.base_repo.as_str());
-        return match (owning, same_repo) {
-            (Some(task), true) => PrDisposition::Adopt {
-                task: task.to_string(),
-                why: format!("bot-authored, on task/{task}, from the base repository: adopt into {task}'s mrRefs"),
-            },
-            (None, _) => PrDisposition::IgnoreBot {
-                why: format!(
-                    "bot-authored and head branch {:?} names no existing Task: ignore, full stop",
-                    pr.head_branch
-                ),
-            },
-            (Some(_), false) => PrDisposition::IgnoreBot {
-                why: format!("bot-authored but head repo {:?} is not the base repo: no forks, ever", pr.head_repo),
-            },
-        };
-    }
-    let trusted = effective_maintainers(project, repo).contains(&pr.author);
-    let scope_all = project.spec.scm.pr_reaction_scope.as_deref() != Some("labeledOrMentioned");
-    let labeled = pr.labels.iter().any(|l| l == project.spec.trigger_label());
-    if !pr.author.is_empty() && (trusted || scope_all || labeled || pr.mentions_bot) {
-        let reason = if trusted {
-            "the author is a trusted insider"
-        } else if scope_all {
-            "the PR reaction scope is not labeledOrMentioned"
-        } else if labeled {
-            "it carries the trigger label"
-        } else {
-            "it @-mentions the bot"
-        };
-        return PrDisposition::Review {
-            why: format!("human-authored and in reaction scope ({reason}): mint a review Task"),
-        };
-    }
-    PrDisposition::Ignore { why: "human-authored but out of reaction scope".to_string() }
 }
 
 // --- What a sweep pass reports (the plugin prints it; it decides nothing) ---
@@ -399,13 +389,12 @@ impl MintStage {
         }
     }
 
-    /// Why an orphan is minted at this stage ("The mint stage says what it costs").
-    pub fn why(self) -> &'static str {
+    /// What a mint at this stage costs, and why it is this stage ("The
+    /// mint stage says what it costs").
+    pub fn cost(self) -> &'static str {
         match self {
-            MintStage::Triaging => "orphan; the thread's last comment is human-authored: a human is waiting",
-            MintStage::ParkedBacklogSweep => {
-                "orphan; cron-discovered backlog with no human waiting: parked, spawns zero pods"
-            }
+            MintStage::Triaging => "the thread's last comment is human-authored: a human is waiting",
+            MintStage::ParkedBacklogSweep => "cron-discovered backlog with no human waiting: parked, spawns zero pods",
         }
     }
 }
@@ -429,21 +418,35 @@ impl IssueLine {
     }
 }
 
-/// The plan as report lines: each orphan minted this pass with its stage and
-/// why, then each one deferred with the caps that bound the pass.
+/// The plan's issues as report lines: each orphan minted this pass with its
+/// stage and why, then each one deferred with the caps that bound the pass.
 pub fn plan_lines(plan: &MintPlan) -> Vec<IssueLine> {
+    lines_of(plan, false)
+}
+
+/// The plan's review mints as report lines, shaped as [`plan_lines`].
+pub fn review_lines(plan: &MintPlan) -> Vec<IssueLine> {
+    lines_of(plan, true)
+}
+
+fn lines_of(plan: &MintPlan, reviews: bool) -> Vec<IssueLine> {
     let caps = plan.cap_hits.iter().map(|c| c.why.as_str()).collect::<Vec<_>>().join("; ");
-    let minted = plan.mint.iter().map(|(issue, stage)| IssueLine {
-        key: natural_key(&issue.repository_ref, issue.number),
+    let what = |s: &MintSource| match s {
+        MintSource::Issue(_) => "orphan",
+        MintSource::Review(_) => "human pull request in reaction scope that no Task reviews",
+    };
+    let wanted = |s: &MintSource| matches!(s, MintSource::Review(_)) == reviews;
+    let minted = plan.mint.iter().filter(|(s, _)| wanted(s)).map(|(source, stage)| IssueLine {
+        key: source.key(),
         decision: "mint".into(),
         stage: Some(stage.label().into()),
-        why: stage.why().into(),
+        why: format!("{}; {}", what(source), stage.cost()),
     });
-    let deferred = plan.deferred.iter().map(|issue| IssueLine {
-        key: natural_key(&issue.repository_ref, issue.number),
+    let deferred = plan.deferred.iter().filter(|s| wanted(s)).map(|source| IssueLine {
+        key: source.key(),
         decision: "deferred".into(),
         stage: None,
-        why: format!("orphan, left for the next pass: {caps}"),
+        why: format!("{}, left for the next pass: {caps}", what(source)),
     });
     minted.chain(deferred).collect()
 }
@@ -477,6 +480,7 @@ pub fn mint_outcome(applied: &[Action]) -> MintOutcome {
             Action::CreateTask { task, .. } => return Some(task.name().to_string()),
             Action::SetOwners { owner_references, .. } => owner_references.as_slice(),
             Action::CreateIssue { issue, .. } => issue.owner_refs(),
+            Action::CreateMergeRequest { merge_request, .. } => merge_request.owner_refs(),
             _ => return None,
         };
         refs.iter().find(|r| is_controller(r)).map(|r| r.name.clone())

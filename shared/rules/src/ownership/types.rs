@@ -345,6 +345,10 @@ pub const FAILED_PARK_REASONS: &[&str] = &[
     "pod-recreation-exhausted",
 ];
 
+/// `maxItems` of `Task.status.mrRefs` in the CRD: the API server refuses
+/// (422) a Task whose list is longer.
+pub const MR_REFS_MAX_ITEMS: usize = 50;
+
 /// The park reason of a parked(backlog-sweep) Task.
 pub const BACKLOG_SWEEP: &str = "backlog-sweep";
 
@@ -393,6 +397,11 @@ impl Task {
     pub fn stage_reason(&self) -> String {
         let s = self.status.clone().unwrap_or_default();
         s.state_reason.filter(|r| !r.is_empty()).or(s.park_reason).unwrap_or_default()
+    }
+
+    /// `status.mrRefs` (empty when absent): the natural keys of its merge requests.
+    pub fn mr_refs(&self) -> &[String] {
+        self.status.as_ref().and_then(|s| s.mr_refs.as_deref()).unwrap_or(&[])
     }
 
     /// `status.foldInFlight` (empty when absent).

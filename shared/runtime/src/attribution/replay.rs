@@ -29,7 +29,7 @@ use crate::metrics::Metrics;
 /// input order, and the summary for stderr.
 pub fn run(records: Vec<(usize, Record)>, opts: ReplayOptions) -> (Vec<Line>, Summary) {
     let clock = VirtualClock::new();
-    let config = EngineConfig { grace: Duration::from_millis(opts.grace_ms), index: opts.index };
+    let config = EngineConfig { grace: Duration::from_millis(opts.grace_ms), index: opts.index, adaptive: None };
     let engine = Arc::new(Engine::new(config, Arc::new(clock.clone()), Arc::new(Metrics::new())));
     let attributor = Arc::new(Attributor::new(engine.clone()));
     let mut pool = LocalPool::new();

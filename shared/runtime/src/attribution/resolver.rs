@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rules::attribution::audit::{Event, Published};
+use rules::attribution::grace::{AdaptiveGrace, Streaks, Wait};
 use rules::attribution::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
 use rules::attribution::why::{CandidateView, EvidenceFact, Explanation, RouteHealthView};
 use rules::attribution::{ActorKind, Scope, Tier};
@@ -33,11 +34,13 @@ pub struct EngineConfig {
     /// `--author-attribution-grace`.
     pub grace: Duration,
     pub index: IndexConfig,
+    /// `--author-attribution-adaptive-grace`: `None` waits the full grace always.
+    pub adaptive: Option<AdaptiveGrace>,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { grace: Duration::from_secs(3), index: IndexConfig::default() }
+        Self { grace: Duration::from_secs(3), index: IndexConfig::default(), adaptive: None }
     }
 }
 
@@ -77,9 +80,17 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     routes: Mutex<HashMap<String, RouteHealth>>,
+    /// Runs of misses per (route, type), when the grace adapts.
+    streaks: Option<Mutex<Streaks>>,
     shutdown: watch::Sender<bool>,
     last_sweep_ms: Mutex<u64>,
+    /// Evictions not yet logged, and when they last were.
+    evictions_unlogged: Mutex<(u64, Option<u64>)>,
 }
+
+/// At most one eviction warning per this long: the caps binding is a sizing
+/// problem, worth a line a minute, not one per fact.
+const EVICTION_LOG_EVERY_MS: u64 = 60_000;
 
 /// How often applying facts also sweeps expired ones (memory only).
 const SWEEP_EVERY_MS: u64 = 10_000;
@@ -94,8 +105,10 @@ impl Engine {
             clock,
             metrics,
             routes: Mutex::new(HashMap::new()),
+            streaks: config.adaptive.map(|a| Mutex::new(Streaks::new(a))),
             shutdown: watch::channel(false).0,
             last_sweep_ms: Mutex::new(now),
+            evictions_unlogged: Mutex::new((0, None)),
         }
     }
 
@@ -123,6 +136,10 @@ impl Engine {
         self.index.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    fn streaks(&self) -> Option<std::sync::MutexGuard<'_, Streaks>> {
+        self.streaks.as_ref().map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// Facts held (`fact_index_entries`).
     pub fn len(&self) -> usize {
         self.read().len()
@@ -141,13 +158,24 @@ impl Engine {
     /// Files a batch and wakes the resolvers its facts could answer.
     pub fn apply_batch(&self, batch: FactBatch) {
         let now = self.clock.now_ms();
+        if !batch.facts.is_empty()
+            && let Some(mut streaks) = self.streaks()
+        {
+            // Before filing: a resolution that reads this fact must not then
+            // count a miss against a streak the fact already ended.
+            streaks.fact_filed(&batch.scope);
+        }
         let (keys, len, evictions_before, evictions_after) = {
             let mut ix = self.write();
             let before = ix.evictions();
             let mut keys = Vec::new();
+            let mut duplicates = 0;
             for fact in batch.facts {
-                keys.extend(ix.insert(&batch.scope, fact, batch.at_ms));
+                let filed = ix.file(&batch.scope, fact, batch.at_ms);
+                duplicates += u64::from(filed.duplicate);
+                keys.extend(filed.keys);
             }
+            self.metrics.fact_duplicates.inc_by(duplicates);
             let mut last = self.last_sweep_ms.lock().unwrap_or_else(|e| e.into_inner());
             if now.saturating_sub(*last) >= SWEEP_EVERY_MS {
                 ix.sweep(now);
@@ -164,6 +192,31 @@ impl Engine {
         for _ in evictions_before.total..evictions_after.total {
             self.metrics.eviction("total");
         }
+        let evicted =
+            (evictions_after.per_type - evictions_before.per_type) + (evictions_after.total - evictions_before.total);
+        if evicted > 0 {
+            self.log_evictions(evicted, now, &evictions_after);
+        }
+    }
+
+    /// Evictions drop facts the receiver acknowledged: say so (rate-limited),
+    /// not only count it.
+    fn log_evictions(&self, evicted: u64, now: u64, totals: &rules::attribution::index::Evictions) {
+        let mut state = self.evictions_unlogged.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 += evicted;
+        if state.1.is_some_and(|last| now.saturating_sub(last) < EVICTION_LOG_EVERY_MS) {
+            return;
+        }
+        tracing::warn!(
+            evicted = state.0,
+            per_type_total = totals.per_type,
+            total_cap_total = totals.total,
+            max_facts = self.config.index.max_facts,
+            max_facts_per_type = self.config.index.max_facts_per_type,
+            "the fact index is full: acknowledged facts were evicted before their TTL, so their objects may resolve absent; \
+             raise --author-attribution-max-facts / --author-attribution-max-facts-per-type or shorten --author-attribution-ttl"
+        );
+        *state = (0, Some(now));
     }
 
     /// Drops expired facts (memory only; expiry is decided on read anyway).
@@ -215,6 +268,7 @@ impl Engine {
             following,
             follower_last_success: engine.metrics().fact_follower_last_success_timestamp_seconds.get(),
             facts_for_type: engine.facts_for_type(scope) as u64,
+            grace: engine.streaks().map(|s| s.view(scope)),
         }
     }
 
@@ -235,6 +289,12 @@ impl Engine {
         // Fast path: a read that settles needs no waiter (nothing to wait for).
         let first = self.lookup(scope, q);
         if first.settled {
+            return self.finish(scope, version, q, first.best, start);
+        }
+        if self.streaks().is_some_and(|s| s.wait(scope) == Wait::Skip) {
+            // Adaptive grace: no fact of this type for a long run of events;
+            // what the index holds now is what the grace would end on.
+            self.metrics.grace_skipped(&scope.group_resource.group, version, &scope.group_resource.resource);
             return self.finish(scope, version, q, first.best, start);
         }
         let mut shutdown = self.shutdown.subscribe();
@@ -296,6 +356,9 @@ impl Engine {
             self.metrics.fact_op("matched", 1);
         }
         self.track_route(&scope.route, r.tier != Tier::Absent);
+        if let Some(mut streaks) = self.streaks() {
+            streaks.resolved(scope, r.tier == Tier::Absent);
+        }
     }
 
     fn track_route(&self, route: &str, resolved: bool) {

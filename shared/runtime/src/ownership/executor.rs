@@ -174,6 +174,15 @@ fn classify<T>(verb: &str, kind: &str, name: &str, r: kube::Result<T>) -> Result
     }
 }
 
+/// The body of a status merge patch: `status`, and the resourceVersion
+/// precondition when there is one.
+#[derive(Debug, Serialize)]
+struct StatusPatch<'a, S> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<serde_json::Value>,
+    status: &'a S,
+}
+
 impl Executor {
     /// An executor writing to `namespace` through `client`.
     pub fn new(client: Client, namespace: &str) -> Self {
@@ -244,6 +253,22 @@ impl Executor {
         classify("update", &kind, name, api.replace(name, &PostParams::default(), &obj).await)
     }
 
+    /// A merge patch of `status` on `name`'s status subresource, guarded by
+    /// `rv` (the version the decision read) when given.
+    async fn patch_status<K>(&self, name: &str, status: &(impl Serialize + Debug), rv: Option<&String>) -> Result<Step>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    {
+        let patch = StatusPatch { metadata: rv.map(|rv| json!({"resourceVersion": rv})), status };
+        let kind = K::kind(&()).to_string();
+        classify(
+            "patch status",
+            &kind,
+            name,
+            self.api::<K>().patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await,
+        )
+    }
+
     /// Apply one step.
     pub async fn apply(&self, action: &Action, forge: Option<&dyn Forge>) -> Result<Step> {
         match action {
@@ -274,13 +299,8 @@ impl Executor {
             }
             Action::FailTask { task, reason, .. } => {
                 // The minimal merge patch: two status fields, nothing else.
-                let patch = json!({"status": {"parkReason": reason, "parkedAt": Timestamp::now().to_string()}});
-                classify(
-                    "patch status",
-                    "Task",
-                    task,
-                    self.api::<Task>().patch_status(task, &PatchParams::default(), &Patch::Merge(&patch)).await,
-                )
+                let status = json!({"parkReason": reason, "parkedAt": Timestamp::now().to_string()});
+                self.patch_status::<Task>(task, &status, None).await
             }
             Action::SetMergeRequestOwnership {
                 name, resource_version, ownership, reason, last_bot_head_sha, ..
@@ -293,28 +313,28 @@ impl Executor {
                 if let Some(sha) = last_bot_head_sha {
                     status["lastBotHeadSHA"] = json!(sha);
                 }
-                let mut patch = json!({"status": status});
-                if let Some(rv) = resource_version {
-                    patch["metadata"] = json!({"resourceVersion": rv});
-                }
-                classify(
-                    "patch status",
-                    "MergeRequest",
-                    name,
-                    self.api::<MergeRequest>().patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await,
-                )
+                self.patch_status::<MergeRequest>(name, &status, resource_version.as_ref()).await
+            }
+            Action::CreateMergeRequest { merge_request, .. } => classify(
+                "create",
+                "MergeRequest",
+                merge_request.name(),
+                self.api::<MergeRequest>().create(&PostParams::default(), merge_request).await,
+            ),
+            Action::FillMergeRequest { name, resource_version, status, .. } => {
+                // Exactly the fields being filled in: a merge patch leaves
+                // every other status field as the operator wrote it.
+                self.patch_status::<MergeRequest>(name, status, resource_version.as_ref()).await
+            }
+            Action::SetMrRefs { task, resource_version, mr_refs, .. } => {
+                // A merge patch replaces a list whole; the resourceVersion
+                // precondition is what keeps a concurrent append from being lost.
+                self.patch_status::<Task>(task, &json!({"mrRefs": mr_refs}), resource_version.as_ref()).await
             }
             Action::UnparkTask { task, resource_version, state, .. } => {
-                let mut patch = json!({"status": {"parkReason": null, "parkedAt": null, "state": state, "stateEnteredAt": Timestamp::now().to_string()}});
-                if let Some(rv) = resource_version {
-                    patch["metadata"] = json!({"resourceVersion": rv});
-                }
-                classify(
-                    "patch status",
-                    "Task",
-                    task,
-                    self.api::<Task>().patch_status(task, &PatchParams::default(), &Patch::Merge(&patch)).await,
-                )
+                let status = json!({"parkReason": null, "parkedAt": null, "state": state,
+                    "stateEnteredAt": Timestamp::now().to_string()});
+                self.patch_status::<Task>(task, &status, resource_version.as_ref()).await
             }
             Action::DeleteTask { task, uid, .. } => {
                 let dp = DeleteParams {

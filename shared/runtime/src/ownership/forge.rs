@@ -252,6 +252,28 @@ impl GitHub {
         Ok(page.items.last().is_some_and(|cm| is_human(&cm.user.login, &cm.user.r#type, bot_login)))
     }
 
+    /// Whether a pull request's conversation ends with a human comment (its
+    /// review mint's stage). The pulls listing carries no comment count, so
+    /// this lists the comments, following pages: one request for most threads.
+    pub async fn last_pull_comment_human(
+        &self,
+        c: &RepoCoords,
+        number: i64,
+        bot_login: &str,
+    ) -> Result<bool, ForgeError> {
+        let target = format!("{}#{number}", c.full_name());
+        let first = self
+            .crab
+            .issues(&c.owner, &c.repo)
+            .list_comments(forge_number(number))
+            .per_page(100)
+            .send()
+            .await
+            .map_err(|e| forge_err("list comments", &target, e))?;
+        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list comments", &target, e))?;
+        Ok(all.last().is_some_and(|cm| is_human(&cm.user.login, &cm.user.r#type, bot_login)))
+    }
+
     /// Every open pull request of a repository, following pages.
     pub async fn open_pulls(
         &self,
@@ -307,11 +329,15 @@ fn pull(repository_ref: &str, c: &RepoCoords, p: &GhPull, bot_login: &str) -> Fo
         number: p.number as i64,
         author,
         head_branch: p.head.ref_field.clone(),
+        head_sha: p.head.sha.clone(),
         // Unknown head repo (a deleted fork) stays None: fails closed.
         head_repo: p.head.repo.as_ref().and_then(|r| r.full_name.clone()),
         base_repo: p.base.repo.as_ref().and_then(|r| r.full_name.clone()).unwrap_or_else(|| c.full_name()),
         labels: p.labels.iter().flatten().map(|l| l.name.clone()).collect(),
         mentions_bot: !bot_login.is_empty() && body.contains(&format!("@{bot_login}")),
+        url: p.html_url.as_ref().map(|u| u.to_string()).unwrap_or_default(),
+        // Read only for the pull requests a review is minted for.
+        last_comment_human: false,
     }
 }
 

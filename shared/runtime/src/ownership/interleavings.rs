@@ -1,5 +1,6 @@
 //! Property test: random ownership graphs and random interleavings of fold,
-//! reap, repair and sweep, each retried on conflict, against the fake API's
+//! reap, repair and sweep (issue mints, pull-request adoptions and review
+//! mints), each retried on conflict, against the fake API's
 //! store (resourceVersion preconditions, two-controller refusal, GC). The
 //! executor's discipline is modelled exactly: a decision is computed from a
 //! fresh read, each write carries the version it was computed from, a 409
@@ -26,6 +27,14 @@ fn snapshot(store: &Store) -> Snapshot {
             .map(|v| serde_json::from_value::<MergeRequest>(v).unwrap())
             .collect(),
     }
+}
+
+/// A merge patch with the decision's resourceVersion as its precondition.
+fn guarded(mut patch: Value, rv: &Option<String>) -> Value {
+    if let Some(rv) = rv {
+        patch["metadata"] = json!({"resourceVersion": rv});
+    }
+    patch
 }
 
 #[derive(Debug, PartialEq)]
@@ -70,6 +79,15 @@ fn apply(store: &mut Store, action: &Action) -> Outcome {
         Action::DeleteTask { task, uid, .. } => store.delete("tasks", NS, task, uid.as_deref(), None),
         Action::CreateTask { task, .. } => store.create("tasks", NS, serde_json::to_value(task).unwrap()),
         Action::CreateIssue { issue, .. } => store.create("issues", NS, serde_json::to_value(issue).unwrap()),
+        Action::CreateMergeRequest { merge_request, .. } => {
+            store.create("mergerequests", NS, serde_json::to_value(merge_request).unwrap())
+        }
+        Action::FillMergeRequest { name, resource_version, status, .. } => {
+            store.patch("mergerequests", NS, name, &guarded(json!({"status": status}), resource_version), true)
+        }
+        Action::SetMrRefs { task, resource_version, mr_refs, .. } => {
+            store.patch("tasks", NS, task, &guarded(json!({"status": {"mrRefs": mr_refs}}), resource_version), true)
+        }
         Action::SetMergeRequestOwnership { .. } | Action::UnparkTask { .. } => {
             unreachable!("not generated here")
         }
@@ -86,10 +104,24 @@ fn apply(store: &mut Store, action: &Action) -> Outcome {
 
 #[derive(Debug, Clone)]
 enum OpKind {
-    Fold { umbrella: String, members: Vec<String> },
-    Reap { task: String },
+    Fold {
+        umbrella: String,
+        members: Vec<String>,
+    },
+    Reap {
+        task: String,
+    },
     Repair,
-    Sweep { number: i64 },
+    Sweep {
+        number: i64,
+    },
+    /// The sweep's pull-request writes: a bot PR on `task/t<task>` is
+    /// adopted, a human one gets a review Task.
+    SweepPr {
+        number: i64,
+        bot: bool,
+        task: usize,
+    },
 }
 
 struct Op {
@@ -140,6 +172,25 @@ fn decide(kind: &OpKind, snap: &Snapshot) -> Vec<Action> {
             };
             let stage = sweep::mint_stage(false, issue.last_comment_human);
             sweep::decide(snap, &project(), None, NS, &issue, stage)
+        }
+        OpKind::SweepPr { number, bot, task } => {
+            let pr = sweep::ForgePullRequest {
+                repository_ref: "repo".into(),
+                number: *number,
+                author: if *bot { "bot" } else { "alice" }.into(),
+                head_branch: format!("task/t{task}"),
+                head_sha: "abc".into(),
+                head_repo: Some("o/repo".into()),
+                base_repo: "o/repo".into(),
+                url: format!("https://forge/repo/pull/{number}"),
+                ..Default::default()
+            };
+            if *bot {
+                sweep::decide_adopt(snap, &project(), None, &pr).into_actions()
+            } else {
+                let stage = sweep::MintSource::Review(pr.clone()).stage();
+                sweep::decide_review(snap, &project(), None, NS, &pr, stage).into_actions()
+            }
         }
     }
 }
@@ -205,7 +256,7 @@ fn world() -> impl Strategy<Value = World> {
     (
         prop::collection::vec(0u8..4, 2..6),
         prop::collection::vec((any::<u8>(), any::<u8>()), 1..7),
-        prop::collection::vec((0u8..4, any::<u8>(), any::<u8>()), 1..7),
+        prop::collection::vec((0u8..5, any::<u8>(), any::<u8>()), 1..7),
         prop::collection::vec(any::<u8>(), 0..200),
     )
         .prop_map(|(stages, artifacts, ops, schedule)| World { stages, artifacts, ops, schedule })
@@ -255,7 +306,8 @@ fn build(w: &World) -> (Store, Vec<Op>) {
                 }
                 1 => OpKind::Reap { task: format!("t{}", *a as usize % n) },
                 2 => OpKind::Repair,
-                _ => OpKind::Sweep { number: (*a % 8) as i64 + 1 },
+                3 => OpKind::Sweep { number: (*a % 8) as i64 + 1 },
+                _ => OpKind::SweepPr { number: (*a % 8) as i64 + 1, bot: b % 2 == 0, task: (*b / 2) as usize % n },
             };
             Some(Op { kind, pending: vec![], done: false, rounds: 0 })
         })
@@ -290,6 +342,10 @@ fn check_invariants(store: &Store) -> Result<(), String> {
         }
     }
     for t in store.all("tasks", NS) {
+        let refs: Vec<&Value> = t["status"]["mrRefs"].as_array().into_iter().flatten().collect();
+        if refs.iter().enumerate().any(|(i, r)| refs[..i].contains(r)) {
+            return Err(format!("{} lists a merge request twice in mrRefs: {refs:?}", t["metadata"]["name"]));
+        }
         if t["metadata"]["ownerReferences"].as_array().is_some_and(|r| r.iter().any(|r| r["kind"] == "Task")) {
             return Err("a Task owns a Task".into());
         }
@@ -346,5 +402,38 @@ fn the_invariant_check_can_fail() {
     while !op.done {
         tick(&mut op, &mut store);
     }
+    assert!(check_invariants(&store).is_ok());
+}
+
+#[test]
+fn the_pull_request_ops_write_what_the_property_checks() {
+    // Guard against a vacuous op: two adoptions of the same PR and two
+    // review mints, interleaved step by step, adopt once and mint once.
+    let mut store = Store::new();
+    store.seed("tasks", NS, task_json("t0", 0)).unwrap();
+    let mut ops: Vec<Op> = [(5, true), (5, true), (6, false), (6, false)]
+        .into_iter()
+        .map(|(number, bot)| Op {
+            kind: OpKind::SweepPr { number, bot, task: 0 },
+            pending: vec![],
+            done: false,
+            rounds: 0,
+        })
+        .collect();
+    while ops.iter().any(|o| !o.done) {
+        for op in ops.iter_mut().filter(|o| !o.done) {
+            tick(op, &mut store);
+        }
+    }
+    let t0 = store.get("tasks", NS, "t0").unwrap();
+    assert_eq!(t0["status"]["mrRefs"], json!(["repo#5"]));
+    let adopted = store.get("mergerequests", NS, "mr-repo-5").unwrap();
+    assert_eq!(adopted["metadata"]["ownerReferences"][0]["name"], "t0");
+    assert_eq!(adopted["status"]["ownership"], "tatara");
+    let review = rules::ownership::naming::review_task_name("proj", "repo", 6);
+    let reviewed = store.get("mergerequests", NS, "mr-repo-6").unwrap();
+    assert_eq!(reviewed["metadata"]["ownerReferences"][0]["name"], review.as_str());
+    assert_eq!(reviewed["status"]["ownershipReason"], "initial");
+    assert_eq!(store.all("tasks", NS).len(), 2, "one review Task");
     assert!(check_invariants(&store).is_ok());
 }

@@ -78,6 +78,11 @@ struct FakeApiArgs {
     /// down (its paths answer 503). Repeatable.
     #[arg(long = "unavailable-group", value_name = "GROUP/VERSION")]
     unavailable_groups: Vec<String>,
+    /// At exit, write every resource request as the RBAC authorizer saw it
+    /// (user, verb, group, resource, namespace, name) to this file, one JSON
+    /// object per line, so a test can hold them against a Role.
+    #[arg(long, value_name = "FILE")]
+    request_log: Option<PathBuf>,
 }
 
 fn fail(message: String) -> ExitCode {
@@ -148,6 +153,15 @@ async fn fake_api(args: FakeApiArgs) -> Result<(), String> {
     }
     announce(&api.url())?;
     shutdown().await;
+    if let Some(path) = &args.request_log {
+        let mut lines = String::new();
+        for a in api.authorizations() {
+            let line = serde_json::to_string(&a).map_err(|e| format!("cannot encode a request: {e}"))?;
+            lines.push_str(&line);
+            lines.push('\n');
+        }
+        std::fs::write(path, lines).map_err(|e| format!("--request-log {}: {e}", path.display()))?;
+    }
     Ok(())
 }
 

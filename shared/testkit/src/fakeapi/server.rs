@@ -55,6 +55,23 @@ pub struct Request {
     pub groups: Vec<String>,
 }
 
+/// One resource request as the RBAC authorizer sees it (its request
+/// attributes), so a test can hold what a binary did against a Role.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Authorization {
+    pub user: String,
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`,
+    /// `deletecollection`.
+    pub verb: String,
+    pub group: String,
+    /// The plural, with its subresource as `plural/sub` (`pods/proxy`).
+    pub resource: String,
+    /// `None` for a cluster-scoped or all-namespaces request.
+    pub namespace: Option<String>,
+    /// `None` when the request names no object (list, create, watch).
+    pub name: Option<String>,
+}
+
 #[derive(Debug)]
 struct Hooks {
     faults: Vec<Fault>,
@@ -64,6 +81,7 @@ struct Hooks {
     tokens: HashMap<String, String>,
     bookmark_interval: Duration,
     requests: Vec<Request>,
+    authorizations: Vec<Authorization>,
 }
 
 #[derive(Debug)]
@@ -231,6 +249,11 @@ impl FakeApi {
     pub fn requests(&self) -> Vec<Request> {
         lock(&self.shared.hooks).requests.clone()
     }
+
+    /// Every resource request so far, as the RBAC authorizer saw it.
+    pub fn authorizations(&self) -> Vec<Authorization> {
+        lock(&self.shared.hooks).authorizations.clone()
+    }
 }
 
 /// A kubeconfig for `server` (context `fake`, user `tester` with token
@@ -264,6 +287,7 @@ pub async fn serve_on(store: Store, addr: SocketAddr) -> std::io::Result<FakeApi
             tokens: HashMap::new(),
             bookmark_interval: DEFAULT_BOOKMARK_INTERVAL,
             requests: Vec::new(),
+            authorizations: Vec::new(),
         }),
         drops: watch::Sender::new(0),
         paused: watch::Sender::new(false),
@@ -360,6 +384,29 @@ impl Shared {
             *n -= 1;
         }
         Some(f.code)
+    }
+
+    fn authorize(
+        &self,
+        user: &str,
+        verb: &str,
+        t: &ResourceType,
+        sub: Option<&str>,
+        namespace: Option<&str>,
+        name: Option<&str>,
+    ) {
+        let resource = match sub {
+            Some(sub) => format!("{}/{sub}", t.plural),
+            None => t.plural.clone(),
+        };
+        lock(&self.hooks).authorizations.push(Authorization {
+            user: user.to_owned(),
+            verb: verb.to_owned(),
+            group: t.group.clone(),
+            resource,
+            namespace: namespace.map(str::to_owned),
+            name: name.map(str::to_owned),
+        });
     }
 
     fn forbidden(&self, user: &str, verb: &str, t: &ResourceType, sub: Option<&str>) -> bool {
@@ -496,6 +543,7 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
                 Method::DELETE => "delete",
                 _ => "get",
             };
+            shared.authorize(&user, verb, &pods, Some("proxy"), Some(&ns), Some(&pod));
             if shared.forbidden(&user, verb, &pods, Some("proxy")) {
                 return error_reply(&ApiError::forbidden(&pods, Some("proxy"), &pod, &ns, &user, verb));
             }
@@ -553,6 +601,7 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         _ => return error_reply(&ApiError::method_not_allowed(method.as_str())),
     };
     let (t, name, ns) = (&req.t, req.name.as_deref().unwrap_or(""), req.ns.as_deref().unwrap_or(""));
+    shared.authorize(&req.user, verb, t, req.sub.as_deref(), req.ns.as_deref(), req.name.as_deref());
     if shared.forbidden(&req.user, verb, t, req.sub.as_deref()) {
         return error_reply(&ApiError::forbidden(t, req.sub.as_deref(), name, ns, &req.user, verb));
     }

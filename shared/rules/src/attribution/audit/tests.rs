@@ -156,3 +156,55 @@ fn event_list_and_lone_event_decode_and_garbage_is_a_clear_error() {
     let err = EventList::from_json(b"{not json").unwrap_err();
     assert!(err.to_string().contains("audit payload"), "{err}");
 }
+
+fn nested(depth: usize) -> String {
+    format!("{}1{}", "[".repeat(depth), "]".repeat(depth))
+}
+
+fn item(audit_id: &str, extra: &str) -> String {
+    format!(
+        r#"{{"auditID":"{audit_id}","stage":"ResponseComplete","verb":"update","user":{{"username":"alice"}},"objectRef":{{"resource":"configmaps","namespace":"ns","name":"cm-{audit_id}","apiVersion":"v1"}},"responseObject":{{"metadata":{{"name":"cm-{audit_id}","uid":"u-{audit_id}","resourceVersion":"7"}}}}{extra}}}"#
+    )
+}
+
+// "Decode item by item: keep every usable event, count and log each refused
+// one with its auditID; 400 only when the body is no EventList."
+#[test]
+fn a_bad_item_is_refused_alone_and_every_usable_event_is_kept() {
+    let deep = format!(r#","requestObject":{{"metadata":{{"name":"cm-deep"}},"spec":{}}}"#, nested(300));
+    let body = format!(
+        r#"{{"kind":"EventList","items":[{},{},{},{},{},5]}}"#,
+        item("good-1", ""),
+        // A wrong-typed field refuses its event.
+        item("typed", r#","impersonatedUser":"alice""#),
+        // Nesting past serde_json's 128 levels in a body: skipped unbuilt.
+        item("deep", &deep),
+        // A JSON Patch request body is an array: read as no body.
+        item("json-patch", r#","requestObject":[{"op":"add","path":"/data/x","value":"1"}]"#),
+        item("good-2", ""),
+    );
+    let d = EventList::decode(body.as_bytes()).unwrap();
+    let kept: Vec<&str> = d.events.iter().map(|e| e.audit_id.as_str()).collect();
+    assert_eq!(kept, ["good-1", "deep", "json-patch", "good-2"]);
+    let refused: Vec<(usize, &str, &str, &str)> =
+        d.refused.iter().map(|r| (r.index, r.audit_id.as_str(), r.verb.as_str(), r.resource.as_str())).collect();
+    assert_eq!(refused, [(1, "typed", "update", "configmaps"), (5, "", "", "")]);
+    assert!(d.refused[0].error.contains("invalid type"), "{}", d.refused[0].error);
+    // The kept events publish as ever.
+    assert!(d.events.iter().all(|e| matches!(publish("lab", e), Published::Fact { .. })));
+    // The strict decoder names the first refused item.
+    let err = EventList::from_json(body.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("audit event 1 (auditID \"typed\")"), "{err}");
+}
+
+#[test]
+fn only_a_body_that_is_no_event_list_is_an_error() {
+    for bad in [&br#"{"items": 5}"#[..], b"[]", b"null", b"123", b"", b"{not json", &[0xff, 0xfe][..]] {
+        assert!(EventList::decode(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+    }
+    let empty = EventList::decode(br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1"}"#).unwrap();
+    assert!(empty.events.is_empty() && empty.refused.is_empty());
+    // A deep body in a lone Event does not refuse it either.
+    let lone = item("lone", &format!(r#","requestObject":{}"#, nested(500)));
+    assert_eq!(EventList::decode(lone.as_bytes()).unwrap().events[0].audit_id, "lone");
+}

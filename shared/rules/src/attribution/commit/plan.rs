@@ -80,17 +80,23 @@ pub fn author_identity(author: Option<&ResolvedAuthor>) -> Identity {
     let Some(author) = author else {
         return unresolved();
     };
-    let username = clean_ident(&author.username);
-    if username.is_empty() {
+    if author.username.trim().is_empty() {
         // A fact always names an actor; an empty one is not a resolution.
         return unresolved();
     }
+    let noreply = noreply_email(&author.username);
+    let username = clean_ident(&author.username);
     let display = clean_ident(&author.display_name);
     let email = clean_ident(&author.email);
-    Identity {
-        name: if display.is_empty() { username } else { display },
-        email: if email.is_empty() { noreply_email(&author.username) } else { email },
-    }
+    let name = match (display.is_empty(), username.is_empty()) {
+        (false, _) => display,
+        (true, false) => username,
+        // Nothing of the username survives as a git name (`<>`, control
+        // characters only): the no-reply address's local part still names
+        // this actor, distinctly, and the Reverser-Actor trailer keeps the rest.
+        (true, true) => noreply.split('@').next().unwrap_or("user").to_owned(),
+    };
+    Identity { name, email: if email.is_empty() || !email.contains('@') { noreply } else { email } }
 }
 
 /// The deterministic no-reply email for a username:
@@ -202,15 +208,36 @@ fn audit_id(change: &Change) -> Option<String> {
     change.audit_id.as_deref().map(one_line).filter(|s| !s.is_empty())
 }
 
+/// The longest name, email or trailer value written, in characters: a 10 KB
+/// username still makes a commit, with a readable header.
+pub const MAX_IDENT_CHARS: usize = 256;
+
 /// A value that must stay on its one trailer line.
 fn one_line(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect::<String>().trim().to_owned()
+    let line: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    truncated(line.trim())
 }
 
-/// A name or email git accepts in a signature: no angle brackets (they
-/// delimit the email) and no control characters.
+/// `s` cut to [`MAX_IDENT_CHARS`], marked with `…` when cut.
+fn truncated(s: &str) -> String {
+    match s.char_indices().nth(MAX_IDENT_CHARS) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
+    }
+}
+
+/// What git trims from both ends of a signature's name and email (libgit2's
+/// `is_crud`): an identity made only of these would be empty to git.
+fn is_crud(c: char) -> bool {
+    c <= ' ' || matches!(c, '.' | ',' | ':' | ';' | '<' | '>' | '"' | '\\' | '\'')
+}
+
+/// A name or email git accepts in a signature exactly as given: no angle
+/// brackets (they delimit the email), no control characters, nothing git
+/// would trim at either end, at most [`MAX_IDENT_CHARS`].
 fn clean_ident(s: &str) -> String {
-    s.chars().filter(|c| !matches!(c, '<' | '>') && !c.is_control()).collect::<String>().trim().to_owned()
+    let kept: String = s.chars().filter(|c| !matches!(c, '<' | '>') && !c.is_control()).collect();
+    truncated(kept.trim_matches(is_crud)).trim_end_matches(is_crud).to_owned()
 }
 
 #[cfg(test)]

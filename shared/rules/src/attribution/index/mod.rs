@@ -7,12 +7,21 @@
 //! alone files the name tier. A removal fact with a uid also takes the sticky
 //! removal pointer, which no write fact may overwrite and the TTL does not
 //! bound. A collection fact is filed under its namespace.
+//!
+//! Every last-writer-wins slot keeps the fact that is last in the object's
+//! own order ([`order`]), not the one that arrived last, and a fact whose
+//! auditID the scope already holds is a re-delivery and changes nothing: so
+//! duplicates and reordering of facts never change a resolution.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use super::selector::Selector;
 use super::{Fact, Scope, Tier};
+
+pub mod order;
+pub use order::{object_order, supersedes};
 
 /// Caps and horizons of the index. Defaults are the sidecar's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +149,16 @@ pub struct Evictions {
     pub total: u64,
 }
 
+/// What filing one fact did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filed {
+    /// The keys whose answer the fact changed: the waiters to wake.
+    pub keys: Vec<IndexKey>,
+    /// The scope already held a fact with this auditID: a re-delivery,
+    /// ignored whole.
+    pub duplicate: bool,
+}
+
 /// The uid tiers of one object, under one copy of its uid: `exact` (by
 /// resourceVersion), `latest`, and the sticky removal pointer.
 #[derive(Debug, Default)]
@@ -171,6 +190,51 @@ struct ScopeIndex {
     live: VecDeque<FactRef>,
     /// Removal facts past their TTL, still held by the sticky pointer.
     sticky_only: VecDeque<FactRef>,
+    /// Held facts by a hash of their auditID, to recognise a re-delivery.
+    /// The fact itself confirms a match, so a hash collision only costs the
+    /// check, never a fact.
+    audit_ids: HashMap<u64, FactRef>,
+}
+
+fn audit_hash(audit_id: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    audit_id.hash(&mut h);
+    h.finish()
+}
+
+/// Puts `f` in `slot` when the slot is empty or `f` supersedes what it holds.
+fn take_slot(slot: &mut Option<FactRef>, f: &FactRef) -> bool {
+    let take = slot.as_ref().is_none_or(|cur| supersedes(&f.fact, &cur.fact));
+    if take {
+        *slot = Some(f.clone());
+    }
+    take
+}
+
+/// [`take_slot`] for a map entry.
+fn take_entry(map: &mut HashMap<Box<str>, FactRef>, key: Box<str>, f: &FactRef) -> bool {
+    match map.entry(key) {
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            let take = supersedes(&f.fact, &e.get().fact);
+            if take {
+                e.insert(f.clone());
+            }
+            take
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(f.clone());
+            true
+        }
+    }
+}
+
+/// The last of `facts` in the object's order (arrival order breaks ties:
+/// `facts` come in arrival order).
+fn latest<'a>(facts: impl Iterator<Item = &'a FactRef>) -> Option<&'a FactRef> {
+    facts.fold(None, |best, f| match best {
+        Some(b) if !supersedes(&f.fact, &b.fact) => Some(b),
+        _ => Some(f),
+    })
 }
 
 fn same(a: &Option<FactRef>, f: &FactRef) -> bool {
@@ -199,6 +263,32 @@ impl ScopeIndex {
         self.name.get(namespace)?.get(name)
     }
 
+    /// The held fact with `f`'s auditID, if any: `f` is then a re-delivery.
+    fn held_duplicate(&self, f: &Fact) -> bool {
+        !f.audit_id.is_empty()
+            && self.audit_ids.get(&audit_hash(&f.audit_id)).is_some_and(|held| held.fact.audit_id == f.audit_id)
+    }
+
+    fn remember_audit_id(&mut self, f: &FactRef) {
+        if !f.fact.audit_id.is_empty() {
+            // On a (astronomically rare) collision the first holder stays.
+            self.audit_ids.entry(audit_hash(&f.fact.audit_id)).or_insert_with(|| f.clone());
+        }
+    }
+
+    fn forget_audit_id(&mut self, f: &FactRef) {
+        if f.fact.audit_id.is_empty() {
+            return;
+        }
+        let h = audit_hash(&f.fact.audit_id);
+        if self.audit_ids.get(&h).is_some_and(|held| Arc::ptr_eq(held, f)) {
+            self.audit_ids.remove(&h);
+        }
+    }
+
+    /// Files `f` under the keys of its one branch; returns the keys whose
+    /// slot it took (none: a later fact already holds every slot it could
+    /// fill, so it is not held at all).
     fn file(&mut self, f: &FactRef) -> Vec<IndexKey> {
         let fact = &f.fact;
         let mut keys = Vec::with_capacity(2);
@@ -211,26 +301,39 @@ impl ScopeIndex {
             let e = self.by_uid.entry(uid.clone()).or_default();
             if !fact.resource_version.is_empty() {
                 let rv = fact.resource_version.as_str();
-                match e.exact.iter_mut().find(|(r, _)| &**r == rv) {
-                    Some(slot) => slot.1 = f.clone(),
-                    None => e.exact.push((rv.into(), f.clone())),
+                let took = match e.exact.iter_mut().find(|(r, _)| &**r == rv) {
+                    Some(slot) if supersedes(fact, &slot.1.fact) => {
+                        slot.1 = f.clone();
+                        true
+                    }
+                    Some(_) => false,
+                    None => {
+                        e.exact.push((rv.into(), f.clone()));
+                        true
+                    }
+                };
+                if took {
+                    keys.push(IndexKey::Exact(uid.clone(), rv.into()));
                 }
-                keys.push(IndexKey::Exact(uid.clone(), rv.into()));
             }
-            e.latest = Some(f.clone());
+            let mut took_uid = take_slot(&mut e.latest, f);
             if fact.is_removal() {
                 // Only another removal fact may fill the sticky pointer.
-                e.sticky = Some(f.clone());
+                took_uid |= take_slot(&mut e.sticky, f);
             }
-            keys.push(IndexKey::Uid(uid));
+            if took_uid {
+                keys.push(IndexKey::Uid(uid));
+            }
         } else if !fact.resource_version.is_empty() {
             let rv: Box<str> = fact.resource_version.as_str().into();
-            self.rv.insert(rv.clone(), f.clone());
-            keys.push(IndexKey::Rv(rv));
+            if take_entry(&mut self.rv, rv.clone(), f) {
+                keys.push(IndexKey::Rv(rv));
+            }
         } else if !fact.name.is_empty() {
             let (ns, name): (Box<str>, Box<str>) = (fact.namespace.as_str().into(), fact.name.as_str().into());
-            self.name.entry(ns.clone()).or_default().insert(name.clone(), f.clone());
-            keys.push(IndexKey::Name(ns, name));
+            if take_entry(self.name.entry(ns.clone()).or_default(), name.clone(), f) {
+                keys.push(IndexKey::Name(ns, name));
+            }
         }
         keys
     }
@@ -288,6 +391,7 @@ impl ScopeIndex {
         let f = if from_live { self.live.pop_front() } else { self.sticky_only.pop_front() };
         if let Some(f) = f {
             self.unfile(&f, true);
+            self.forget_audit_id(&f);
         }
         true
     }
@@ -305,6 +409,7 @@ pub struct Index {
     next_seq: u64,
     total: usize,
     evictions: Evictions,
+    duplicates: u64,
 }
 
 impl Index {
@@ -329,6 +434,11 @@ impl Index {
         self.evictions
     }
 
+    /// Re-delivered facts recognised by their auditID and ignored.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+
     fn scope(&self, scope: &Scope) -> Option<&ScopeIndex> {
         self.scope_ids.get(scope).map(|&id| &self.scopes[id as usize])
     }
@@ -340,11 +450,15 @@ impl Index {
     }
 
     /// Files a fact; returns the keys it filled (the waiters to wake). A fact
-    /// that names no key (no uid, rv or name, not a collection) files nothing.
+    /// that names no key (no uid, rv or name, not a collection) files
+    /// nothing; nor does one a later fact already superseded everywhere, nor
+    /// a re-delivery of a fact the scope holds (same auditID).
     pub fn insert(&mut self, scope: &Scope, fact: Fact, at_ms: u64) -> Vec<IndexKey> {
-        let selector = if fact.is_collection() { Selector::parse(&fact.label_selector).ok() } else { None };
-        let seq = self.next_seq;
-        let stored = Arc::new(StoredFact { fact, at_ms, seq, selector });
+        self.file(scope, fact, at_ms).keys
+    }
+
+    /// [`Index::insert`], saying whether the fact was a re-delivery.
+    pub fn file(&mut self, scope: &Scope, fact: Fact, at_ms: u64) -> Filed {
         let id = match self.scope_ids.get(scope) {
             Some(&id) => id,
             None => {
@@ -354,12 +468,20 @@ impl Index {
                 id
             }
         };
-        let cap = self.config.max_facts_per_type.max(1);
         let s = &mut self.scopes[id as usize];
+        if s.held_duplicate(&fact) {
+            self.duplicates += 1;
+            return Filed { keys: Vec::new(), duplicate: true };
+        }
+        let selector = if fact.is_collection() { Selector::parse(&fact.label_selector).ok() } else { None };
+        let seq = self.next_seq;
+        let stored = Arc::new(StoredFact { fact, at_ms, seq, selector });
+        let cap = self.config.max_facts_per_type.max(1);
         let keys = s.file(&stored);
         if keys.is_empty() {
-            return keys;
+            return Filed::default();
         }
+        s.remember_audit_id(&stored);
         self.next_seq += 1;
         while s.len() >= cap && s.evict_oldest() {
             self.total -= 1;
@@ -374,7 +496,7 @@ impl Index {
             }
             self.evictions.total += 1;
         }
-        keys
+        Filed { keys, duplicate: false }
     }
 
     fn evict_globally_oldest(&mut self) -> bool {
@@ -404,6 +526,7 @@ impl Index {
                     let at = s.sticky_only.partition_point(|x| x.seq < f.seq);
                     s.sticky_only.insert(at, f);
                 } else {
+                    s.forget_audit_id(&f);
                     dropped += 1;
                 }
             }
@@ -493,11 +616,9 @@ impl Index {
     }
 
     fn collection_with_uid<'a>(&self, s: &'a ScopeIndex, q: &Query, now_ms: u64) -> Option<&'a FactRef> {
-        s.collections
-            .get(q.namespace.as_str())?
-            .iter()
-            .rev()
-            .find(|c| self.live(Some(c), now_ms).is_some() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid)))
+        latest(s.collections.get(q.namespace.as_str())?.iter().filter(|c| {
+            self.live(Some(c), now_ms).is_some() && c.fact.uids.as_ref().is_some_and(|u| u.contains(&q.uid))
+        }))
     }
 
     /// The scope tier: a collection request in the object's namespace whose
@@ -506,12 +627,12 @@ impl Index {
     /// exactly which objects it deleted, and this one was not among them.
     fn collection_covering<'a>(&self, s: &'a ScopeIndex, q: &Query, now_ms: u64) -> Option<&'a FactRef> {
         let window = self.config.collection_window_ms;
-        s.collections.get(q.namespace.as_str())?.iter().rev().find(|c| {
+        latest(s.collections.get(q.namespace.as_str())?.iter().filter(|c| {
             self.live(Some(c), now_ms).is_some()
                 && c.fact.uids.is_none()
                 && c.at_ms.abs_diff(q.observed_at_ms) <= window
                 && c.selector.as_ref().is_some_and(|sel| sel.matches(&q.labels))
-        })
+        }))
     }
 
     /// Every fact the index holds for the object of `q`, tier by tier, with

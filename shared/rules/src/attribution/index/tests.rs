@@ -252,3 +252,210 @@ fn explain_lists_competing_facts_and_why_they_lose() {
     let w = ix.explain(&scope(), &write_q("u1", "41003"), 20);
     assert!(w.iter().any(|c| c.tier == Tier::Latest && c.excluded.unwrap().contains("exact-capable")));
 }
+
+fn stamped(author: &str, verb: &str, uid: &str, rv: &str, name: &str, audit: &str, micros: u64) -> Fact {
+    Fact {
+        audit_id: audit.into(),
+        stage_timestamp: format!("2026-11-29T12:00:00.{micros:06}Z"),
+        ..fact(author, verb, uid, rv, name)
+    }
+}
+
+// The probe's case: alice writes rv 5, bob writes rv 6, alice's batch is
+// re-delivered (the API server retries any non-2xx), the object is deleted
+// with no delete evidence. The removal's fallback is bob, the last writer.
+#[test]
+fn a_redelivered_older_batch_never_becomes_latest() {
+    let mut ix = index();
+    let alice = stamped("alice", "update", "u1", "5", "cm", "a-5", 1);
+    let bob = stamped("bob", "update", "u1", "6", "cm", "b-6", 2);
+    ix.insert(&scope(), alice.clone(), 0);
+    ix.insert(&scope(), bob, 10);
+    let filed = ix.file(&scope(), alice, 20);
+    assert_eq!(filed, Filed { keys: vec![], duplicate: true }, "a re-delivery changes nothing");
+    assert_eq!(ix.duplicates(), 1);
+    assert_eq!(ix.len(), 2, "and is not held twice");
+    assert_eq!(answer(&ix, &removal_q("u1", "7"), 30), (Tier::Latest, Some("bob".into()), false));
+}
+
+// Without the auditID to recognise it (a copy under another id), the object's
+// own order still keeps the older write out of `latest`.
+#[test]
+fn an_older_write_arriving_late_is_filed_exact_but_not_latest() {
+    let mut ix = index();
+    ix.insert(&scope(), stamped("bob", "update", "u1", "6", "cm", "b-6", 2), 0);
+    let keys = ix.insert(&scope(), stamped("alice", "update", "u1", "5", "cm", "a-5", 1), 10);
+    assert_eq!(keys, vec![IndexKey::Exact("u1".into(), "5".into())], "its own version only");
+    assert_eq!(answer(&ix, &write_q("u1", "5"), 20), (Tier::Exact, Some("alice".into()), true));
+    assert_eq!(answer(&ix, &removal_q("u1", "7"), 20).1.as_deref(), Some("bob"));
+}
+
+// Same resourceVersion (the finalizer patch carries the rv the deletion
+// stamped): the stage timestamp orders them, whichever arrives first.
+#[test]
+fn equal_resource_versions_are_ordered_by_stage_timestamp() {
+    let delete = stamped("alice", "delete", "u1", "41002", "cm", "d", 1);
+    let patch = stamped("controller", "patch", "u1", "41002", "cm", "p", 2);
+    for order in [[delete.clone(), patch.clone()], [patch, delete]] {
+        let mut ix = index();
+        for f in order {
+            ix.insert(&scope(), f, 0);
+        }
+        assert_eq!(answer(&ix, &write_q("u1", "41002"), 1).1.as_deref(), Some("controller"));
+        assert_eq!(answer(&ix, &removal_q("u1", "41003"), 1), (Tier::DeleteSticky, Some("alice".into()), true));
+    }
+}
+
+#[test]
+fn name_and_rv_tiers_keep_the_later_fact_too() {
+    let mut ix = index();
+    ix.insert(&scope(), stamped("new", "update", "", "", "cm", "n2", 2), 0);
+    assert!(ix.insert(&scope(), stamped("old", "update", "", "", "cm", "n1", 1), 0).is_empty());
+    assert_eq!(answer(&ix, &removal_q("", ""), 1).1.as_deref(), Some("new"));
+    ix.insert(&scope(), stamped("new", "update", "", "9", "cm", "r2", 2), 0);
+    assert!(ix.insert(&scope(), stamped("old", "update", "", "9", "cm", "r1", 1), 0).is_empty());
+    assert_eq!(answer(&ix, &write_q("u", "9"), 1), (Tier::ResourceVersion, Some("new".into()), true));
+    assert_eq!(ix.len(), 2, "a fact that took no slot is not held");
+}
+
+#[test]
+fn a_duplicate_is_recognised_until_its_fact_is_gone() {
+    let mut ix = Index::new(IndexConfig { ttl_ms: 100, ..IndexConfig::default() });
+    let f = stamped("alice", "update", "u1", "5", "cm", "a-5", 1);
+    ix.insert(&scope(), f.clone(), 0);
+    assert!(ix.file(&scope(), f.clone(), 50).duplicate);
+    ix.sweep(100);
+    assert!(ix.is_empty());
+    // Aged out and swept: the same auditID is a fact again (re-warm after restart).
+    assert!(!ix.file(&scope(), f, 150).duplicate);
+    // The same auditID in another scope is another fact.
+    let other = Scope::new("lab", GroupResource::new("", "secrets"));
+    assert!(!ix.file(&other, stamped("alice", "update", "u1", "5", "cm", "a-5", 1), 150).duplicate);
+}
+
+mod reordering {
+    //! Duplicates and reordering of facts never change a resolution: the same
+    //! facts delivered in any order, in any batches, any of them more than
+    //! once, answer every query exactly as the in-order single delivery does.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One object's history in its own order: each step a write or a removal
+    /// by one of a few authors, in one of the filing shapes.
+    #[derive(Debug, Clone)]
+    struct Step {
+        author: u8,
+        verb: &'static str,
+        /// 0: uid + rv; 1: uid only; 2: rv only; 3: name only.
+        shape: u8,
+        /// Repeats the previous step's rv (a finalizer patch after a delete).
+        same_rv: bool,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        (
+            0..3u8,
+            prop::sample::select(vec!["create", "update", "patch", "delete", "deletecollection"]),
+            prop_oneof![4 => Just(0u8), 1 => 1..4u8],
+            prop::bool::weighted(0.2),
+        )
+            .prop_map(|(author, verb, shape, same_rv)| Step { author, verb, shape, same_rv })
+    }
+
+    /// The facts of a history over two objects (`u0`/`cm0`, `u1`/`cm1`),
+    /// each with its own auditID, rv and stage timestamp increasing.
+    fn history(steps: &[(u8, Step)]) -> Vec<Fact> {
+        let mut rv = 100u64;
+        steps
+            .iter()
+            .enumerate()
+            .map(|(i, (obj, s))| {
+                if !s.same_rv {
+                    rv += 1;
+                }
+                let (uid, rv_s) = match s.shape {
+                    0 => (format!("u{obj}"), rv.to_string()),
+                    1 => (format!("u{obj}"), String::new()),
+                    2 => (String::new(), rv.to_string()),
+                    _ => (String::new(), String::new()),
+                };
+                let mut f = stamped(
+                    &format!("author{}", s.author),
+                    s.verb,
+                    &uid,
+                    &rv_s,
+                    &format!("cm{obj}"),
+                    &format!("audit-{i}"),
+                    i as u64 + 1,
+                );
+                if s.verb == "deletecollection" {
+                    f.uids = (s.shape == 0).then(|| vec![format!("u{obj}")]);
+                }
+                f
+            })
+            .collect()
+    }
+
+    fn queries() -> Vec<Query> {
+        let mut qs = Vec::new();
+        for obj in 0..2 {
+            for rv in 100..=110u64 {
+                for (uid, removal) in [(format!("u{obj}"), false), (format!("u{obj}"), true), (String::new(), true)] {
+                    qs.push(Query {
+                        uid,
+                        resource_version: rv.to_string(),
+                        namespace: "ns".into(),
+                        name: format!("cm{obj}"),
+                        removal,
+                        observed_at_ms: 50,
+                        ..Query::default()
+                    });
+                }
+            }
+        }
+        qs
+    }
+
+    fn answers(ix: &Index) -> Vec<(Tier, Option<String>, bool)> {
+        queries().iter().map(|q| answer(ix, q, 100)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn duplicates_and_reordering_never_change_a_resolution(
+            steps in prop::collection::vec((0..2u8, step()), 1..10),
+            schedule in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+            shuffle in any::<u64>(),
+            batch in 1..5usize,
+        ) {
+            let facts = history(&steps);
+            let mut in_order = index();
+            for f in &facts {
+                in_order.insert(&scope(), f.clone(), 0);
+            }
+
+            // Every fact at least once, some again, in a shuffled order.
+            let mut delivery: Vec<Fact> = facts.clone();
+            delivery.extend(schedule.iter().map(|i| facts[i.index(facts.len())].clone()));
+            let mut state = shuffle | 1;
+            for i in (1..delivery.len()).rev() {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                delivery.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            let mut shuffled = index();
+            for (n, chunk) in delivery.chunks(batch).enumerate() {
+                for f in chunk {
+                    shuffled.insert(&scope(), f.clone(), n as u64);
+                }
+            }
+            prop_assert_eq!(answers(&shuffled), answers(&in_order));
+            // A re-delivery is never held twice.
+            prop_assert!(shuffled.len() <= facts.len());
+        }
+    }
+}

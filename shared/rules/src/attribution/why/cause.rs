@@ -34,6 +34,10 @@ pub enum Cause {
     /// change is older than the TTL, or the request published no fact (no
     /// name: an aggregated create; no resolvable user).
     NoFactForObject { facts_for_type: u64 },
+    /// The adaptive grace stopped waiting for this type: its watch events
+    /// resolve on what the index holds at once, so a fact that arrives after
+    /// its watch event is not waited for.
+    GraceSkipped { misses_in_a_row: u32, after_misses: u32 },
 }
 
 impl Cause {
@@ -44,6 +48,7 @@ impl Cause {
             Cause::RouteNeverResolved { .. } => "route_never_resolved",
             Cause::AuditPolicyDropsType { .. } => "audit_policy_drops_type",
             Cause::NoFactForObject { .. } => "no_fact_for_object",
+            Cause::GraceSkipped { .. } => "grace_skipped",
         }
     }
 
@@ -68,6 +73,10 @@ impl Cause {
             Cause::NoFactForObject { facts_for_type } => format!(
                 "no fact names this object ({facts_for_type} facts are held for its type): its last change is \
                  older than the TTL, or the request published no fact"
+            ),
+            Cause::GraceSkipped { misses_in_a_row, after_misses } => format!(
+                "the adaptive grace is skipped for this type: {misses_in_a_row} resolutions in a row found no \
+                 fact (the limit is {after_misses}), so its events no longer wait for one"
             ),
         }
     }
@@ -101,6 +110,10 @@ impl Cause {
                  published nothing"
                     .into()
             }
+            Cause::GraceSkipped { .. } => "the first fact of the type restores the full grace; \
+                 gitopsreverser_attribution_grace_skipped_total counts the events that did not wait. \
+                 Without --author-attribution-adaptive-grace every event waits the full grace"
+                .into(),
         }
     }
 }
@@ -116,19 +129,26 @@ pub fn unresolved_causes(
     route_ever_fed: Option<bool>,
     now_secs: f64,
 ) -> Vec<Cause> {
-    // A follower that is not reading makes every other signal meaningless.
-    let age = (e.follower_last_success > 0.0).then(|| (now_secs - e.follower_last_success).max(0.0));
-    if !e.following || age.is_none_or(|a| a > FOLLOWER_STALE_SECS) {
-        return vec![Cause::FollowerNotReading { following: e.following, seconds_since_last_read: age }];
+    let mut causes = 'evidence: {
+        // A follower that is not reading makes every other signal meaningless.
+        let age = (e.follower_last_success > 0.0).then(|| (now_secs - e.follower_last_success).max(0.0));
+        if !e.following || age.is_none_or(|a| a > FOLLOWER_STALE_SECS) {
+            break 'evidence vec![Cause::FollowerNotReading { following: e.following, seconds_since_last_read: age }];
+        }
+        if e.facts_for_type > 0 {
+            break 'evidence vec![Cause::NoFactForObject { facts_for_type: e.facts_for_type }];
+        }
+        let never = Cause::RouteNeverResolved { route: route.to_owned() };
+        let policy = Cause::AuditPolicyDropsType { resource: resource.to_owned() };
+        match route_ever_fed {
+            Some(false) => vec![never],
+            Some(true) => vec![policy],
+            None => vec![never, policy],
+        }
+    };
+    // Beside whichever fits: the events did not wait for a late fact.
+    if let Some(g) = e.grace.filter(|g| g.skipping) {
+        causes.push(Cause::GraceSkipped { misses_in_a_row: g.misses_in_a_row, after_misses: g.after_misses });
     }
-    if e.facts_for_type > 0 {
-        return vec![Cause::NoFactForObject { facts_for_type: e.facts_for_type }];
-    }
-    let never = Cause::RouteNeverResolved { route: route.to_owned() };
-    let policy = Cause::AuditPolicyDropsType { resource: resource.to_owned() };
-    match route_ever_fed {
-        Some(false) => vec![never],
-        Some(true) => vec![policy],
-        None => vec![never, policy],
-    }
+    causes
 }

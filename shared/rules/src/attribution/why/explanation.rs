@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::attribution::grace::GraceView;
 use crate::attribution::index::{Query, StoredFact};
 use crate::attribution::{Fact, GroupResource, Scope, Tier};
 use crate::{Error, Result};
@@ -72,6 +73,10 @@ pub struct Explanation {
     pub follower_last_success: f64,
     /// Facts held for the type on the route, for any object.
     pub facts_for_type: u64,
+    /// The type's adaptive grace; `None` when the answering process waits
+    /// the full grace always (`--author-attribution-adaptive-grace` off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace: Option<GraceView>,
 }
 
 impl Explanation {

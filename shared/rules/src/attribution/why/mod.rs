@@ -23,5 +23,28 @@ pub use explanation::{CandidateView, EvidenceFact, ExplainParams, Explanation, R
 pub use history::{FileChange, HistoryEntry, rfc3339, trailers};
 pub use report::{Inputs, ObjectState, Report, Source, Verdict, build_report};
 
+/// The longest value `why` prints in its table, in characters.
+pub const MAX_PRINTED_CHARS: usize = 256;
+
+/// A value from the evidence (an author, an auditID, a Git author name) as
+/// the human table prints it: control characters shown escaped (`\u{1b}`,
+/// `\n`), never sent to the terminal, and cut to [`MAX_PRINTED_CHARS`] with
+/// `…`. An author is whatever the API server's user said it was.
+pub fn printable(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(MAX_PRINTED_CHARS));
+    for (n, c) in s.chars().enumerate() {
+        if n == MAX_PRINTED_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

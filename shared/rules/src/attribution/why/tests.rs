@@ -103,6 +103,7 @@ fn bare(facts_for_type: u64, following: bool, last: f64) -> Explanation {
         following,
         follower_last_success: last,
         facts_for_type,
+        grace: None,
     }
 }
 
@@ -129,6 +130,25 @@ fn the_cause_that_fits_an_unresolved_attribution() {
     for cause in c(&bare(0, true, now), None) {
         assert!(!cause.summary().is_empty() && !cause.check().is_empty());
     }
+}
+
+#[test]
+fn a_skipped_grace_is_named_beside_the_cause_that_fits() {
+    use crate::attribution::grace::GraceView;
+    let now = now_secs();
+    let mut e = bare(0, true, now);
+    e.grace = Some(GraceView { misses_in_a_row: 12, after_misses: 10, skipping: true });
+    let causes = unresolved_causes(&e, "lab", "configmaps", Some(false), now);
+    assert_eq!(
+        causes,
+        vec![
+            Cause::RouteNeverResolved { route: "lab".into() },
+            Cause::GraceSkipped { misses_in_a_row: 12, after_misses: 10 }
+        ]
+    );
+    assert!(causes[1].summary().contains("12 resolutions in a row"), "{}", causes[1].summary());
+    e.grace = Some(GraceView { misses_in_a_row: 3, after_misses: 10, skipping: false });
+    assert_eq!(unresolved_causes(&e, "lab", "configmaps", Some(false), now).len(), 1, "not skipping: not a cause");
 }
 
 #[test]

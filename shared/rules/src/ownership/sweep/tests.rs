@@ -20,6 +20,11 @@ fn fi(number: i64) -> ForgeIssue {
     }
 }
 
+/// An orphan issue as a mint source.
+fn mi(number: i64) -> MintSource {
+    MintSource::Issue(fi(number))
+}
+
 fn cr(number: i64, refs: Vec<OwnerReference>) -> Artifact {
     Artifact { number, ..issue(&format!("iss-repo-{number}"), refs) }
 }
@@ -127,25 +132,25 @@ fn mint_adopts_an_ownerless_survivor_and_creates_otherwise() {
 fn budgets_cap_new_tasks_and_active_tasks() {
     // "mint at most Project.spec.maxNewTasksPerSweep (default 5) Tasks"
     let p = project();
-    let orphans: Vec<_> = (1..=8).map(|n| (fi(n), MintStage::ParkedBacklogSweep)).collect();
+    let orphans: Vec<_> = (1..=8).map(|n| (mi(n), MintStage::ParkedBacklogSweep)).collect();
     let plan = plan_mints(orphans, &p, 0);
     assert_eq!(plan.mint.len(), 5);
     assert_eq!(plan.deferred.len(), 3);
     assert_eq!(plan.cap_hits.iter().map(|h| h.cap.as_str()).collect::<Vec<_>>(), vec!["maxNewTasksPerSweep"]);
     // "never let ACTIVE Tasks exceed Project.spec.maxOpenTasks (default 6)"
     let orphans =
-        vec![(fi(1), MintStage::Triaging), (fi(2), MintStage::Triaging), (fi(3), MintStage::ParkedBacklogSweep)];
+        vec![(mi(1), MintStage::Triaging), (mi(2), MintStage::Triaging), (mi(3), MintStage::ParkedBacklogSweep)];
     let plan = plan_mints(orphans, &p, 5);
-    assert_eq!(plan.mint.iter().map(|(i, _)| i.number).collect::<Vec<_>>(), vec![1, 3]);
+    assert_eq!(plan.mint.iter().map(|(i, _)| i.key()).collect::<Vec<_>>(), vec!["repo#1", "repo#3"]);
     assert_eq!(plan.cap_hits.iter().map(|h| h.cap.as_str()).collect::<Vec<_>>(), vec!["maxOpenTasks"]);
     // "parked(backlog-sweep) Tasks are NOT active and do not count"
-    let plan = plan_mints(vec![(fi(1), MintStage::ParkedBacklogSweep)], &p, 6);
+    let plan = plan_mints(vec![(mi(1), MintStage::ParkedBacklogSweep)], &p, 6);
     assert_eq!(plan.mint.len(), 1);
     assert!(plan.cap_hits.is_empty());
     // configured caps
     let mut small = project();
     small.spec.max_new_tasks_per_sweep = Some(1);
-    assert_eq!(plan_mints(vec![(fi(1), MintStage::Triaging), (fi(2), MintStage::Triaging)], &small, 0).mint.len(), 1);
+    assert_eq!(plan_mints(vec![(mi(1), MintStage::Triaging), (mi(2), MintStage::Triaging)], &small, 0).mint.len(), 1);
 }
 
 fn pr(author: &str, branch: &str, head_repo: Option<&str>) -> ForgePullRequest {
@@ -158,6 +163,7 @@ fn pr(author: &str, branch: &str, head_repo: Option<&str>) -> ForgePullRequest {
         base_repo: "org/repo".into(),
         labels: vec![],
         mentions_bot: false,
+        ..Default::default()
     }
 }
 
@@ -251,7 +257,7 @@ fn a_pass_counts_active_tasks_from_the_snapshot() {
 #[test]
 fn the_plan_reads_as_mint_lines_with_their_cost_then_deferred_lines_with_the_caps() {
     let orphans: Vec<_> =
-        (1..=7).map(|n| (fi(n), if n == 1 { MintStage::Triaging } else { MintStage::ParkedBacklogSweep })).collect();
+        (1..=7).map(|n| (mi(n), if n == 1 { MintStage::Triaging } else { MintStage::ParkedBacklogSweep })).collect();
     let lines = plan_lines(&plan_mints(orphans, &project(), 0));
     let shape: Vec<(&str, &str, Option<&str>)> =
         lines.iter().map(|l| (l.key.as_str(), l.decision.as_str(), l.stage.as_deref())).collect();
@@ -259,7 +265,7 @@ fn the_plan_reads_as_mint_lines_with_their_cost_then_deferred_lines_with_the_cap
     assert_eq!(shape[1], ("repo#2", "mint", Some("parked(backlog-sweep)")));
     assert_eq!(shape[5], ("repo#6", "deferred", None));
     assert_eq!(lines.len(), 7);
-    assert!(lines[0].why.contains("human is waiting"), "{}", lines[0].why);
+    assert!(lines[0].why.starts_with("orphan; ") && lines[0].why.contains("human is waiting"), "{}", lines[0].why);
     assert!(lines[1].why.contains("spawns zero pods"), "{}", lines[1].why);
     assert!(lines[6].why.contains("maxNewTasksPerSweep"), "{}", lines[6].why);
     let skip = IssueLine::skip(&fi(9), "closed".into());

@@ -100,9 +100,30 @@ pub(super) fn endpoint(url: &str) -> Endpoint {
     }
 }
 
+/// Why the host key check refused the server, kept because libgit2's SSH
+/// transport replaces the callback's message with a generic "invalid or
+/// unknown remote ssh hostkey", which names no fix.
+#[derive(Default)]
+struct HostKeyRefusal(RefCell<Option<String>>);
+
+impl HostKeyRefusal {
+    /// `e`, or the refusal's own message when the host key check failed.
+    fn explain(&self, e: git2::Error) -> git2::Error {
+        match self.0.borrow_mut().take() {
+            Some(why) => git2::Error::new(ErrorCode::Certificate, git2::ErrorClass::Ssh, why),
+            None => e,
+        }
+    }
+}
+
 /// Credentials for git2, giving up after a few refusals (libgit2 asks again
 /// on every failure and would otherwise loop).
-fn callbacks<'a>(auth: &'a RemoteAuth, tries: &'a Cell<u32>, url: &str) -> RemoteCallbacks<'a> {
+fn callbacks<'a>(
+    auth: &'a RemoteAuth,
+    tries: &'a Cell<u32>,
+    refusal: &'a HostKeyRefusal,
+    url: &str,
+) -> RemoteCallbacks<'a> {
     let mut cb = RemoteCallbacks::new();
     cb.credentials(move |url, username_from_url, allowed| {
         tries.set(tries.get() + 1);
@@ -141,10 +162,13 @@ fn callbacks<'a>(auth: &'a RemoteAuth, tries: &'a Cell<u32>, url: &str) -> Remot
             if super::known_hosts::trusts(known_hosts, name, port, hostkey) {
                 Ok(git2::CertificateCheckStatus::CertificateOk)
             } else {
-                Err(git2::Error::from_str(&format!(
-                    "the SSH host key of {host} is not in the known_hosts given; add the host's key \
-                     (ssh-keyscan {name}) to the credentials Secret's known_hosts or the GitProvider's knownHostsRef"
-                )))
+                let keyscan = if port == 22 { format!("ssh-keyscan {name}") } else { format!("ssh-keyscan -p {port} {name}") };
+                let why = format!(
+                    "the SSH host key of {name} (port {port}) is not in the known_hosts given, so it is not trusted; \
+                     add the host's key ({keyscan}) to the credentials Secret's known_hosts or the GitProvider's knownHostsRef"
+                );
+                *refusal.0.borrow_mut() = Some(why.clone());
+                Err(git2::Error::from_str(&why))
             }
         });
     }
@@ -176,12 +200,14 @@ impl GitWriter {
             Endpoint::Transport(url) => url,
         };
         let tries = Cell::new(0);
+        let refusal = HostKeyRefusal::default();
         let mut opts = FetchOptions::new();
-        opts.remote_callbacks(callbacks(&remote.auth, &tries, &url));
+        opts.remote_callbacks(callbacks(&remote.auth, &tries, &refusal, &url));
         opts.update_fetchhead(false);
         self.repo
             .remote_anonymous(&url)
             .and_then(|mut r| r.fetch(&[format!("+refs/heads/{b}:refs/remotes/origin/{b}")], Some(&mut opts), None))
+            .map_err(|e| refusal.explain(e))
             .map_err(git(format!("fetching {b} from {}", remote.url)))?;
         self.ref_target(&self.tracking_ref())
     }
@@ -331,9 +357,10 @@ impl GitWriter {
         };
         let rejected: RefCell<Option<String>> = RefCell::new(None);
         let tries = Cell::new(0);
+        let refusal = HostKeyRefusal::default();
         let b = &self.config.branch;
         let result = {
-            let mut cb = callbacks(&config.auth, &tries, url);
+            let mut cb = callbacks(&config.auth, &tries, &refusal, url);
             cb.push_update_reference(|_refname, status| {
                 if let Some(why) = status {
                     *rejected.borrow_mut() = Some(why.to_owned());
@@ -352,7 +379,7 @@ impl GitWriter {
                 None => Attempt::Pushed,
             }),
             Err(e) if e.code() == ErrorCode::NotFastForward => Ok(Attempt::Rejected(e.message().to_owned())),
-            Err(e) => Err(git(format!("pushing {b} to {}", self.remote_url().unwrap_or(url)))(e)),
+            Err(e) => Err(git(format!("pushing {b} to {}", self.remote_url().unwrap_or(url)))(refusal.explain(e))),
         }
     }
 

@@ -571,7 +571,7 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
 }
 
-mod git_http;
+use testkit::git_http;
 
 fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, GitError> {
     GitWriter::open(WriterConfig {

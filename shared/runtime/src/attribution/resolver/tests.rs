@@ -3,6 +3,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::attribution::clock::TokioClock;
+use rules::attribution::grace::AdaptiveGrace;
 use rules::attribution::{Fact, GroupResource};
 
 fn scope() -> Scope {
@@ -10,7 +11,11 @@ fn scope() -> Scope {
 }
 
 fn engine() -> Arc<Engine> {
-    Arc::new(Engine::new(EngineConfig::default(), Arc::new(TokioClock::starting_now()), Arc::new(Metrics::new())))
+    engine_with(EngineConfig::default())
+}
+
+fn engine_with(config: EngineConfig) -> Arc<Engine> {
+    Arc::new(Engine::new(config, Arc::new(TokioClock::starting_now()), Arc::new(Metrics::new())))
 }
 
 fn fact(author: &str, verb: &str, uid: &str, rv: &str) -> Fact {
@@ -146,11 +151,7 @@ async fn shutdown_returns_the_best_answer_now() {
 
 #[tokio::test(start_paused = true)]
 async fn a_route_that_never_resolved_is_flagged_after_five_misses_once() {
-    let e = Arc::new(Engine::new(
-        EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() },
-        Arc::new(TokioClock::starting_now()),
-        Arc::new(Metrics::new()),
-    ));
+    let e = engine_with(EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() });
     for i in 0..4 {
         e.resolve(&scope(), "v1", &q(&format!("u{i}"), "1", false)).await;
     }
@@ -176,4 +177,72 @@ async fn metrics_count_resolutions_by_tier_and_actor_kind() {
     let text = e.metrics().render();
     assert!(text.contains(r#"gitopsreverser_attribution_resolutions_total{tier="exact",actor_kind="serviceaccount",group="",version="v1",resource="configmaps"} 1"#), "{text}");
     assert!(text.contains("gitopsreverser_attribution_fact_index_entries 1"));
+}
+
+fn adaptive_engine(after_misses: u32) -> Arc<Engine> {
+    engine_with(EngineConfig { adaptive: Some(AdaptiveGrace { after_misses }), ..EngineConfig::default() })
+}
+
+// Adaptive grace: a run of misses with no fact seen stops the wait; the
+// type's first fact restores the full grace.
+#[tokio::test(start_paused = true)]
+async fn adaptive_grace_skips_after_a_run_of_misses_and_a_fact_restores_it() {
+    let e = adaptive_engine(2);
+    for i in 0..2 {
+        let r = e.resolve(&scope(), "v1", &q(&format!("m{i}"), "1", false)).await;
+        assert_eq!((r.tier, r.waited), (Tier::Absent, Duration::from_secs(3)), "miss {i} waits the full grace");
+    }
+    let skipped = e.resolve(&scope(), "v1", &q("m2", "1", false)).await;
+    assert_eq!((skipped.tier, skipped.waited), (Tier::Absent, Duration::ZERO));
+    let explained = e.explanation(&scope(), &q("m2", "1", false), true);
+    assert_eq!(
+        explained.grace,
+        Some(rules::attribution::grace::GraceView { misses_in_a_row: 3, after_misses: 2, skipping: true })
+    );
+    let text = e.metrics().render();
+    assert!(
+        text.contains(
+            r#"gitopsreverser_attribution_grace_skipped_total{group="",version="v1",resource="configmaps"} 1"#
+        ),
+        "{text}"
+    );
+    // Another type on the route still waits.
+    let other = Scope::new("lab", GroupResource::new("apps", "deployments"));
+    assert_eq!(e.resolve(&other, "v1", &q("d", "1", false)).await.waited, Duration::from_secs(3));
+
+    // The first fact of the type restores the full grace: a late fact is
+    // waited for again.
+    apply(&e, fact("alice", "create", "u1", "1"));
+    let h = resolve_in_background(&e, q("u2", "1", false)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    e.apply_batch(FactBatch {
+        scope: scope(),
+        facts: vec![Fact { name: "cm".into(), ..fact("bob", "create", "u2", "1") }],
+        at_ms: e.clock().now_ms(),
+    });
+    let r = h.await.unwrap();
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::Exact, Some("bob"), Duration::from_millis(500)));
+    assert_eq!(e.explanation(&scope(), &q("u2", "1", false), true).grace.map(|g| g.skipping), Some(false));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_skipped_grace_still_reads_the_facts_already_filed() {
+    let e = adaptive_engine(1);
+    let _ = e.resolve(&scope(), "v1", &q("m0", "1", false)).await;
+    // Skipping now; a fact filed before the next watch event is found (and
+    // ends the run, so the wait is full again afterwards).
+    apply(&e, fact("alice", "create", "u1", "1"));
+    let r = e.resolve(&scope(), "v1", &q("u1", "1", false)).await;
+    assert_eq!((r.tier, r.author()), (Tier::Exact, Some("alice")));
+    assert_eq!(e.waiters().len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_the_opt_in_the_grace_is_always_full() {
+    let e = engine_with(EngineConfig { grace: Duration::from_millis(10), ..EngineConfig::default() });
+    for i in 0..30 {
+        let r = e.resolve(&scope(), "v1", &q(&format!("m{i}"), "1", false)).await;
+        assert_eq!(r.waited, Duration::from_millis(10));
+    }
+    assert_eq!(e.explanation(&scope(), &q("m0", "1", false), true).grace, None);
 }

@@ -118,8 +118,13 @@ pub struct TransportConfig {
     pub trim_interval: Duration,
     /// First retry delay after a failed follower read; doubles per failure.
     pub retry_min: Duration,
-    /// Ceiling of the follower's retry delay.
+    /// Ceiling of the follower's retry delay: below the grace (see
+    /// [`retry_ceiling`]), so facts appended right after Redis returns are
+    /// read while the resolutions waiting for them still wait.
     pub retry_max: Duration,
+    /// How long the publisher waits for Redis to answer an append before
+    /// the receiver answers 503 (the API server then retries the batch).
+    pub response_timeout: Duration,
 }
 
 impl Default for TransportConfig {
@@ -132,9 +137,17 @@ impl Default for TransportConfig {
             block: Duration::from_secs(1),
             trim_interval: Duration::from_secs(60),
             retry_min: Duration::from_millis(100),
-            retry_max: Duration::from_secs(5),
+            retry_max: Duration::from_secs(1),
+            response_timeout: Duration::from_secs(10),
         }
     }
+}
+
+/// The follower's longest retry pause for a grace: a third of it, at most
+/// one second, never below the first step. A pause as long as the grace
+/// would leave every resolution right after a Redis restart `absent`.
+pub fn retry_ceiling(grace: Duration, retry_min: Duration) -> Duration {
+    (grace / 3).min(Duration::from_secs(1)).max(retry_min)
 }
 
 /// The publish side of the seam: the audit receiver hands it every fact of
@@ -143,9 +156,12 @@ impl Default for TransportConfig {
 pub trait FactPublisher: Send + Sync {
     /// Publishes `facts`, grouped into one batch (one stream entry) per scope,
     /// in first-seen scope order with each scope's facts in input order.
-    /// Returns how many facts were written. An error means nothing can be
-    /// assumed written: the caller answers the API server with an error so it
-    /// retries the batch (a duplicate is harmless: a fact is keyed data).
+    /// Returns how many facts are stored (now, or by an earlier publish of
+    /// the same batch). An error means nothing can be assumed written: the
+    /// caller answers the API server with an error so it retries the batch.
+    /// Publishing the same batch again stores it once (Redis: a dedup key per
+    /// batch), and a duplicate that gets through anyway changes no
+    /// resolution: the index ignores a fact whose auditID it holds.
     fn publish(&self, facts: Vec<(Scope, Fact)>) -> impl Future<Output = Result<usize>> + Send;
 }
 
@@ -263,6 +279,22 @@ impl Transport {
         match self {
             Transport::Memory(_) => TransportKind::Memory,
             Transport::Redis(_) => TransportKind::Redis,
+        }
+    }
+
+    /// Whether the transport's backend answers (`None`: memory, always).
+    pub fn health(&self) -> Option<watch::Receiver<bool>> {
+        match self {
+            Transport::Memory(_) => None,
+            Transport::Redis(t) => Some(t.health()),
+        }
+    }
+
+    /// Watches the backend until dropped (see [`RedisTransport::monitor`]);
+    /// returns at once for memory.
+    pub async fn monitor(&self) {
+        if let Transport::Redis(t) = self {
+            t.monitor().await;
         }
     }
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use ::redis::aio::MultiplexedConnection;
 use ::redis::streams::StreamReadReply;
 use ::redis::{AsyncConnectionConfig, Client, RedisError, Value};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use super::{
@@ -158,6 +159,9 @@ struct Shared {
     /// The follower's retry pacing, checked once at construction.
     backoff: Backoff,
     metrics: Arc<Metrics>,
+    /// Whether Redis answered the last time anyone in this process asked
+    /// (the monitor's PING, a publish, a follower read).
+    up: watch::Sender<bool>,
 }
 
 impl fmt::Debug for RedisTransport {
@@ -183,7 +187,47 @@ impl RedisTransport {
             .transport_info
             .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Redis.label().to_owned() })
             .set(1);
-        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics }) })
+        let up = watch::Sender::new(false);
+        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics, up }) })
+    }
+
+    /// Whether Redis answers, as this process last saw it (`/readyz` of a
+    /// receiver). `false` until something has reached it.
+    pub fn health(&self) -> watch::Receiver<bool> {
+        self.shared.up.subscribe()
+    }
+
+    /// Watches Redis: a `PING` every second while it answers, every
+    /// [`MONITOR_DOWN_EVERY`] while it does not, so [`RedisTransport::health`]
+    /// turns as soon as Redis does, and a follower waiting out a retry pause
+    /// reconnects at once. Runs until dropped.
+    pub async fn monitor(&self) {
+        let shared = &self.shared;
+        let mut conn: Option<MultiplexedConnection> = None;
+        loop {
+            let ok = match &mut conn {
+                Some(c) => ::redis::cmd("PING").query_async::<String>(c).await.is_ok(),
+                None => match shared.connect(MONITOR_TIMEOUT).await {
+                    Ok(mut c) => {
+                        let ok = ::redis::cmd("PING").query_async::<String>(&mut c).await.is_ok();
+                        if ok {
+                            shared.check_persistence(&mut c).await;
+                        }
+                        conn = Some(c);
+                        ok
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, url = %shared.url, "Redis monitor: not reachable");
+                        false
+                    }
+                },
+            };
+            if !ok {
+                conn = None;
+            }
+            shared.set_up(ok);
+            tokio::time::sleep(if ok { MONITOR_UP_EVERY } else { MONITOR_DOWN_EVERY }).await;
+        }
     }
 
     pub fn publisher(&self) -> RedisPublisher {
@@ -202,7 +246,98 @@ impl RedisTransport {
     }
 }
 
+/// The monitor's pace: slow while Redis answers, quick while it does not, so
+/// a restart is noticed well within a grace.
+const MONITOR_UP_EVERY: Duration = Duration::from_secs(1);
+const MONITOR_DOWN_EVERY: Duration = Duration::from_millis(200);
+const MONITOR_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// What keeps acknowledged facts across a Redis restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persistence {
+    /// `appendonly yes`: every append is in the AOF (fsynced per
+    /// `appendfsync`, each second by default).
+    Aof,
+    /// Snapshots only (`save`): whatever arrived since the last one is lost.
+    Rdb,
+    /// Neither: a restart loses every fact.
+    None,
+    /// Redis would not say (CONFIG and INFO refused).
+    Unknown,
+}
+
+impl Persistence {
+    pub fn label(self) -> &'static str {
+        match self {
+            Persistence::Aof => "aof",
+            Persistence::Rdb => "rdb",
+            Persistence::None => "none",
+            Persistence::Unknown => "unknown",
+        }
+    }
+
+    /// The rule: AOF keeps acknowledged facts, snapshots keep some, nothing
+    /// keeps none. `appendonly` and `save` as `CONFIG GET` answers them.
+    pub fn of(appendonly: &str, save: &str) -> Self {
+        if appendonly.eq_ignore_ascii_case("yes") {
+            Persistence::Aof
+        } else if !save.trim().is_empty() {
+            Persistence::Rdb
+        } else {
+            Persistence::None
+        }
+    }
+}
+
 impl Shared {
+    /// Reads Redis's persistence settings (on each new monitor connection),
+    /// sets `gitopsreverser_attribution_redis_persistence{mode}`, and warns
+    /// when a restart would lose acknowledged facts.
+    async fn check_persistence(&self, c: &mut MultiplexedConnection) {
+        let config = async {
+            let aof: Vec<String> = ::redis::cmd("CONFIG").arg("GET").arg("appendonly").query_async(c).await?;
+            let save: Vec<String> = ::redis::cmd("CONFIG").arg("GET").arg("save").query_async(c).await?;
+            Ok::<_, RedisError>(Persistence::of(
+                aof.get(1).map_or("", String::as_str),
+                save.get(1).map_or("", String::as_str),
+            ))
+        };
+        let mode = match config.await {
+            Ok(mode) => mode,
+            // Managed Redis often renames CONFIG; INFO still tells about the AOF.
+            Err(_) => match ::redis::cmd("INFO").arg("persistence").query_async::<String>(c).await {
+                Ok(info) if info.lines().any(|l| l.trim() == "aof_enabled:1") => Persistence::Aof,
+                Ok(_) | Err(_) => Persistence::Unknown,
+            },
+        };
+        let labels = |m: Persistence| crate::metrics::ModeLabel { mode: m.label().to_owned() };
+        for m in [Persistence::Aof, Persistence::Rdb, Persistence::None, Persistence::Unknown] {
+            self.metrics.redis_persistence.get_or_create(&labels(m)).set(i64::from(m == mode));
+        }
+        match mode {
+            Persistence::Aof => {
+                tracing::info!(url = %self.url, "Redis persistence: AOF; acknowledged facts survive a Redis restart")
+            }
+            Persistence::Rdb => {
+                tracing::warn!(url = %self.url, "Redis persists by snapshots only: a Redis restart loses every fact acknowledged since the last snapshot; set appendonly yes (appendfsync everysec) to keep them")
+            }
+            Persistence::None => {
+                tracing::warn!(url = %self.url, "Redis has no persistence (appendonly no, no save points): a Redis restart loses every acknowledged fact; set appendonly yes (appendfsync everysec) to keep them")
+            }
+            Persistence::Unknown => {
+                tracing::warn!(url = %self.url, "Redis would not report its persistence settings (CONFIG and INFO refused): make sure appendonly is yes, or a Redis restart loses acknowledged facts")
+            }
+        }
+    }
+
+    fn set_up(&self, up: bool) {
+        self.up.send_if_modified(|v| {
+            let changed = *v != up;
+            *v = up;
+            changed
+        });
+    }
+
     async fn connect(&self, response_timeout: Duration) -> Result<MultiplexedConnection, RedisError> {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(Duration::from_secs(5)))
@@ -218,6 +353,13 @@ impl Shared {
 /// Whether a failure means the connection should be dropped and made anew.
 fn is_connection_failure(e: &RedisError) -> bool {
     e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() || e.is_timeout()
+}
+
+/// Whether the connection was already gone when the command was sent (Redis
+/// restarted since): a new connection may succeed at once. Not a timeout,
+/// which would only double the wait.
+fn is_stale_connection(e: &RedisError) -> bool {
+    (e.is_connection_dropped() || e.is_io_error()) && !e.is_timeout() && !e.is_connection_refusal()
 }
 
 /// Appends batches with `XADD MAXLEN ~` + `EXPIRE` in one pipeline.
@@ -252,7 +394,7 @@ impl RedisPublisher {
         if let Some(c) = guard.as_ref() {
             return Ok(c.clone());
         }
-        let c = self.inner.shared.connect(Duration::from_secs(10)).await?;
+        let c = self.inner.shared.connect(self.inner.shared.config.response_timeout).await?;
         *guard = Some(c.clone());
         Ok(c)
     }
@@ -266,7 +408,45 @@ impl RedisPublisher {
     }
 }
 
+/// One batch's append, idempotent: `KEYS[1]` the stream, `KEYS[2]` the
+/// batch's dedup key; `ARGV` maxLen, the `facts` value, the TTL in seconds,
+/// and a `MINID` to trim to (empty: no trim this time). When the dedup key
+/// exists the batch was appended before (a retry of a batch whose reply was
+/// lost to a timeout): nothing is appended and the first append's id is
+/// returned. `XADD MAXLEN ~` and `EXPIRE` as the reference issues them, in
+/// one script so the append and its dedup key land together or not at all.
+const APPEND_SCRIPT: &str = r"
+local seen = redis.call('GET', KEYS[2])
+if seen then
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  return {seen, 1}
+end
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'facts', ARGV[2])
+redis.call('SET', KEYS[2], id, 'EX', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('XTRIM', KEYS[1], 'MINID', '~', ARGV[4])
+end
+return {id, 0}
+";
+
+/// The dedup key of one batch: its stream and the SHA-256 of the entry it
+/// appends. The API server re-sends a batch byte for byte, so a retry
+/// encodes to the same entry and finds the key; the facts carry their
+/// auditIDs, so two different batches never share it.
+pub(crate) fn dedup_key(prefix: &str, stream: &str, entry: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(stream.as_bytes());
+    h.update([0]);
+    h.update(entry.as_bytes());
+    format!("{prefix}:author:v2:audit:dedup:{}", hex::encode(h.finalize()))
+}
+
 impl FactPublisher for RedisPublisher {
+    /// Appends one entry per scope through [`APPEND_SCRIPT`], so a batch
+    /// published twice (the API server retrying after our reply was lost)
+    /// is stored once, and the retry is answered with what Redis did the
+    /// first time.
     async fn publish(&self, facts: Vec<(Scope, Fact)>) -> Result<usize> {
         let shared = &self.inner.shared;
         let config = &shared.config;
@@ -278,52 +458,72 @@ impl FactPublisher for RedisPublisher {
         let ttl_secs = config.ttl.as_secs().max(1);
         let mut pipe = ::redis::pipe();
         let mut keys = Vec::with_capacity(batches.len());
-        let mut written = 0usize;
+        let mut counts = Vec::with_capacity(batches.len());
         {
             let trims = self.trims();
             for (scope, facts) in &batches {
                 let key = scope.stream_key(&config.prefix);
-                written += facts.len();
-                pipe.cmd("XADD")
-                    .arg(&key)
-                    .arg("MAXLEN")
-                    .arg("~")
-                    .arg(config.max_len)
-                    .arg("*")
-                    .arg(ENTRY_FIELD)
-                    .arg(Fact::encode_entry(facts));
-                pipe.cmd("EXPIRE").arg(&key).arg(ttl_secs).ignore();
+                let entry = Fact::encode_entry(facts);
                 // Retention trim, amortized: at most once per trim interval
                 // per stream, by the server's own clock (the id of our last
                 // append there), so a skewed local clock cannot trim early.
-                if let Some(t) = trims.get(&key)
-                    && t.last_trim.elapsed() >= config.trim_interval
-                {
-                    let min_id = t.last_id_ms.saturating_sub(ttl_ms);
-                    pipe.cmd("XTRIM").arg(&key).arg("MINID").arg("~").arg(min_id).ignore();
-                }
+                let min_id = trims
+                    .get(&key)
+                    .filter(|t| t.last_trim.elapsed() >= config.trim_interval)
+                    .map(|t| t.last_id_ms.saturating_sub(ttl_ms).to_string())
+                    .unwrap_or_default();
+                pipe.cmd("EVAL")
+                    .arg(APPEND_SCRIPT)
+                    .arg(2)
+                    .arg(&key)
+                    .arg(dedup_key(&config.prefix, &key, &entry))
+                    .arg(config.max_len)
+                    .arg(entry)
+                    .arg(ttl_secs)
+                    .arg(min_id);
                 keys.push(key);
+                counts.push(facts.len());
             }
         }
-        let conn = self.connection().await;
-        let result: Result<Vec<String>, RedisError> = match conn {
-            Ok(mut conn) => pipe.query_async(&mut conn).await,
-            Err(e) => Err(e),
-        };
-        let ids = match result {
-            Ok(ids) => ids,
-            Err(e) => {
-                if is_connection_failure(&e) {
-                    self.forget_connection().await;
+        // A connection Redis dropped (it restarted) fails the first command
+        // sent on it: reconnect and send again, once. Safe even if the first
+        // send did land: the script appends a batch only once.
+        let mut attempt = 0;
+        let appended = loop {
+            attempt += 1;
+            let result: Result<Vec<(String, u8)>, RedisError> = match self.connection().await {
+                Ok(mut conn) => pipe.query_async(&mut conn).await,
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(ids) => break ids,
+                Err(e) => {
+                    if is_connection_failure(&e) {
+                        self.forget_connection().await;
+                    }
+                    if attempt == 1 && is_stale_connection(&e) {
+                        tracing::debug!(error = %e, "Redis connection was gone; appending on a new one");
+                        continue;
+                    }
+                    shared.set_up(!is_connection_failure(&e));
+                    let target = keys.join(", ");
+                    return Err(shared.error("XADD pipeline", target, e));
                 }
-                let target = keys.join(", ");
-                return Err(shared.error("XADD pipeline", target, e));
             }
         };
+        shared.set_up(true);
+        let mut written = 0usize;
+        let mut again = 0usize;
         {
             let mut trims = self.trims();
             let now = Instant::now();
-            for (key, id) in keys.into_iter().zip(ids) {
+            for ((key, (id, duplicate)), n) in keys.into_iter().zip(appended).zip(counts) {
+                if duplicate == 1 {
+                    again += n;
+                    tracing::debug!(stream = %key, %id, facts = n, "audit batch appended before (a retry): not appended again");
+                    continue;
+                }
+                written += n;
                 let last_id_ms = EntryId::parse(&id).map_or(0, |i| i.ms);
                 let state = trims.entry(key).or_insert(TrimState { last_trim: now, last_id_ms });
                 if now.duration_since(state.last_trim) >= config.trim_interval {
@@ -333,7 +533,7 @@ impl FactPublisher for RedisPublisher {
             }
         }
         shared.metrics.fact_op("written", written as u64);
-        Ok(written)
+        Ok(written + again)
     }
 }
 
@@ -384,17 +584,37 @@ impl FactFollower for RedisFollower {
         let mut conn: Option<MultiplexedConnection> = None;
         let mut backoff = self.shared.backoff.clone();
         let mut requested = self.core.requested_rx();
+        let mut up = self.shared.up.subscribe();
         loop {
             match self.read_once(&mut conn, &mut streams, &mut requested, sink.as_ref()).await {
-                Ok(()) => backoff.reset(),
+                Ok(()) => {
+                    backoff.reset();
+                    self.shared.set_up(true);
+                }
                 Err(e) => {
                     self.shared.metrics.follower_error(TRANSPORT);
+                    // The index misses whatever is appended meanwhile.
+                    self.core.set_caught_up(false);
                     let delay = backoff.next_delay();
                     tracing::warn!(error = %e, retry_in = ?delay, url = %self.shared.url, "fact follower read failed; retrying with the cursors it holds");
-                    if is_connection_failure(&e) {
-                        conn = None;
+                    if !is_connection_failure(&e) {
+                        tokio::time::sleep(delay).await;
+                        continue;
                     }
-                    tokio::time::sleep(delay).await;
+                    conn = None;
+                    self.shared.set_up(false);
+                    up.borrow_and_update();
+                    // Redis answering again (the monitor, a publish) ends the
+                    // pause at once; never sooner than the first step, so a
+                    // flapping signal cannot spin the loop.
+                    let back = async {
+                        let _ = up.wait_for(|v| *v).await;
+                        tokio::time::sleep(self.shared.config.retry_min).await;
+                    };
+                    tokio::select! {
+                        _ = tokio::time::sleep(delay) => {}
+                        _ = back => tracing::debug!("Redis answers again: the follower reconnects now"),
+                    }
                 }
             }
         }

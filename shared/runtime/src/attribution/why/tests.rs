@@ -130,6 +130,7 @@ fn bare(facts_for_type: u64, following: bool, last: f64) -> Explanation {
         following,
         follower_last_success: last,
         facts_for_type,
+        grace: None,
     }
 }
 

@@ -228,6 +228,54 @@ async fn sweep_adopts_the_ownerless_survivor_and_creates_missing_mirrors() {
     assert!(r.applied.is_empty());
 }
 
+#[tokio::test]
+async fn an_adoption_that_raced_another_append_to_mr_refs_loses_nothing() {
+    // A merge patch replaces status.mrRefs whole: only the resourceVersion
+    // precondition keeps a concurrent append from being overwritten.
+    let (api, exec) = world().await;
+    let p = project(&exec).await;
+    let pr = sweep::ForgePullRequest {
+        repository_ref: "tatara-operator".into(),
+        number: 30,
+        author: "tatara-bot".into(),
+        head_branch: "task/member-b".into(),
+        head_sha: "c0ffee".into(),
+        head_repo: Some("acme/tatara-operator".into()),
+        base_repo: "acme/tatara-operator".into(),
+        url: "https://github.com/acme/tatara-operator/pull/30".into(),
+        ..Default::default()
+    };
+    let stale = sweep::decide_adopt(&exec.snapshot().await.unwrap(), &p, None, &pr).into_actions();
+    assert!(matches!(&stale[0], Action::SetMrRefs { mr_refs, .. } if mr_refs.len() == 2), "{stale:?}");
+    // Another writer appends to member-b's mrRefs after our read.
+    api.store
+        .lock()
+        .unwrap()
+        .patch(
+            "tasks",
+            NS,
+            "member-b",
+            &serde_json::json!({"status": {"mrRefs": ["tatara-operator#9", "tatara-operator#31"]}}),
+            true,
+        )
+        .unwrap();
+    assert_eq!(exec.apply(&stale[0], None).await.unwrap(), Step::Conflict);
+    let report =
+        exec.converge("adopt", None, |snap| Ok(sweep::decide_adopt(snap, &p, None, &pr).into_actions())).await.unwrap();
+    assert_eq!(report.applied.len(), 3, "mrRefs, mirror, mirror status: {:?}", report.applied);
+    let member_b = get(&api, "tasks", "member-b").unwrap();
+    assert_eq!(
+        member_b["status"]["mrRefs"],
+        serde_json::json!(["tatara-operator#9", "tatara-operator#31", "tatara-operator#30"])
+    );
+    let mr = get(&api, "mergerequests", "mr-tatara-operator-30").unwrap();
+    assert_eq!(controllers(&mr), vec!["member-b"]);
+    assert_eq!(mr["status"]["ownership"], "tatara");
+    assert_eq!(mr["status"]["lastBotHeadSHA"], "c0ffee");
+    // Every write was valid under the real CRD schemas (the store checks them).
+    assert_eq!(api.store.lock().unwrap().two_controller_rejections, 0);
+}
+
 struct RefusingForge {
     seen: Mutex<Vec<String>>,
 }

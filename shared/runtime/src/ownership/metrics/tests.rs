@@ -1,6 +1,6 @@
 use super::*;
 use rules::ownership::owners::{Owned, check};
-use rules::ownership::sweep::{ForgeIssue, plan_mints};
+use rules::ownership::sweep::{ForgeIssue, MintSource, plan_mints};
 use rules::ownership::types::task_owner_ref;
 
 fn oref(name: &str, controller: bool) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
@@ -32,7 +32,7 @@ fn the_spec_metric_names_are_exposed() {
     let m = OwnershipMetrics::register(&mut registry);
     m.record_findings(&check("iss", Owned::Artifact, &[oref("a", false)]));
     m.record_findings(&check("iss", Owned::Artifact, &[oref("a", true)]));
-    let orphans: Vec<_> = (1..=7).map(|n| (fi(n), MintStage::ParkedBacklogSweep)).collect();
+    let orphans: Vec<_> = (1..=7).map(|n| (MintSource::Issue(fi(n)), MintStage::ParkedBacklogSweep)).collect();
     m.record_sweep("tatara", &plan_mints(orphans, &Project::default(), 0));
     let out = text(&registry);
     assert!(out.contains("operator_orphan_no_controller_total 1"), "{out}");

@@ -185,3 +185,32 @@ fn message_carries_one_tier_and_audit_trailer_per_change() {
     assert!(one.starts_with("create core/v1/configmaps/ns/a.yaml\n\n"), "{one}");
     assert!(!one.contains("Reverser-Actor"));
 }
+
+// "An author with NUL, control characters, `<`, `>`, newlines or 10 KB must
+// still produce a valid commit."
+#[test]
+fn any_username_gives_an_identity_git_takes_as_is() {
+    let who = |u: &str| {
+        author_identity(Some(&ResolvedAuthor {
+            username: u.into(),
+            display_name: String::new(),
+            email: String::new(),
+            actor_kind: ActorKind::of(u),
+        }))
+    };
+    let long = "x".repeat(10 * 1024);
+    for u in ["ali\0ce", "bob\x1b[31m", "<eve>", "mal\nlory", long.as_str(), "...<>", "\0\n\x1b", "  ,.;:\"'\\  "] {
+        let id = who(u);
+        for s in [&id.name, &id.email] {
+            assert!(!s.is_empty(), "{u:?}");
+            assert!(!s.chars().any(|c| c.is_control() || c == '<' || c == '>'), "{u:?} -> {s:?}");
+            assert!(s.chars().count() <= MAX_IDENT_CHARS + 1, "{u:?}");
+            let (first, last) = (s.chars().next().unwrap(), s.chars().last().unwrap());
+            assert!(!is_crud(first) && !is_crud(last), "{u:?} -> {s:?}: git would trim it");
+        }
+    }
+    assert_eq!(who("ali\0ce").name, "alice");
+    // Nothing printable: the no-reply local part still names this actor.
+    assert!(who("...<>").name.starts_with("user-"), "{:?}", who("...<>"));
+    assert_ne!(who("...<>").name, who("\0\n\x1b").name);
+}

@@ -8,6 +8,7 @@ use super::*;
 use crate::attribution::transport::conformance::{
     Recorder, RedisHarness, counter, fact, gate_on, scope, start, test_config, wait_caught_up,
 };
+use rules::attribution::DEFAULT_STREAM_PREFIX;
 use testkit::{RedisServer, TlsFiles};
 
 fn id(ms: u64, seq: u64) -> EntryId {
@@ -428,4 +429,95 @@ async fn subscription_changes_reuse_the_connection() {
     follower.release(&a);
     tokio::time::timeout(Duration::from_secs(20), follower.settled()).await.unwrap();
     assert_eq!(one_xread_client(&h.server).await, before);
+}
+
+/// A batch published twice is stored once, and the second publish answers
+/// as the first did.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn publishing_a_batch_again_stores_it_once() {
+    let h = RedisHarness::new(test_config());
+    let a = scope("r", "", "configmaps");
+    let key = h.key(&a);
+    let batch = vec![(a.clone(), fact("alice", "cm")), (a.clone(), fact("bob", "cm2"))];
+    let p = h.transport.publisher();
+    assert_eq!(p.publish(batch.clone()).await.unwrap(), 2);
+    assert_eq!(p.publish(batch.clone()).await.unwrap(), 2, "stored, by the first publish");
+    assert_eq!(h.server.cli(&["XLEN", &key]).unwrap().trim(), "1");
+    // Another batch is another entry.
+    p.publish(vec![(a.clone(), fact("carol", "cm3"))]).await.unwrap();
+    assert_eq!(h.server.cli(&["XLEN", &key]).unwrap().trim(), "2");
+    // The dedup key lives as long as the stream's retention.
+    let keys = h.server.cli(&["KEYS", "gitops-reverser:author:v2:audit:dedup:*"]).unwrap();
+    let dedup = keys.lines().next().unwrap().to_owned();
+    let ttl: i64 = h.server.cli(&["TTL", &dedup]).unwrap().trim().parse().unwrap();
+    assert!(ttl > 0 && ttl <= 120, "{ttl}");
+}
+
+/// Redis stalls past the publisher's timeout: the publish fails although
+/// the append went through once Redis resumed; the retry stores nothing
+/// twice, and is answered with success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_publish_that_timed_out_after_storing_is_not_stored_again_on_retry() {
+    let server = RedisServer::start_with(&["--enable-debug-command", "yes"], None).unwrap();
+    let metrics = Arc::new(Metrics::new());
+    let config = TransportConfig { response_timeout: Duration::from_millis(300), ..test_config() };
+    let t = RedisTransport::new(RedisOptions { url: server.url(), ca_cert_pem: None }, config, metrics).unwrap();
+    let a = scope("r", "", "configmaps");
+    let key = a.stream_key(DEFAULT_STREAM_PREFIX);
+    let p = t.publisher();
+    p.publish(vec![(a.clone(), fact("warm", "up"))]).await.unwrap();
+    // The server stalls 1.5 s: our append waits in its socket, the reply
+    // times out, and Redis runs the append when it wakes.
+    let port = server.port().to_string();
+    let stall = std::thread::spawn(move || {
+        std::process::Command::new("redis-cli").args(["-p", &port, "DEBUG", "SLEEP", "1.5"]).output().unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let batch = vec![(a.clone(), fact("alice", "cm"))];
+    assert!(p.publish(batch.clone()).await.is_err(), "timed out");
+    assert!(stall.join().unwrap().status.success());
+    assert_eq!(server.cli(&["XLEN", &key]).unwrap().trim(), "2", "Redis did append");
+    assert_eq!(p.publish(batch).await.unwrap(), 1);
+    assert_eq!(server.cli(&["XLEN", &key]).unwrap().trim(), "2", "the retry appended nothing");
+}
+
+#[test]
+fn the_follower_pause_stays_below_the_grace() {
+    use crate::attribution::transport::retry_ceiling;
+    let min = Duration::from_millis(100);
+    assert_eq!(retry_ceiling(Duration::from_secs(3), min), Duration::from_secs(1));
+    assert_eq!(retry_ceiling(Duration::from_millis(900), min), Duration::from_millis(300));
+    assert_eq!(retry_ceiling(Duration::from_secs(60), min), Duration::from_secs(1));
+    assert_eq!(retry_ceiling(Duration::from_millis(30), min), min, "never below the first step");
+}
+
+/// The monitor turns `health` as Redis goes away and comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn the_monitor_reports_redis_down_and_back() {
+    let mut h = RedisHarness::new(test_config());
+    let mut health = h.transport.health();
+    assert!(!*health.borrow(), "unknown until reached");
+    let t = h.transport.clone();
+    let monitor = tokio::spawn(async move { t.monitor().await });
+    let wait = |want: bool, health: &mut tokio::sync::watch::Receiver<bool>| {
+        let mut health = health.clone();
+        async move { tokio::time::timeout(Duration::from_secs(5), health.wait_for(|v| *v == want)).await.is_ok() }
+    };
+    assert!(wait(true, &mut health).await, "up");
+    h.server.kill();
+    assert!(wait(false, &mut health).await, "down");
+    h.server.restart().unwrap();
+    let start = std::time::Instant::now();
+    assert!(wait(true, &mut health).await, "up again");
+    assert!(start.elapsed() < Duration::from_secs(1), "noticed within a fraction of a grace: {:?}", start.elapsed());
+    monitor.abort();
+}
+
+#[test]
+fn persistence_reads_aof_then_snapshots() {
+    assert_eq!(Persistence::of("yes", ""), Persistence::Aof);
+    assert_eq!(Persistence::of("yes", "3600 1"), Persistence::Aof);
+    assert_eq!(Persistence::of("no", "3600 1 300 100"), Persistence::Rdb);
+    assert_eq!(Persistence::of("no", ""), Persistence::None);
+    assert_eq!(Persistence::of("no", "  "), Persistence::None);
 }

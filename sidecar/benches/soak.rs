@@ -1,0 +1,362 @@
+//! Soak benchmark (not a test), on the real binaries: a `receive` and a
+//! `serve` on a real redis-server (AOF, `appendfsync always`), fed like an
+//! API server feeds them, with one Redis restart (at 40% of the run) and one
+//! `receive` restart (kill -9, at 70%). Prints one row per minute:
+//! - audit events acknowledged (5,000/s in 400-event batches over 8
+//!   keep-alive mTLS connections; a batch answered otherwise than 200, or
+//!   whose connection failed, is retried as the API server retries it);
+//! - Resolves of acknowledged facts (1,000/s over the socket), their p99, and
+//!   how many did not name the fact's author (lost, or wrong);
+//! - resident memory and open files of both processes (they must level off).
+//!
+//! TTL 1 minute, so the index turns over every minute. Run:
+//! `cargo bench -p reverser-sidecar --bench soak -- --minutes 5`
+//! (default 60; `--events-per-sec`, `--resolves-per-sec` to change the load).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use runtime::proto::ResolveRequest;
+use support::*;
+use testkit::{RedisServer, free_port};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const BATCH: usize = 400;
+const CONNECTIONS: usize = 8;
+/// A fact is resolved between these ages after its batch was acknowledged:
+/// past the follower's delivery, well inside the 1-minute TTL.
+const MIN_AGE: Duration = Duration::from_secs(2);
+const MAX_AGE: Duration = Duration::from_secs(40);
+
+struct Args {
+    minutes: u64,
+    events_per_sec: u64,
+    resolves_per_sec: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args { minutes: 60, events_per_sec: 5_000, resolves_per_sec: 1_000 };
+    let argv: Vec<String> = std::env::args().collect();
+    let mut i = 1;
+    while i < argv.len() {
+        let value = || argv.get(i + 1).and_then(|v| v.parse().ok()).expect("a number after the flag");
+        match argv[i].as_str() {
+            "--minutes" => a.minutes = value(),
+            "--events-per-sec" => a.events_per_sec = value(),
+            "--resolves-per-sec" => a.resolves_per_sec = value(),
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    a
+}
+
+fn proc_stat(pid: u32) -> (u64, usize) {
+    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0);
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+    (rss, fds)
+}
+
+/// What happened in one minute.
+#[derive(Default)]
+struct Minute {
+    acked: u64,
+    post_retries: u64,
+    resolves: u64,
+    wrong_or_absent: u64,
+    latencies: Vec<Duration>,
+}
+
+struct Shared {
+    /// Acknowledged object ids, oldest first, with when.
+    acked: Mutex<VecDeque<(Instant, u64)>>,
+    minute: Mutex<Minute>,
+    total_acked: AtomicU64,
+    total_resolves: AtomicU64,
+    total_lost: AtomicU64,
+    receiver_port: u16,
+    certs: std::path::PathBuf,
+}
+
+fn author(id: u64) -> String {
+    format!("user-{}", id % 50)
+}
+
+fn batch(first: u64) -> Vec<u8> {
+    event_list(
+        (first..first + BATCH as u64)
+            .map(|id| audit_event("update", &author(id), "soak", &format!("cm-{id}"), &format!("u-{id}"), "7"))
+            .collect(),
+    )
+}
+
+type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+async fn connect(s: &Shared) -> std::io::Result<Tls> {
+    let pem = |name: &str| std::fs::read(s.certs.join(name));
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut pem("ca.pem")?.as_slice()) {
+        roots.add(c?).map_err(std::io::Error::other)?;
+    }
+    let chain = rustls_pemfile::certs(&mut pem("client.pem")?.as_slice()).collect::<Result<Vec<_>, _>>()?;
+    let key =
+        rustls_pemfile::private_key(&mut pem("client-key.pem")?.as_slice())?.ok_or(std::io::ErrorKind::NotFound)?;
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(std::io::Error::other)?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .map_err(std::io::Error::other)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.receiver_port)).await?;
+    let name = rustls::pki_types::ServerName::try_from("localhost").map_err(std::io::Error::other)?;
+    tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await
+}
+
+/// One HTTP/1.1 keep-alive POST; the status code.
+async fn post(conn: &mut Tls, body: &[u8]) -> std::io::Result<u16> {
+    let head = format!(
+        "POST /audit-webhook/soak HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await?;
+    conn.write_all(body).await?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let header_end = loop {
+        let n = conn.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_lowercase();
+    let status: u16 = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let len: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    while buf.len() < header_end + len {
+        let n = conn.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(status)
+}
+
+/// One API server connection: a batch every `every`, each retried until 200.
+async fn poster(s: Arc<Shared>, next_id: Arc<AtomicU64>, every: Duration, until: Instant) {
+    let mut conn: Option<Tls> = None;
+    let mut tick = tokio::time::interval(every);
+    while Instant::now() < until {
+        tick.tick().await;
+        let first = next_id.fetch_add(BATCH as u64, Ordering::Relaxed);
+        let body = batch(first);
+        loop {
+            if conn.is_none() {
+                conn = connect(&s).await.ok();
+            }
+            let status = match conn.as_mut() {
+                Some(c) => post(c, &body).await.unwrap_or(0),
+                None => 0,
+            };
+            if status == 200 {
+                break;
+            }
+            conn = None;
+            s.minute.lock().unwrap().post_retries += 1;
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let now = Instant::now();
+        s.acked.lock().unwrap().extend((first..first + BATCH as u64).map(|id| (now, id)));
+        s.minute.lock().unwrap().acked += BATCH as u64;
+        s.total_acked.fetch_add(BATCH as u64, Ordering::Relaxed);
+    }
+}
+
+/// Resolves acknowledged facts at `per_sec`, checking each names its author.
+async fn resolver(s: Arc<Shared>, socket: std::path::PathBuf, per_sec: u64, until: Instant, seed: u64) {
+    let mut client = runtime::proto::attribution_client::AttributionClient::new(channel(&socket).await);
+    // xorshift: enough to spread picks, no dependency.
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / per_sec as f64));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while Instant::now() < until {
+        tick.tick().await;
+        let id = {
+            let mut acked = s.acked.lock().unwrap();
+            let now = Instant::now();
+            while acked.front().is_some_and(|(at, _)| now.duration_since(*at) > MAX_AGE) {
+                acked.pop_front();
+            }
+            let ripe = acked.partition_point(|(at, _)| now.duration_since(*at) >= MIN_AGE);
+            if ripe == 0 {
+                continue;
+            }
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            acked[(state % ripe as u64) as usize].1
+        };
+        let object = watch_object("soak", &format!("cm-{id}"), &format!("u-{id}"), "7", false);
+        let t = Instant::now();
+        let r = client
+            .resolve(ResolveRequest { r#type: Some(soak_type()), event_type: "MODIFIED".into(), object_json: object })
+            .await;
+        let took = t.elapsed();
+        let right = r.as_ref().is_ok_and(|r| r.get_ref().tier == "exact" && r.get_ref().author == author(id));
+        let mut m = s.minute.lock().unwrap();
+        m.resolves += 1;
+        m.latencies.push(took);
+        s.total_resolves.fetch_add(1, Ordering::Relaxed);
+        if !right {
+            m.wrong_or_absent += 1;
+            s.total_lost.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn soak_type() -> runtime::proto::TypeRef {
+    runtime::proto::TypeRef {
+        route: "soak".into(),
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+    }
+}
+
+fn p99(mut v: Vec<Duration>) -> Duration {
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v.sort_unstable();
+    v[((v.len() - 1) as f64 * 0.99).round() as usize]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let a = args();
+    let run = Duration::from_secs(a.minutes * 60);
+    let aof = tempfile::tempdir().unwrap();
+    let mut redis = RedisServer::start_with(
+        &["--appendonly", "yes", "--appendfsync", "always", "--dir", aof.path().to_str().unwrap()],
+        None,
+    )
+    .expect("redis-server");
+    let url = redis.url();
+    let port = free_port().unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let receive_args = ["--redis-url", &url, "--audit-listen", &listen, "--author-attribution-ttl", "1m"];
+    let mut receiver = Sidecar::start("receive", &receive_args);
+    let serve = Sidecar::start_sharing_certs(
+        "serve",
+        &[
+            "--redis-url",
+            &url,
+            "--audit-listen",
+            "off",
+            "--follow",
+            "soak:configmaps",
+            "--author-attribution-ttl",
+            "1m",
+        ],
+        Some(&receiver.certs),
+    );
+    let serve_pid = serve.child.as_ref().unwrap().id();
+    let shared = Arc::new(Shared {
+        acked: Mutex::new(VecDeque::new()),
+        minute: Mutex::new(Minute::default()),
+        total_acked: AtomicU64::new(0),
+        total_resolves: AtomicU64::new(0),
+        total_lost: AtomicU64::new(0),
+        receiver_port: port,
+        certs: receiver.certs.clone(),
+    });
+    println!(
+        "soak: {} min, {} audit events/s in {BATCH}-event batches over {CONNECTIONS} connections, {} Resolves/s, TTL 1m; \
+         Redis restart at {:.0} s, receive restart (kill -9) at {:.0} s",
+        a.minutes,
+        a.events_per_sec,
+        a.resolves_per_sec,
+        run.as_secs_f64() * 0.4,
+        run.as_secs_f64() * 0.7
+    );
+    println!(
+        "| minute | events acked | post retries | Resolves | Resolve p99 | not resolvable | serve RSS | serve fds | receive RSS | receive fds |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+
+    let start = Instant::now();
+    let until = start + run;
+    let next_id = Arc::new(AtomicU64::new(0));
+    let every = Duration::from_secs_f64((CONNECTIONS * BATCH) as f64 / a.events_per_sec as f64);
+    let mut tasks = Vec::new();
+    for _ in 0..CONNECTIONS {
+        tasks.push(tokio::spawn(poster(shared.clone(), next_id.clone(), every, until)));
+    }
+    let resolvers = 20u64;
+    for i in 0..resolvers {
+        let per = (a.resolves_per_sec / resolvers).max(1);
+        tasks.push(tokio::spawn(resolver(shared.clone(), serve.socket.clone(), per, until, i)));
+    }
+
+    let (mut redis_done, mut receive_done) = (false, false);
+    let mut minute = 1;
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let elapsed = start.elapsed();
+        if !redis_done && elapsed >= run.mul_f64(0.4) {
+            redis_done = true;
+            // SIGKILL, then the same port and AOF directory.
+            tokio::task::block_in_place(|| redis.restart()).expect("redis-server restarts");
+        }
+        if !receive_done && elapsed >= run.mul_f64(0.7) {
+            receive_done = true;
+            drop(receiver);
+            receiver = Sidecar::start_sharing_certs("receive", &receive_args, Some(&shared.certs));
+        }
+        if elapsed >= Duration::from_secs(60 * minute) || Instant::now() >= until {
+            let m = std::mem::take(&mut *shared.minute.lock().unwrap());
+            let (srss, sfds) = proc_stat(serve_pid);
+            let (rrss, rfds) = proc_stat(receiver.child.as_ref().unwrap().id());
+            println!(
+                "| {minute} | {} | {} | {} | {:.1} ms | {} | {:.1} MiB | {sfds} | {:.1} MiB | {rfds} |",
+                m.acked,
+                m.post_retries,
+                m.resolves,
+                p99(m.latencies).as_secs_f64() * 1000.0,
+                m.wrong_or_absent,
+                srss as f64 / 1024.0,
+                rrss as f64 / 1024.0
+            );
+            minute += 1;
+        }
+    }
+    for t in tasks {
+        let _ = t.await;
+    }
+    println!(
+        "total: {} audit events acknowledged; {} Resolves of acknowledged facts, {} of them not naming the fact's author",
+        shared.total_acked.load(Ordering::Relaxed),
+        shared.total_resolves.load(Ordering::Relaxed),
+        shared.total_lost.load(Ordering::Relaxed)
+    );
+    drop(serve);
+    drop(receiver);
+}
