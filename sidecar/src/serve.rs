@@ -97,11 +97,12 @@ fn abs(p: &Path) -> String {
 fn curl_hint(dev: &devcerts::DevCerts, addr: std::net::SocketAddr) -> String {
     let event = r#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"stage":"ResponseComplete","verb":"create","auditID":"demo-1","user":{"username":"alice"},"objectRef":{"resource":"configmaps","namespace":"default","name":"demo","apiVersion":"v1"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"demo","namespace":"default","uid":"00000000-0000-0000-0000-000000000001","resourceVersion":"1"}}}]}"#;
     format!(
-        "curl -sS --cacert {} --cert {} --key {} -H 'Content-Type: application/json' --data '{event}' https://localhost:{}/audit-webhook/local",
+        "curl -sS --cacert {} --cert {} --key {} -H 'Content-Type: application/json' --data '{event}' https://localhost:{}/audit-webhook/{}",
         abs(&dev.ca()),
         abs(&dev.client_cert()),
         abs(&dev.client_key()),
-        addr.port()
+        addr.port(),
+        rules::attribution::DEFAULT_ROUTE
     )
 }
 

@@ -44,8 +44,9 @@ pub struct Args {
     /// The audit route whose facts to read. It must be the route the API
     /// server's audit webhook posts to (/audit-webhook/<route>, the
     /// ClusterProvider's spec.attribution.auditRoute); the kube context's
-    /// cluster name is not a reliable guess, so the default is `default`.
-    #[arg(long, value_name = "ROUTE", default_value = "default")]
+    /// cluster name is not a reliable guess, so the default is `default`
+    /// (the route `reverser-sidecar serve`'s printed curl posts to).
+    #[arg(long, value_name = "ROUTE", default_value = rules::attribution::DEFAULT_ROUTE)]
     pub route: String,
 
     /// Ask a sidecar's Explain over its Unix socket.
@@ -265,10 +266,13 @@ async fn explain_socket(
         .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
         .map_err(|e| unreachable(common::chain(&e)))?;
     let mut client = AttributionClient::new(channel);
-    let response = tokio::time::timeout(timeout, client.explain(runtime::proto::ExplainRequest::from(params)))
-        .await
-        .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
-        .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
+    let response = tokio::time::timeout(
+        timeout,
+        client.explain(runtime::proto::ExplainRequest { follow: true, ..runtime::proto::ExplainRequest::from(params) }),
+    )
+    .await
+    .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
+    .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
     Ok(Explanation::try_from(response.into_inner())?)
 }
 
