@@ -64,12 +64,14 @@ impl World {
 fn kubectl_completes_subcommands_and_flags_through_the_helpers() {
     let w = World::new();
     let (subs, directive) = w.complete(&["reverser", ""]);
-    assert_eq!(subs, ["inject", "why", "completion"]);
+    assert_eq!(subs, ["inject", "why", "completion", "version"]);
     assert_eq!(directive, 4, "no file names for a subcommand");
     assert_eq!(w.candidates(&["tatara", "o"]), ["owners"]);
     assert_eq!(w.candidates(&["reverser", "why", "--req"]), ["--request-timeout"]);
     let flags = w.candidates(&["tatara", "repair", "--"]);
-    for f in ["--apply", "--all-namespaces", "--context", "--namespace", "--output", "--no-headers", "--as"] {
+    for f in
+        ["--apply", "--exit-code", "--all-namespaces", "--context", "--namespace", "--output", "--no-headers", "--as"]
+    {
         assert!(flags.contains(&f.to_string()), "{f} missing from {flags:?}");
     }
     assert!(w.candidates(&["tatara", "repair", "-"]).contains(&"-A".to_string()));

@@ -178,7 +178,8 @@ fn help_explains_every_flag_of_every_command() {
     let common = ["--kubeconfig <PATH>", "--context <NAME>", "-n, --namespace <NAMESPACE>", "-o, --output <FORMAT>"];
     let cases: &[(&str, &[&str])] = &[
         ("owners", &["<ISSUE|MR|TASK>"]),
-        ("repair", &["--apply", "-A, --all-namespaces"]),
+        ("owners", &["--exit-code"]),
+        ("repair", &["--apply", "-A, --all-namespaces", "--exit-code"]),
         ("sweep", &["--project <PROJECT>", "--apply", "--github-token <TOKEN>", "--forge-url <URL>"]),
         (
             "takeover",
@@ -257,9 +258,16 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
     let v: Value = serde_norway::from_slice(&yaml.stdout).unwrap();
     assert_eq!(v["owners"][0]["name"], "member-b");
 
+    // Not found is exit code 3, said once; an unusable name is a usage error.
     let out = w.tatara(&["owners", "nope"], None);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "), "{out:?}");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: in namespace \"tatara\": Issue, MergeRequest or Task \"nope\" not found;"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no Issue"), "doubled wording: {stderr}");
+    assert_eq!(w.tatara(&["owners", "pod/a"], None).status.code(), Some(2));
 }
 
 /// Runs `kubectl tatara <args>` and returns its stdout, asserting success.
@@ -357,11 +365,25 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
     let out = w.tatara(&["repair", "-o", "jsonpath={.plan[*].name}"], None);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "iss-tatara-operator-500");
 
+    // --exit-code, for CI: 6 while something is to report, 0 once clean.
+    let out = w.tatara(&["repair", "--exit-code", "-o", "name"], None);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "issue.tatara.dev/iss-tatara-operator-500\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "1 repair(s) to make (--exit-code)\n");
+    let out = w.tatara(&["owners", "iss-tatara-operator-500", "--exit-code"], None);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rule violation(s)"), "{out:?}");
+    assert!(w.tatara(&["owners", "iss-tatara-operator-500"], None).status.success());
+
     // A repair that worked is no error: nothing on stderr, piped or not.
     let out = w.tatara(&["repair", "--apply"], None);
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "a successful repair logs nothing a human must read");
     assert!(String::from_utf8_lossy(&out.stdout).contains("applied 1 repair(s)"), "{out:?}");
+    let out = w.tatara(&["repair", "--exit-code"], None);
+    assert_eq!(out.status.code(), Some(0), "nothing left to repair: {out:?}");
+    let out = w.tatara(&["owners", "iss-tatara-operator-500", "--exit-code"], None);
+    assert_eq!(out.status.code(), Some(0), "repaired, no violation left: {out:?}");
 
     // A format a command does not print is a usage error, before any call.
     let out = w.tatara(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "name"], None);

@@ -87,6 +87,42 @@ pub mod exit_code {
                             6  findings, with --exit-code (violations, repairs to make)";
 }
 
+/// `--exit-code`: for CI, exit [`exit_code::FINDINGS`] when the command
+/// found something to report (as `git diff --exit-code`).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct ExitCodeArg {
+    /// Exit with status 6 when there is something to report (violations,
+    /// repairs to make), 0 otherwise; for CI.
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+impl ExitCodeArg {
+    /// `Ok` unless `--exit-code` is given and `count` findings were printed.
+    pub fn findings(self, count: usize, what: &str) -> Result<(), CliError> {
+        if self.exit_code && count > 0 {
+            return Err(CliError::findings(format!("{count} {what} (--exit-code)")));
+        }
+        Ok(())
+    }
+}
+
+/// What `--version` and the `version` subcommand print: the release and
+/// the commit it was built from (`build.rs`).
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("REVERSER_COMMIT"), ")");
+
+/// A plugin's top-level `--help` epilogue: its examples, then the exit
+/// codes.
+pub fn top_level_help(examples: &str) -> String {
+    format!("{examples}\n\n{}", exit_code::HELP)
+}
+
+/// `PLUGIN version`: the plugin's name, release and commit, one line, as
+/// `kubectl version --client` prints its own.
+pub fn print_version(plugin: &str, out: &mut dyn Write) -> Result<(), CliError> {
+    writeln!(out, "{plugin} {VERSION}").map_err(|e| CliError::new(format!("cannot write the version: {e}")))
+}
+
 /// Flags of every command of both plugins: logging and colour.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GlobalArgs {
@@ -147,6 +183,12 @@ impl CliError {
     /// A usage error ([`exit_code::USAGE`]).
     pub fn usage(message: impl Into<String>) -> Self {
         Self::new(message).with_code(exit_code::USAGE)
+    }
+
+    /// Not a failure: `--exit-code` found something to report
+    /// ([`exit_code::FINDINGS`]); printed without the `error: ` prefix.
+    pub fn findings(message: impl Into<String>) -> Self {
+        Self::new(message).with_code(exit_code::FINDINGS)
     }
 
     /// The same failure with another exit code (never 0: it is a failure).
@@ -244,6 +286,10 @@ pub fn executor_failure(e: ExecutorError, namespace: &str) -> CliError {
 pub fn exit(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.code() == exit_code::FINDINGS => {
+            eprintln!("{e}");
+            ExitCode::from(e.code())
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.code())

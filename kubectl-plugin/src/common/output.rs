@@ -76,12 +76,14 @@ impl OutputFormat {
 /// `--color`: whether output and logs may carry colour.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
-    /// Colour when writing to a terminal and NO_COLOR is unset.
+    // Plain comments, not docs: with docs clap prints a paragraph per value
+    // and `--help` loses its one-line-per-flag form.
+    // Colour when writing to a terminal and NO_COLOR is unset.
     #[default]
     Auto,
-    /// Always colour.
+    // Always colour.
     Always,
-    /// Never colour.
+    // Never colour.
     Never,
 }
 

@@ -16,8 +16,12 @@ mod tests;
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl-reverser",
-    bin_name = "kubectl-reverser",
-    version,
+    bin_name = "kubectl reverser",
+    version = common::VERSION,
+    after_help = common::top_level_help("Examples:\n  kubectl reverser why deploy/web -n shop --socket /var/run/reverser/reverser.sock\n  \
+                  kubectl reverser why cm/settings --redis-url \"$REDIS_URL\" --route prod-eu-1 -o json\n  \
+                  kubectl get deploy web -o yaml | kubectl reverser inject -f - | kubectl apply -f -\n  \
+                  source <(kubectl reverser completion bash)"),
     about = "Attribution for Git-mirrored cluster state: explain who authored an object, inject the reverser sidecar"
 )]
 pub struct Cli {
@@ -38,6 +42,8 @@ pub enum Command {
     Why(Box<why::Args>),
     /// Print a shell completion script for kubectl-reverser.
     Completion(CompletionArgs),
+    /// Print the plugin's version and the commit it was built from.
+    Version,
 }
 
 /// Runs a parsed command line.
@@ -55,5 +61,6 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
             Ok(())
         }
+        Command::Version => common::print_version("kubectl-reverser", &mut std::io::stdout().lock()),
     }
 }

@@ -7,7 +7,7 @@ fn inject_args(argv: &[&str]) -> inject::Args {
     let cli = Cli::try_parse_from(argv).unwrap();
     match cli.command {
         Command::Inject(args) => args,
-        Command::Completion(_) | Command::Why(_) => panic!("parsed the wrong subcommand"),
+        Command::Completion(_) | Command::Why(_) | Command::Version => panic!("parsed the wrong subcommand"),
     }
 }
 

@@ -68,7 +68,8 @@ pub struct Args {
 
     /// Read the fact streams directly (no sidecar needed): follow the
     /// object's stream for one TTL of retention into the plugin's own index.
-    #[arg(long, value_name = "URL", env = "REVERSER_REDIS_URL")]
+    // hide_env_values: the URL may carry a password; --help never shows it.
+    #[arg(long, value_name = "URL", env = "REVERSER_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
 
     /// A PEM CA bundle to verify a `rediss://` server with (default: the

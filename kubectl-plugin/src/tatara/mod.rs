@@ -24,8 +24,12 @@ mod tests;
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl-tatara",
-    bin_name = "kubectl-tatara",
-    version,
+    bin_name = "kubectl tatara",
+    version = common::VERSION,
+    after_help = common::top_level_help("Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
+                  kubectl tatara repair -A --exit-code\n  \
+                  GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
+                  kubectl tatara takeover tatara-operator#9 -n tatara"),
     about = "Ownership of tatara's SCM artifacts: show, repair, sweep, take over"
 )]
 pub struct Cli {
@@ -51,6 +55,8 @@ pub enum Command {
     Takeover(takeover::Args),
     /// Print a shell completion script for kubectl-tatara.
     Completion(CompletionArgs),
+    /// Print the plugin's version and the commit it was built from.
+    Version,
 }
 
 /// Runs a parsed command line.
@@ -58,6 +64,9 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completion(args) = &cli.command {
         common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
         return Ok(());
+    }
+    if let Command::Version = &cli.command {
+        return common::print_version("kubectl-tatara", &mut std::io::stdout().lock());
     }
     let out = &mut std::io::stdout().lock();
     let colour = cli.global.color.stdout();
@@ -67,7 +76,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Command::Repair(args) => repair::run(&args, colour, out).await,
             Command::Sweep(args) => sweep::run(&args, colour, out).await,
             Command::Takeover(args) => takeover::run(&args, colour, out).await,
-            Command::Completion(_) => Ok(()),
+            Command::Completion(_) | Command::Version => Ok(()),
         }
     })
 }

@@ -25,6 +25,8 @@ pub struct Args {
     #[arg(value_name = "ISSUE|MR|TASK")]
     pub target: String,
     #[command(flatten)]
+    pub exit_code: common::ExitCodeArg,
+    #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -178,14 +180,35 @@ fn task_tree(snap: &Snapshot, t: &Task) -> Tree {
     }
 }
 
+/// Why [`tree`] found no single object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Nothing by that name or key (exit code 3).
+    NotFound(String),
+    /// The target cannot name one object: a bad kind or key, or an
+    /// ambiguous name (exit code 2).
+    Invalid(String),
+}
+
+impl std::fmt::Display for Lookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lookup::NotFound(m) | Lookup::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
 /// The tree of `target` in `snap`: `issue/NAME`, `mr/NAME`, `task/NAME`,
 /// `REPO#NUMBER` (looked up by natural key, never by a hashed name), or a
 /// bare name (Issue, then MergeRequest, then Task; ambiguous names refused).
-pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
+pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
     let artifacts = snap.artifacts();
     let by_name = |kind: ArtifactKind, name: &str| artifacts.iter().find(|a| a.kind == kind && a.name == name);
     let task = |name: &str| snap.tasks.iter().find(|t| t.name() == name);
-    let not_found = |what: &str| format!("{what} not found; list them with `kubectl get issues,mergerequests,tasks`");
+    // `what` names the object sought: "... not found" follows it once.
+    let not_found = |what: &str| {
+        Lookup::NotFound(format!("{what} not found; list them with `kubectl get issues,mergerequests,tasks`"))
+    };
     if let Some((kind, name)) = target.split_once('/') {
         return match kind.to_ascii_lowercase().as_str() {
             "issue" | "issues" | "iss" => {
@@ -195,21 +218,22 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
                 .map(|a| artifact_tree(snap, a))
                 .ok_or_else(|| not_found(target)),
             "task" | "tasks" => task(name).map(|t| task_tree(snap, t)).ok_or_else(|| not_found(target)),
-            other => Err(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/")),
+            other => Err(Lookup::Invalid(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/"))),
         };
     }
     if let Some((repo, number)) = target.rsplit_once('#') {
-        let number: i64 =
-            number.parse().map_err(|_| format!("{target:?} is not REPO#NUMBER: {number:?} is not a number"))?;
+        let number: i64 = number
+            .parse()
+            .map_err(|_| Lookup::Invalid(format!("{target:?} is not REPO#NUMBER: {number:?} is not a number")))?;
         let found: Vec<&Artifact> =
             artifacts.iter().filter(|a| a.repository_ref == repo && a.number == number).collect();
         return match found.as_slice() {
-            [] => Err(not_found(&format!("no Issue or MergeRequest with key {target}"))),
+            [] => Err(not_found(&format!("Issue or MergeRequest with key {target}"))),
             [one] => Ok(artifact_tree(snap, one)),
-            _ => Err(format!(
+            _ => Err(Lookup::Invalid(format!(
                 "{target} names both an Issue and a MergeRequest; pick one with issue/NAME or mr/NAME ({})",
                 found.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
-            )),
+            ))),
         };
     }
     let mut hits: Vec<Tree> = Vec::new();
@@ -217,12 +241,12 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
     hits.extend(by_name(ArtifactKind::MergeRequest, target).map(|a| artifact_tree(snap, a)));
     hits.extend(task(target).map(|t| task_tree(snap, t)));
     match hits.len() {
-        0 => Err(not_found(&format!("no Issue, MergeRequest or Task named {target:?}"))),
+        0 => Err(not_found(&format!("Issue, MergeRequest or Task {target:?}"))),
         1 => Ok(hits.remove(0)),
-        _ => Err(format!(
+        _ => Err(Lookup::Invalid(format!(
             "{target:?} names more than one kind ({}); prefix issue/, mr/ or task/",
             hits.iter().map(|t| t.kind.as_str()).collect::<Vec<_>>().join(", ")
-        )),
+        ))),
     }
 }
 
@@ -368,7 +392,14 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
         .snapshot()
         .await
         .map_err(|e| common::executor_failure(e, &target.namespace))?;
-    let t =
-        tree(&snap, &args.target).map_err(|e| CliError::new(format!("in namespace {:?}: {e}", target.namespace)))?;
-    common::print(&args.output, colour, &t, out)
+    let t = tree(&snap, &args.target).map_err(|e| {
+        let code = match e {
+            Lookup::NotFound(_) => common::exit_code::NOT_FOUND,
+            Lookup::Invalid(_) => common::exit_code::USAGE,
+        };
+        CliError::new(format!("in namespace {:?}: {e}", target.namespace)).with_code(code)
+    })?;
+    common::print(&args.output, colour, &t, out)?;
+    let violations = t.violations.len() + t.owns.iter().map(|o| o.violations.len()).sum::<usize>();
+    args.exit_code.findings(violations, "rule violation(s)")
 }

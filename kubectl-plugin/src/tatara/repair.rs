@@ -29,6 +29,8 @@ pub struct Args {
     #[arg(long)]
     pub apply: bool,
     #[command(flatten)]
+    pub exit_code: common::ExitCodeArg,
+    #[command(flatten)]
     pub all: AllNamespacesArgs,
     #[command(flatten)]
     pub kube: KubeArgs,
@@ -184,5 +186,9 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
             result.conflicts += report.conflicts;
         }
     }
-    common::print(&args.output, colour, &result, out)
+    common::print(&args.output, colour, &result, out)?;
+    // Findings: what is still to repair (the plan without --apply; what did
+    // not land with it).
+    let left = if args.apply { result.plan.len().saturating_sub(result.applied.len()) } else { result.plan.len() };
+    args.exit_code.findings(left, "repair(s) to make")
 }

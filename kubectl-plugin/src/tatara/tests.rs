@@ -94,9 +94,14 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert_eq!(t.owns.len(), 2);
     assert_eq!(t.owns.iter().filter(|o| !o.violations.is_empty()).count(), 1);
 
-    assert!(tree(&snap, "nope").is_err());
-    assert!(tree(&snap, "r#x").is_err());
-    assert!(tree(&snap, "pod/a").is_err());
+    use super::owners::Lookup;
+    let e = tree(&snap, "nope").unwrap_err();
+    assert!(matches!(e, Lookup::NotFound(_)), "{e}");
+    // Said once: "Issue, MergeRequest or Task "nope" not found", never "no ... not found".
+    assert!(e.to_string().starts_with("Issue, MergeRequest or Task \"nope\" not found;"), "{e}");
+    assert!(matches!(tree(&snap, "r#x"), Err(Lookup::Invalid(_))));
+    assert!(matches!(tree(&snap, "pod/a"), Err(Lookup::Invalid(_))));
+    assert!(matches!(tree(&snap, "r#99"), Err(Lookup::NotFound(_))));
     assert_eq!(stage_text(&rules::ownership::types::Stage::Failed("x".into())), "failed(x)");
 }
 

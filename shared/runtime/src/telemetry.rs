@@ -10,10 +10,11 @@ use tracing_subscriber::EnvFilter;
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
-    /// Human-readable lines.
+    // Human-readable lines (comments, not doc: with docs clap prints a
+    // paragraph per value and `--help` loses its one-line-per-flag form).
     #[default]
     Text,
-    /// One JSON object per line, for log collectors.
+    // One JSON object per line, for log collectors.
     Json,
 }
 
