@@ -213,13 +213,13 @@ fn help_explains_every_flag_of_every_command() {
     }
 }
 
-#[test]
-fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
-    let w = World::new(
+/// The world plus Issue 500 with plain owners only, one of them without
+/// blockOwnerDeletion: it breaks rules 5 and 3.
+fn world_with_issue_500() -> World {
+    World::new(
         |s| {
             let member = s.get("tasks", NS, "member-a").unwrap();
             let umbrella = s.get("tasks", NS, "umbrella").unwrap();
-            // Plain owners only, one without blockOwnerDeletion: rules 5 and 3.
             s.seed(
                 "issues",
                 NS,
@@ -232,7 +232,12 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
             .unwrap();
         },
         gh_state(&[]),
-    );
+    )
+}
+
+#[test]
+fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
+    let w = world_with_issue_500();
     let tree = ok_json(&w.tatara(&["owners", "tatara-operator#412", "-o", "json"], None));
     assert_eq!(tree["kind"], "Issue");
     assert_eq!(tree["name"], "iss-tatara-operator-412");
@@ -279,23 +284,7 @@ fn stdout(w: &World, args: &[&str]) -> String {
 
 #[test]
 fn owners_and_repair_print_as_kubectl_users_expect() {
-    let w = World::new(
-        |s| {
-            let member = s.get("tasks", NS, "member-a").unwrap();
-            let umbrella = s.get("tasks", NS, "umbrella").unwrap();
-            s.seed(
-                "issues",
-                NS,
-                json!({"metadata": {"name": "iss-tatara-operator-500",
-                "ownerReferences": [task_ref(&member, Some(false), true), task_ref(&umbrella, None, false)]},
-                "spec": {"number": 500, "projectRef": "tatara", "repositoryRef": "tatara-operator",
-                         "url": "https://github.com/acme/tatara-operator/issues/500"},
-                "status": {"state": "open", "author": "alice"}}),
-            )
-            .unwrap();
-        },
-        gh_state(&[]),
-    );
+    let w = world_with_issue_500();
     // The tree, top-down in ownership like kubectl-tree: each owner above
     // the artifact, how it references it, and the violations marked.
     let tree = stdout(&w, &["owners", "iss-tatara-operator-500"]);

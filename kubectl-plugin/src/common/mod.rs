@@ -107,8 +107,9 @@ impl ExitCodeArg {
     }
 }
 
-/// What `--version` and the `version` subcommand print: the release and
-/// the commit it was built from (`build.rs`).
+/// What the `version` subcommand prints: the release and the commit it was
+/// built from (`build.rs`). `--version` prints the bare release, which the
+/// release tooling reads.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("REVERSER_COMMIT"), ")");
 
 /// A plugin's top-level `--help` epilogue: its examples, then the exit

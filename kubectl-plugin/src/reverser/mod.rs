@@ -17,7 +17,7 @@ mod tests;
 #[command(
     name = "kubectl-reverser",
     bin_name = "kubectl reverser",
-    version = common::VERSION,
+    version,
     after_help = common::top_level_help("Examples:\n  kubectl reverser why deploy/web -n shop --socket /var/run/reverser/reverser.sock\n  \
                   kubectl reverser why cm/settings --redis-url \"$REDIS_URL\" --route prod-eu-1 -o json\n  \
                   kubectl get deploy web -o yaml | kubectl reverser inject -f - | kubectl apply -f -\n  \

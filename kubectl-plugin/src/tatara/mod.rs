@@ -25,7 +25,7 @@ mod tests;
 #[command(
     name = "kubectl-tatara",
     bin_name = "kubectl tatara",
-    version = common::VERSION,
+    version,
     after_help = common::top_level_help("Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
                   kubectl tatara repair -A --exit-code\n  \
                   GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
