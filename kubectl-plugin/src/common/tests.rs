@@ -1,4 +1,3 @@
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -27,37 +26,7 @@ enum Cmd {
     Completion(CompletionArgs),
 }
 
-const KUBECONFIG: &str = r#"apiVersion: v1
-kind: Config
-current-context: dev
-clusters:
-- name: dev
-  cluster:
-    server: https://127.0.0.1:6443
-- name: prod
-  cluster:
-    server: https://10.0.0.1:6443
-contexts:
-- name: dev
-  context:
-    cluster: dev
-    user: me
-    namespace: shop
-- name: prod
-  context:
-    cluster: prod
-    user: me
-users:
-- name: me
-  user:
-    token: abc
-"#;
-
-fn kubeconfig_file(text: &str) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-    f
-}
+use testkit::fixtures::{KUBECONFIG, text_file as kubeconfig_file};
 
 #[test]
 fn kubectl_flags_parse_before_and_after_the_subcommand() {

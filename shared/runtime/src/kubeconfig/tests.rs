@@ -1,39 +1,6 @@
-use std::io::Write as _;
-
 use super::*;
 
-const KUBECONFIG: &str = r#"apiVersion: v1
-kind: Config
-current-context: dev
-clusters:
-- name: dev
-  cluster:
-    server: https://127.0.0.1:6443
-- name: prod
-  cluster:
-    server: https://10.0.0.1:6443
-contexts:
-- name: dev
-  context:
-    cluster: dev
-    user: me
-    namespace: shop
-users:
-- name: me
-  user:
-    token: abc
-- name: robot
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: /nonexistent/credential-helper
-"#;
-
-fn file(text: &str) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-    f
-}
+use testkit::fixtures::{KUBECONFIG, text_file as file};
 
 fn token(c: &kube::Config) -> Option<String> {
     use secrecy::ExposeSecret;
