@@ -2,7 +2,9 @@
 //! schema's required fields (krew's `pkg/index` types, unknown fields
 //! refused so a typo cannot hide), this crate's version, and one archive per
 //! platform for linux and darwin on amd64 and arm64, each installing the
-//! binary, LICENSE and NOTICE. They are the templates `scripts/release`
+//! binary, kubectl's completion helper (`kubectl_complete-NAME`, which the
+//! caveats say how to put on the PATH: krew links only `bin`), LICENSE and
+//! NOTICE. They are the templates `scripts/release`
 //! fills; tests/release/test_release.py checks what it writes.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -106,6 +108,8 @@ fn has_the_schema_required_fields(name: &str, caveat: &str) {
     assert!(!plugin.spec.description.trim().is_empty());
     assert!(plugin.spec.homepage.starts_with("https://"));
     assert!(plugin.spec.caveats.contains(caveat), "{name}: caveats do not mention {caveat}");
+    let link = format!("ln -sf ~/.krew/store/{name}/*/kubectl_complete-{name} ~/.krew/bin/");
+    assert!(plugin.spec.caveats.contains(&link), "{name}: caveats do not say how to put the helper on the PATH");
 }
 
 /// Returns the platforms' digests.
@@ -137,6 +141,12 @@ fn covers_linux_and_darwin_on_amd64_and_arm64(name: &str) -> BTreeSet<String> {
         assert!(
             p.files.iter().any(|f| f.from == p.bin && f.to == "."),
             "the archive's binary must be installed: {:?}",
+            p.files
+        );
+        let helper = format!("kubectl_complete-{name}");
+        assert!(
+            p.files.iter().any(|f| f.from == helper && f.to == "."),
+            "{name} {os}/{arch} does not install {helper}: {:?}",
             p.files
         );
         // The archive carries the licence and its notice (Apache-2.0, section 4).

@@ -221,9 +221,11 @@ fn inject_flags_reach_the_plugin_through_kubectl() {
             "watcher",
             "--image",
             "registry.example.com/reverser-sidecar:dev",
-            "--sidecar-arg=--transport",
+            "--redis-url-secret",
+            "reverser-redis/url",
+            "--sidecar-arg=--author-attribution-transport=redis",
             "--sidecar-arg",
-            "redis",
+            "--metrics-listen=0.0.0.0:9091",
         ],
     );
     let docs = documents(&out);
@@ -242,8 +244,8 @@ fn inject_flags_reach_the_plugin_through_kubectl() {
             "/var/run/reverser/reverser.sock",
             "--socket-mode=666",
             "--audit-listen=off",
-            "--transport",
-            "redis"
+            "--author-attribution-transport=redis",
+            "--metrics-listen=0.0.0.0:9091"
         ]
     );
     assert!(spec["containers"][0]["env"].is_sequence());
@@ -320,4 +322,116 @@ fn inject_hands_the_redis_url_over_from_a_secret() {
     ]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("NAME/KEY"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+/// What the real sidecar does with `serve ARGS`: `Some(code)` when it exits
+/// (refused) within a few seconds, `None` when it is still serving.
+fn sidecar_verdict(args: &[&str]) -> Option<i32> {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock");
+    let mut child = Command::new(testkit::sidecar::binary())
+        .args(["serve", "--socket", socket.to_str().unwrap(), "--audit-listen=off", "--metrics-listen=127.0.0.1:0"])
+        .args(args)
+        .env("REVERSER_LOG", "off")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status.code().unwrap_or(-1));
+        }
+        if socket.exists() || std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn inject_refuses_sidecar_args_the_sidecar_refuses_and_only_those() {
+    let plugin = PluginPath::new();
+    let deployment = fixture("deployment.yaml");
+    let cases: [(&[&str], Option<&str>); 6] = [
+        (
+            &["--transport", "redis"],
+            Some("unexpected argument '--transport' found; did you mean --author-attribution-transport?"),
+        ),
+        (&["--author-attribution-grace=soon"], Some("\"soon\" is not a duration")),
+        (&["--author-attribution-transport=redis"], Some("redis")),
+        (&["--follow=configmaps"], Some("route:group/resource")),
+        (&["--author-attribution-grace=5s", "--follow=default:configmaps"], None),
+        (&["--author-attribution-transport=memory", "--log-format=json"], None),
+    ];
+    for (sidecar_args, refusal) in cases {
+        let mut args = vec!["reverser", "inject", "-f", deployment.to_str().unwrap()];
+        let flags: Vec<String> = sidecar_args.iter().map(|a| format!("--sidecar-arg={a}")).collect();
+        args.extend(flags.iter().map(String::as_str));
+        let out = plugin.kubectl(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // The real sidecar agrees: what inject refuses, it refuses; what
+        // inject accepts, it serves.
+        let sidecar = sidecar_verdict(sidecar_args);
+        match refusal {
+            Some(words) => {
+                assert_eq!(out.status.code(), Some(2), "{sidecar_args:?}: {stderr}");
+                assert!(stderr.starts_with("error: --sidecar-arg: reverser-sidecar serve would refuse"), "{stderr}");
+                assert!(stderr.contains(words), "{sidecar_args:?}: {stderr}");
+                assert!(out.stdout.is_empty());
+                assert!(
+                    matches!(sidecar, Some(code) if code != 0),
+                    "the sidecar accepted {sidecar_args:?}: {sidecar:?}"
+                );
+            }
+            None => {
+                assert!(out.status.success(), "{sidecar_args:?}: {stderr}");
+                assert_eq!(sidecar, None, "the sidecar refused {sidecar_args:?}");
+            }
+        }
+    }
+    // With the URL from a Secret, the redis transport is complete.
+    let out = plugin.kubectl(&[
+        "reverser",
+        "inject",
+        "-f",
+        deployment.to_str().unwrap(),
+        "--redis-url-secret=reverser-redis/url",
+        "--sidecar-arg=--author-attribution-transport=redis",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn inject_json_gives_json_and_refuses_a_plain_sidecar_in_a_job() {
+    let plugin = PluginPath::new();
+    // `kubectl get -o json` of one object, then a stream as `jq -c` writes.
+    let deployment: serde_json::Value =
+        serde_norway::from_str(&std::fs::read_to_string(fixture("deployment.yaml")).unwrap()).unwrap();
+    let pod: serde_json::Value =
+        serde_norway::from_str(&std::fs::read_to_string(fixture("pod.yaml")).unwrap()).unwrap();
+    let pretty = serde_json::to_string_pretty(&deployment).unwrap() + "\n";
+    let stream = format!("{}\n{}\n", deployment, pod);
+    for (text, objects) in [(pretty, 1), (stream, 2)] {
+        let out = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-"], Some(&text));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let values: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout)
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("JSON in, JSON out ({e}):\n{stdout}"));
+        for v in &values {
+            let spec = v.pointer("/spec/template/spec").or_else(|| v.get("spec")).unwrap();
+            assert_eq!(spec["initContainers"][0]["name"], SIDECAR, "{stdout}");
+        }
+        assert_eq!(values.len(), objects, "{stdout}");
+    }
+    for job in ["job.yaml", "cronjob.yaml"] {
+        let out = plugin.kubectl(&["reverser", "inject", "-f", fixture(job).to_str().unwrap(), "--plain-container"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{job}: {stderr}");
+        assert!(stderr.contains("with --plain-container: the sidecar never exits"), "{job}: {stderr}");
+    }
 }

@@ -175,10 +175,11 @@ fn help_explains_every_flag_of_every_command() {
     for sub in ["owners", "repair", "sweep", "takeover", "completion"] {
         assert!(top.contains(sub), "{top}");
     }
-    let common = ["--kubeconfig <PATH>", "--context <NAME>", "-n, --namespace <NAMESPACE>", "-o, --output <OUTPUT>"];
+    let common = ["--kubeconfig <PATH>", "--context <NAME>", "-n, --namespace <NAMESPACE>", "-o, --output <FORMAT>"];
     let cases: &[(&str, &[&str])] = &[
         ("owners", &["<ISSUE|MR|TASK>"]),
-        ("repair", &["--apply", "-A, --all-namespaces"]),
+        ("owners", &["--exit-code"]),
+        ("repair", &["--apply", "-A, --all-namespaces", "--exit-code"]),
         ("sweep", &["--project <PROJECT>", "--apply", "--github-token <TOKEN>", "--forge-url <URL>"]),
         (
             "takeover",
@@ -212,13 +213,13 @@ fn help_explains_every_flag_of_every_command() {
     }
 }
 
-#[test]
-fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
-    let w = World::new(
+/// The world plus Issue 500 with plain owners only, one of them without
+/// blockOwnerDeletion: it breaks rules 5 and 3.
+fn world_with_issue_500() -> World {
+    World::new(
         |s| {
             let member = s.get("tasks", NS, "member-a").unwrap();
             let umbrella = s.get("tasks", NS, "umbrella").unwrap();
-            // Plain owners only, one without blockOwnerDeletion: rules 5 and 3.
             s.seed(
                 "issues",
                 NS,
@@ -231,7 +232,12 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
             .unwrap();
         },
         gh_state(&[]),
-    );
+    )
+}
+
+#[test]
+fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
+    let w = world_with_issue_500();
     let tree = ok_json(&w.tatara(&["owners", "tatara-operator#412", "-o", "json"], None));
     assert_eq!(tree["kind"], "Issue");
     assert_eq!(tree["name"], "iss-tatara-operator-412");
@@ -250,16 +256,128 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
     let out = w.tatara(&["owners", "task/member-a"], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert!(text.contains("Task member-a") && text.contains("iss-tatara-operator-413"), "{text}");
+    assert!(text.contains("Task/member-a") && text.contains("iss-tatara-operator-413"), "{text}");
     assert!(text.contains("! rule 5:") && text.contains("! rule 3:"), "{text}");
 
     let yaml = w.tatara(&["owners", "mr-tatara-operator-9", "-o", "yaml"], None);
     let v: Value = serde_norway::from_slice(&yaml.stdout).unwrap();
     assert_eq!(v["owners"][0]["name"], "member-b");
 
+    // Not found is exit code 3, said once; an unusable name is a usage error.
     let out = w.tatara(&["owners", "nope"], None);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: "), "{out:?}");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: in namespace \"tatara\": Issue, MergeRequest or Task \"nope\" not found;"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no Issue"), "doubled wording: {stderr}");
+    assert_eq!(w.tatara(&["owners", "pod/a"], None).status.code(), Some(2));
+}
+
+/// Runs `kubectl tatara <args>` and returns its stdout, asserting success.
+fn stdout(w: &World, args: &[&str]) -> String {
+    let out = w.tatara(args, None);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn owners_and_repair_print_as_kubectl_users_expect() {
+    let w = world_with_issue_500();
+    // The tree, top-down in ownership like kubectl-tree: each owner above
+    // the artifact, how it references it, and the violations marked.
+    let tree = stdout(&w, &["owners", "iss-tatara-operator-500"]);
+    println!("{tree}");
+    let lines: Vec<&str> = tree.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "REF", "BLOCKS", "STAGE", "VIOLATIONS"]);
+    assert!(lines[1].starts_with("Task/member-a ") && lines[1].contains(" new"), "{tree}");
+    assert!(lines[2].starts_with("└─Issue/iss-tatara-operator-500 "), "{tree}");
+    assert_eq!(lines[2].split_whitespace().skip(1).collect::<Vec<_>>(), ["owner", "yes", "open", "rules", "5,3"]);
+    assert!(lines[3].starts_with("Task/umbrella "), "{tree}");
+    assert_eq!(lines[4].split_whitespace().skip(1).take(2).collect::<Vec<_>>(), ["owner", "no"]);
+    assert!(tree.contains("\n! rule 5: ") && tree.contains("\n! rule 3: "), "{tree}");
+    let table = tree.split("\n\n").next().unwrap();
+    assert!(table.lines().all(|l| l.chars().count() <= 80), "narrow enough for a terminal:\n{tree}");
+    assert!(!tree.contains('\u{1b}'), "piped output has no colour");
+
+    // A Task: what it owns under it.
+    let task = stdout(&w, &["owners", "task/member-b", "--no-headers"]);
+    let lines: Vec<&str> = task.lines().collect();
+    assert!(lines[0].starts_with("Task/member-b "), "{task}");
+    assert!(lines[1..].iter().all(|l| l.starts_with("├─") || l.starts_with("└─")), "{task}");
+    assert!(
+        lines.iter().any(|l| l.contains("MergeRequest/mr-tatara-operator-9") && l.contains("controller")),
+        "{task}"
+    );
+
+    // -o wide adds the natural key and the owner's uid; -o name the other
+    // side of the tree; jsonpath reads the JSON document.
+    let wide = stdout(&w, &["owners", "iss-tatara-operator-500", "-o", "wide"]);
+    assert!(
+        wide.lines().next().unwrap().ends_with("KEY                      OWNER UID") || wide.contains("OWNER UID"),
+        "{wide}"
+    );
+    assert!(wide.contains("tatara-operator#500"), "{wide}");
+    assert_eq!(
+        stdout(&w, &["owners", "iss-tatara-operator-500", "-o", "name"]),
+        "task.tatara.dev/member-a\ntask.tatara.dev/umbrella\n"
+    );
+    assert_eq!(
+        stdout(
+            &w,
+            &["owners", "tatara-operator#500", "-o", "jsonpath={range .owners[*]}{.name}={.controller}{\"\\n\"}{end}"]
+        ),
+        "member-a=false\numbrella=false\n"
+    );
+    assert_eq!(stdout(&w, &["owners", "tatara-operator#500", "-o=jsonpath={.violations[*].rule}"]), "5 3");
+
+    // --color always colours even when piped; never and auto (piped) do not.
+    let always = stdout(&w, &["owners", "iss-tatara-operator-500", "--color", "always"]);
+    assert!(always.contains("\u{1b}[31mrules 5,3\u{1b}[0m"), "{always:?}");
+    assert!(!stdout(&w, &["--color=never", "owners", "iss-tatara-operator-500"]).contains('\u{1b}'));
+
+    // repair: narrow columns, the rules' words only with -o wide; a
+    // NAMESPACE column only with -A.
+    let plan = stdout(&w, &["repair"]);
+    let header: Vec<&str> = plan.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["ARTIFACT", "NEW", "CONTROLLER", "RULES"], "{plan}");
+    assert!(plan.contains("issue/iss-tatara-operator-500") && plan.lines().all(|l| l.chars().count() <= 100), "{plan}");
+    let all = stdout(&w, &["repair", "-A", "--no-headers"]);
+    assert!(all.lines().all(|l| l.starts_with(&format!("{NS} "))), "{all}");
+    let wide = stdout(&w, &["repair", "-o", "wide"]);
+    assert!(
+        wide.lines().next().unwrap().ends_with("WHY") && wide.contains("promote the oldest surviving owner"),
+        "{wide}"
+    );
+    assert_eq!(stdout(&w, &["repair", "-o", "name"]), "issue.tatara.dev/iss-tatara-operator-500\n");
+    let out = w.tatara(&["repair", "-o", "jsonpath={.plan[*].name}"], None);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "iss-tatara-operator-500");
+
+    // --exit-code, for CI: 6 while something is to report, 0 once clean.
+    let out = w.tatara(&["repair", "--exit-code", "-o", "name"], None);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "issue.tatara.dev/iss-tatara-operator-500\n");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "1 repair(s) to make (--exit-code)\n");
+    let out = w.tatara(&["owners", "iss-tatara-operator-500", "--exit-code"], None);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rule violation(s)"), "{out:?}");
+    assert!(w.tatara(&["owners", "iss-tatara-operator-500"], None).status.success());
+
+    // A repair that worked is no error: nothing on stderr, piped or not.
+    let out = w.tatara(&["repair", "--apply"], None);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "a successful repair logs nothing a human must read");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("applied 1 repair(s)"), "{out:?}");
+    let out = w.tatara(&["repair", "--exit-code"], None);
+    assert_eq!(out.status.code(), Some(0), "nothing left to repair: {out:?}");
+    let out = w.tatara(&["owners", "iss-tatara-operator-500", "--exit-code"], None);
+    assert_eq!(out.status.code(), Some(0), "repaired, no violation left: {out:?}");
+
+    // A format a command does not print is a usage error, before any call.
+    let out = w.tatara(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "name"], None);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("takeover does not print -o name"), "{out:?}");
 }
 
 #[test]
@@ -527,7 +645,8 @@ fn a_non_maintainer_takeover_changes_nothing_and_exits_with_the_403_text() {
     let before = w.everything();
     let out = w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "json"], "tok-mallory");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // Exit 4: forbidden (not a maintainer), as documented.
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("HTTP 403") && stderr.contains(REFUSAL), "{stderr}");
     assert!(out.stdout.is_empty(), "{out:?}");
     assert_eq!(w.everything(), before, "a refused takeover changed the cluster");

@@ -213,6 +213,19 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
     assert!(out.contains("verb:        create") && out.contains("audit-create-web-10"), "{out}");
     assert!(out.contains("core/v1/configmaps/default/web.yaml"), "{out}");
     assert!(out.contains("History (newest first)") && out.contains("create"), "{out}");
+    // kubectl's other output forms: a JSONPath template over the JSON
+    // answer, tables without their header rows, colour only when asked.
+    let author =
+        why(&k, &kc, &["configmap/web", "--socket", socket, "-o", "jsonpath={.verdict.author}/{.verdict.tier}"]);
+    assert_eq!(author, "alice/exact");
+    let bare = why(&k, &kc, &["configmap/web", "--socket", socket, "--repo", repo, "--no-headers"]);
+    assert!(!bare.contains("COMMIT ") && bare.contains("History (newest first)"), "{bare}");
+    assert!(!out.contains('\u{1b}'), "piped output has no colour: {out:?}");
+    let coloured = why(&k, &kc, &["configmap/web", "--socket", socket, "--color=always"]);
+    assert!(coloured.contains("\u{1b}[32malice\u{1b}[0m"), "{coloured:?}");
+    let refused = why_raw(&k, &kc, &["configmap/web", "--socket", socket, "-o", "name"]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(text(&refused).1.contains("why does not print -o name"), "{refused:?}");
 
     // An update (TYPE NAME form, short name): bob, on the exact tier; JSON.
     let r = why_json(&k, &kc, &["cm", "app", "--socket", socket, "--repo", repo]);
@@ -266,12 +279,19 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
     assert_eq!(r["history"][0]["unresolved"], true);
     let out = why(&k, &kc, &["cm/orphan", "--socket", socket]);
     assert!(out.contains("UNRESOLVED") && out.contains("how to check:"), "{out}");
-    // A type the sidecar does not follow: the follower is not reading it.
-    let r = why_json(&k, &kc, &["deploy/web", "--socket", socket]);
+    // A type the sidecar does not follow: the follower is not reading it
+    // (the pod proxy's GET /v1/explain answers from what the sidecar holds;
+    // over the socket, `why` asks it to follow the type first).
+    let r = why_json(&k, &kc, &["deploy/web", "--pod", "reverser-1", "--pod-namespace", "ops", "--pod-port", "9191"]);
     assert_eq!(r["object"]["group"], "apps");
     assert_eq!(r["causes"][0]["cause"], "follower_not_reading", "{r:#}");
     assert_eq!(r["causes"][0]["detail"]["following"], false);
     assert!(r["causes"][0]["check"].as_str().unwrap().contains("--follow"), "{r:#}");
+    let followed = why_json(&k, &kc, &["deploy/web", "--socket", socket]);
+    assert!(
+        followed["causes"].as_array().unwrap().iter().all(|c| c["cause"] != "follower_not_reading"),
+        "{followed:#}"
+    );
 
     // A deleted object is answered from Git: the commit that removed it.
     let r = why_json(&k, &kc, &["cm/gone", "--socket", socket, "--repo", repo]);
@@ -371,22 +391,23 @@ fn why_errors_are_clear_and_non_zero() {
         assert!(stderr.starts_with("error: ") && stderr.contains(needle), "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{stdout}");
     };
-    fail(&["widgets/x"], &kc, 1, "doesn't have a resource type \"widgets\"");
-    fail(&["cm"], &kc, 1, "expected one object as TYPE/NAME or TYPE NAME");
+    // Exit codes: 2 usage, 3 not found, 5 unreachable (docs/why.md).
+    fail(&["widgets/x"], &kc, 3, "doesn't have a resource type \"widgets\"");
+    fail(&["cm"], &kc, 2, "expected one object as TYPE/NAME or TYPE NAME");
     fail(
         &["cm/nothing", "--repo", empty_repo.to_str().unwrap()],
         &kc,
-        2,
+        3,
         "configmaps \"nothing\" in namespace \"default\" not found",
     );
-    fail(&["cm/nothing"], &kc, 2, "pass --repo");
+    fail(&["cm/nothing"], &kc, 3, "pass --repo");
     api.seed_object(configmap("default", "web", "u-web", "10")).unwrap();
     let missing = k.dir.path().join("no.sock");
-    fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 3, "cannot reach the sidecar at socket");
-    fail(&["cm/web", "--pod", "watcher-0"], &kc, 3, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
+    fail(&["cm/web", "--socket", missing.to_str().unwrap()], &kc, 5, "cannot reach the sidecar at socket");
+    fail(&["cm/web", "--pod", "watcher-0"], &kc, 5, "cannot reach the sidecar in pod default/watcher-0 on port 9090");
     let port = testkit::free_port().unwrap();
     let url = format!("redis://127.0.0.1:{port}");
-    fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 3, "cannot read the fact stream");
+    fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 5, "cannot read the fact stream");
     // Bad kubeconfigs: absent, not YAML, pointing at nothing.
     fail(&["cm/web"], &k.dir.path().join("absent"), 1, "cannot read kubeconfig");
     let garbage = k.dir.path().join("garbage");
@@ -395,7 +416,7 @@ fn why_errors_are_clear_and_non_zero() {
     let dead = k.dir.path().join("dead");
     std::fs::write(&dead, std::fs::read_to_string(&kc).unwrap().replace(&api.port().to_string(), &port.to_string()))
         .unwrap();
-    fail(&["cm/web"], &dead, 1, "cannot reach the API server");
+    fail(&["cm/web"], &dead, 5, "connection refused");
 }
 
 /// An author is whatever the API server's user said: one with control
@@ -438,4 +459,73 @@ fn a_hostile_author_makes_a_valid_commit_and_a_safe_why() {
     );
     assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
     assert!(out.contains(r"mal\u{1b}[31mlory\nReverser-Actor: eve\u{0}<root@evil>\u{7}"), "{out}");
+}
+
+/// The README's first run, step by step with the real parts: `reverser-sidecar
+/// serve` with no flag naming a route or a type (only free ports), the `curl`
+/// it prints pasted as printed (alice creates configmap default/demo), then
+/// `kubectl reverser why configmap/demo` through the real kubectl against
+/// the fake API run as a process. `why` asks the sidecar to follow the type
+/// and waits for it, so the answer names alice without `--follow`.
+#[test]
+fn the_readme_first_run_goes_from_serve_to_a_why_that_names_alice() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let dir = k.dir.path().join("first-run");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut serve = Command::new(testkit::sidecar::binary())
+        .current_dir(&dir)
+        .args(["serve", "--audit-listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0"])
+        .env("REVERSER_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stderr = serve.stderr.take().unwrap();
+    let _serve = Kill(serve);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some((_, curl)) = line.split_once("try it") {
+                let _ = tx.send(curl.trim().to_string());
+            }
+        }
+    });
+    let curl = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("serve prints a curl to try");
+    assert!(curl.starts_with("curl ") && curl.contains("/audit-webhook/default"), "{curl}");
+    let socket = dir.join("reverser.sock");
+    for _ in 0..200 {
+        if socket.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let posted = Command::new("sh").arg("-c").arg(&curl).current_dir(&dir).output().unwrap();
+    assert!(posted.status.success(), "the printed curl failed: {posted:?}");
+
+    // The cluster where alice created it, as the fake API process.
+    let seed = dir.join("seed.yaml");
+    std::fs::write(
+        &seed,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo, namespace: default, \
+         uid: 00000000-0000-0000-0000-000000000001, resourceVersion: \"1\"}\n",
+    )
+    .unwrap();
+    let kc = dir.join("kubeconfig");
+    let _api = testkit::process::Running::start(
+        &testkit::process::binary("testkit", "testkit"),
+        &["fake-api", "--seed", seed.to_str().unwrap(), "--kubeconfig-out", kc.to_str().unwrap()],
+    );
+    let out = why(&k, &kc, &["configmap/demo", "--socket", socket.to_str().unwrap(), "--timeout", "20"]);
+    assert!(out.contains("Author of the current state: alice [user]"), "{out}");
+    assert!(out.contains("Route:      default"), "{out}");
 }

@@ -23,6 +23,10 @@ use runtime::proto::{self, attribution_server::Attribution};
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
+/// The longest an Explain with `follow` waits for the follower to read the
+/// type's stream (a client bounds it further with its own deadline).
+const FOLLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What the sidecar authors for, when it runs for a GitTarget.
 #[derive(Debug, Clone, Default)]
 pub struct MirrorPolicy {
@@ -264,6 +268,23 @@ impl Api {
         *n
     }
 
+    /// Follows `scope` as a Resolve would (the implicit reference, renewed
+    /// here) and waits, at most [`FOLLOW_WAIT`], until the follower has read
+    /// its stream to the tail: an Explain asked with `follow` (`kubectl
+    /// reverser why`) counts facts that arrived before anyone followed the
+    /// type. Past the bound it answers from what the index holds.
+    async fn follow_and_read(&self, scope: &Scope) {
+        self.ensure_following(scope);
+        let mut caught_up = self.follower.caught_up();
+        let read = async {
+            self.follower.settled().await;
+            let _ = caught_up.wait_for(|c| *c).await;
+        };
+        if tokio::time::timeout(FOLLOW_WAIT, read).await.is_err() {
+            tracing::warn!(%scope, wait = ?FOLLOW_WAIT, "Explain asked to follow the type, and the follower has not read its stream yet; answering from what the index holds");
+        }
+    }
+
     /// The first Resolve of a type takes its one reference; the check and
     /// the take happen under one lock, so concurrent first Resolves take one.
     /// Every Resolve renews it.
@@ -468,6 +489,9 @@ impl Attribution for Api {
     async fn explain(&self, req: Request<proto::ExplainRequest>) -> Result<Response<proto::ExplainResponse>, Status> {
         let req = req.into_inner();
         let (scope, _) = scope_of(req.r#type.as_ref())?;
+        if req.follow {
+            self.follow_and_read(&scope).await;
+        }
         let q = Query {
             uid: req.uid,
             resource_version: req.resource_version,

@@ -14,6 +14,10 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] runtime::Error),
 
+    /// Flags that parse but cannot run (`runtime::cli`).
+    #[error(transparent)]
+    Args(#[from] runtime::cli::ArgsError),
+
     #[error(transparent)]
     Transport(#[from] runtime::attribution::transport::TransportError),
 

@@ -52,8 +52,9 @@ pub struct Args {
     /// Hand the socket only to this container (default: every container).
     #[arg(long)]
     pub watcher_container: Option<String>,
-    /// An argument appended to the sidecar's `serve --socket <path>`;
-    /// repeat for several.
+    /// An argument appended to the sidecar's `serve --socket <path>`, one of
+    /// `reverser-sidecar serve --help`'s (checked at startup against the
+    /// sidecar's own parser); repeat for several.
     #[arg(long = "sidecar-arg", allow_hyphen_values = true)]
     pub sidecar_args: Vec<String>,
     /// Give every injected sidecar its Redis URL from this Secret key
@@ -128,8 +129,22 @@ async fn inject(State(config): State<Arc<WebhookConfig>>, body: Bytes) -> impl I
     }
 }
 
+/// Refuses `--sidecar-arg`s the injected sidecar would refuse: every pod
+/// the webhook touched would crash-loop.
+pub fn check(config: &WebhookConfig) -> Result<()> {
+    runtime::cli::check_injected_sidecar(&config.inject).map_err(|why| {
+        Error::Config(format!(
+            "--sidecar-arg: the injected `reverser-sidecar serve` would refuse its arguments {:?} and every \
+             injected pod would crash-loop: {why}; see `reverser-sidecar serve --help`",
+            config.inject.extra_args
+        ))
+    })
+}
+
 /// Runs the webhook until SIGTERM.
 pub async fn run(args: Args) -> Result<()> {
+    let webhook = webhook_config(&args);
+    check(&webhook)?;
     let config = tls::server_config(&ServerTls {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -143,7 +158,6 @@ pub async fn run(args: Args) -> Result<()> {
         source,
     })?;
     let addr = listener.local_addr().map_err(Error::io("reading the injection webhook's address"))?;
-    let webhook = webhook_config(&args);
     tracing::info!(
         %addr,
         path = INJECT_PATH,

@@ -8,7 +8,6 @@ use clap::{Parser, Subcommand};
 
 mod api;
 mod authority;
-mod config;
 mod devcerts;
 mod error;
 mod inject_webhook;
@@ -40,9 +39,9 @@ enum Command {
     /// Run the sidecar: audit receiver, fact follower, index, and the
     /// Unix-socket API. With no flags: memory transport, ./reverser.sock,
     /// receiver and metrics on loopback, development certificates.
-    Serve(serve::ServeArgs),
+    Serve(runtime::cli::ServeArgs),
     /// Run the audit receiver alone (its own Deployment), appending facts to Redis.
-    Receive(serve::ReceiveArgs),
+    Receive(runtime::cli::ReceiveArgs),
     /// Serve the sidecar injection webhook: AdmissionReview v1 over HTTPS,
     /// patched by the same rule as `kubectl reverser inject`.
     InjectWebhook(inject_webhook::Args),

@@ -3,15 +3,15 @@
 //! in-flight resolutions return their best answer, stop the follower and the
 //! sweeper, all within a deadline, remove the socket, exit 0.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use std::time::Duration;
 
-use rules::attribution::{GroupResource, Scope};
 use runtime::attribution::Engine;
 use runtime::attribution::clock::SystemClock;
 use runtime::attribution::transport::{FactFollower, Transport, TransportKind};
+use runtime::cli::{self, ReceiveArgs, ServeArgs};
 use runtime::metrics::Metrics;
 use runtime::proto::attribution_server::AttributionServer;
 use runtime::redact::redact_url;
@@ -19,7 +19,6 @@ use runtime::shutdown::{Tasks, terminated};
 use tokio::net::{TcpListener, UnixListener};
 
 use crate::api::{Api, MirrorPolicy};
-use crate::config;
 use crate::devcerts;
 use crate::error::{Error, Result};
 use crate::receiver::{self, ReceiverState};
@@ -28,51 +27,6 @@ use crate::tls::{self, ServerTls};
 /// How long shutdown waits for in-flight work (resolutions answering,
 /// connections draining, a Git push) before aborting it.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
-
-#[derive(Debug, clap::Args)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    pub attribution: config::Attribution,
-    #[command(flatten)]
-    pub receiver: config::Receiver,
-    #[command(flatten)]
-    pub ops: config::Ops,
-    #[command(flatten)]
-    pub git: config::Git,
-    /// The Unix socket the watcher talks to (gRPC, reverser.v1).
-    #[arg(long, env = "REVERSER_SOCKET", default_value = "reverser.sock")]
-    pub socket: PathBuf,
-    /// Socket file mode (octal).
-    #[arg(long, env = "REVERSER_SOCKET_MODE", default_value = "660", value_parser = parse_mode)]
-    pub socket_mode: u32,
-    /// Follow these types from the start: `route:group/resource`
-    /// (`lab:configmaps`, `prod:apps/deployments`); repeatable. A watcher's
-    /// first Resolve of a type follows it too.
-    #[arg(long = "follow", env = "REVERSER_FOLLOW", value_delimiter = ',')]
-    pub follow: Vec<String>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ReceiveArgs {
-    #[command(flatten)]
-    pub attribution: config::Attribution,
-    #[command(flatten)]
-    pub receiver: config::Receiver,
-    #[command(flatten)]
-    pub ops: config::Ops,
-}
-
-fn parse_mode(s: &str) -> Result<u32, String> {
-    u32::from_str_radix(s, 8).map_err(|_| format!("{s:?} is not an octal file mode (e.g. 660)"))
-}
-
-fn parse_follow(s: &str) -> Result<Scope, String> {
-    let (route, gr) = s
-        .split_once(':')
-        .filter(|(r, gr)| !r.is_empty() && !gr.is_empty())
-        .ok_or_else(|| format!("--follow {s:?} is not route:group/resource (e.g. lab:apps/deployments)"))?;
-    Ok(Scope::new(route, GroupResource::from_path_form(gr)))
-}
 
 async fn bind(addr: std::net::SocketAddr, what: &'static str) -> Result<TcpListener> {
     TcpListener::bind(addr).await.map_err(|source| Error::Listen { what, addr: addr.to_string(), source })
@@ -120,21 +74,14 @@ struct Tls {
     dev: Option<devcerts::DevCerts>,
 }
 
-fn receiver_tls(r: &config::Receiver) -> Result<Tls> {
-    match (&r.tls_cert, &r.tls_key) {
-        (Some(cert), Some(key)) => {
-            let client_ca = r.audit_client_ca.clone().ok_or_else(|| {
-                Error::Config(
-                    "--audit-client-ca is required with --tls-cert: the receiver only accepts clients \
-                     whose certificate the audit CA signed"
-                        .into(),
-                )
-            })?;
-            Ok(Tls {
-                server: ServerTls { cert: cert.clone(), key: key.clone(), client_ca: Some(client_ca) },
-                dev: None,
-            })
-        }
+fn receiver_tls(r: &cli::Receiver) -> Result<Tls> {
+    // Refuses --tls-cert without --audit-client-ca (clap pairs cert and key).
+    r.check()?;
+    match (&r.tls_cert, &r.tls_key, &r.audit_client_ca) {
+        (Some(cert), Some(key), Some(client_ca)) => Ok(Tls {
+            server: ServerTls { cert: cert.clone(), key: key.clone(), client_ca: Some(client_ca.clone()) },
+            dev: None,
+        }),
         _ => {
             let dev = devcerts::ensure(&r.dev_certs_dir)?;
             let client_ca = Some(r.audit_client_ca.clone().unwrap_or_else(|| dev.ca()));
@@ -150,19 +97,20 @@ fn abs(p: &Path) -> String {
 fn curl_hint(dev: &devcerts::DevCerts, addr: std::net::SocketAddr) -> String {
     let event = r#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{"stage":"ResponseComplete","verb":"create","auditID":"demo-1","user":{"username":"alice"},"objectRef":{"resource":"configmaps","namespace":"default","name":"demo","apiVersion":"v1"},"responseStatus":{"code":201},"responseObject":{"metadata":{"name":"demo","namespace":"default","uid":"00000000-0000-0000-0000-000000000001","resourceVersion":"1"}}}]}"#;
     format!(
-        "curl -sS --cacert {} --cert {} --key {} -H 'Content-Type: application/json' --data '{event}' https://localhost:{}/audit-webhook/local",
+        "curl -sS --cacert {} --cert {} --key {} -H 'Content-Type: application/json' --data '{event}' https://localhost:{}/audit-webhook/{}",
         abs(&dev.ca()),
         abs(&dev.client_cert()),
         abs(&dev.client_key()),
-        addr.port()
+        addr.port(),
+        rules::attribution::DEFAULT_ROUTE
     )
 }
 
 /// Starts the mTLS audit receiver on `addr` and logs where it listens.
 async fn start_receiver(
     addr: std::net::SocketAddr,
-    r: &config::Receiver,
-    a: &config::Attribution,
+    r: &cli::Receiver,
+    a: &cli::Attribution,
     transport: &Transport,
     metrics: &Arc<Metrics>,
     tasks: &mut Tasks,
@@ -215,11 +163,11 @@ async fn start_ops(addr: std::net::SocketAddr, router: axum::Router, tasks: &mut
 }
 
 pub async fn serve(args: ServeArgs) -> Result<()> {
+    // The same check `kubectl reverser inject` runs on --sidecar-arg.
+    args.check()?;
     let metrics = Arc::new(Metrics::new());
     let opts = args.attribution.transport_options()?;
     let transport = Transport::build(opts, metrics.clone())?;
-    let follow: Vec<Scope> =
-        args.follow.iter().map(|s| parse_follow(s)).collect::<Result<_, _>>().map_err(Error::Config)?;
     let engine = Arc::new(Engine::new(args.attribution.engine_config(), Arc::new(SystemClock), metrics.clone()));
     let follower = transport.follower();
     tracing::info!(
@@ -265,7 +213,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         None => None,
     };
     let api = Arc::new(Api::new(engine.clone(), follower.clone(), git, policy));
-    for s in &follow {
+    for s in &args.follow {
         api.acquire(s);
     }
     {
@@ -285,7 +233,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     }
 
     // Receiver (optional in this process).
-    if let Some(addr) = args.receiver.listen().map_err(Error::Config)? {
+    if let Some(addr) = args.receiver.listen()? {
         start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
     }
 
@@ -335,11 +283,8 @@ pub async fn receive(args: ReceiveArgs) -> Result<()> {
         ));
     }
     let transport = Transport::build(opts, metrics.clone())?;
-    let addr = args
-        .receiver
-        .listen()
-        .map_err(Error::Config)?
-        .ok_or_else(|| Error::Config("`receive` needs --audit-listen host:port".into()))?;
+    let addr =
+        args.receiver.listen()?.ok_or_else(|| Error::Config("`receive` needs --audit-listen host:port".into()))?;
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
         transport = transport.kind().label(),

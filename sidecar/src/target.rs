@@ -24,17 +24,11 @@ use runtime::attribution::commit::{Identity, RemoteAuth, RemoteConfig, WriterCon
 use runtime::mirror::{self, Loaded};
 
 use crate::api::MirrorPolicy;
-use crate::config;
 use crate::error::{Error, Result};
 
 /// `NAMESPACE/NAME`.
 pub fn parse_target(s: &str) -> Result<(String, String)> {
-    match s.split_once('/') {
-        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
-            Ok((ns.to_owned(), name.to_owned()))
-        }
-        _ => Err(Error::Config(format!("--git-target {s:?} is not NAMESPACE/NAME (e.g. mirror/prod)"))),
-    }
+    Ok(runtime::cli::parse_git_target(s)?)
 }
 
 const TOKEN_KEYS: [&str; 2] = ["token", "password"];
@@ -50,7 +44,7 @@ fn text(what: &str, bytes: &[u8]) -> Result<String> {
 }
 
 /// The writer and the removal policy for GitTarget `target`.
-pub async fn writer_for(args: &config::Git, target: &str) -> Result<(WriterConfig, MirrorPolicy, Loaded)> {
+pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(WriterConfig, MirrorPolicy, Loaded)> {
     let (ns, name) = parse_target(target)?;
     let kube_config =
         runtime::kubeconfig::load(args.kubeconfig.as_deref(), None).await.map_err(runtime::Error::from)?;

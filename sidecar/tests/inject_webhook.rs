@@ -25,6 +25,9 @@ use tokio_rustls::TlsConnector;
 
 const IMAGE: &str = "registry.example/reverser-sidecar:e2e";
 const SIDECAR_ARGS: [&str; 2] = ["--author-attribution-transport=redis", "--author-attribution-grace=5s"];
+/// The redis transport's URL, from a Secret (the sidecar refuses redis
+/// without one, and so would the webhook).
+const REDIS_URL_SECRET: &str = "reverser-redis/url";
 
 /// A CA and a localhost serving certificate it signed, as PEM files in `dir`.
 /// Returns the CA certificate (DER) a client trusts.
@@ -67,7 +70,8 @@ fn start(dir: &Path) -> Webhook {
         .arg(format!("--tls-cert={}", dir.join("tls.crt").display()))
         .arg(format!("--tls-key={}", dir.join("tls.key").display()))
         .arg(format!("--sidecar-image={IMAGE}"))
-        .arg("--exclude-namespace=reverser");
+        .arg("--exclude-namespace=reverser")
+        .arg(format!("--sidecar-redis-url-secret={REDIS_URL_SECRET}"));
     for a in SIDECAR_ARGS {
         cmd.arg(format!("--sidecar-arg={a}"));
     }
@@ -197,6 +201,7 @@ fn plugin_inject(pod: &Value) -> Value {
     let options = InjectOptions {
         image: IMAGE.to_string(),
         extra_args: SIDECAR_ARGS.iter().map(|s| s.to_string()).collect(),
+        redis_url_secret: Some(REDIS_URL_SECRET.parse().unwrap()),
         ..InjectOptions::default()
     };
     let yaml = serde_norway::to_string(pod).unwrap();
@@ -313,4 +318,28 @@ fn a_missing_certificate_is_a_clear_startup_error() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("absent.crt"), "{stderr}");
+}
+
+#[test]
+fn sidecar_args_the_sidecar_would_refuse_stop_the_webhook_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    certificates(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_reverser-sidecar"))
+        .arg("inject-webhook")
+        .arg("--listen=127.0.0.1:0")
+        .arg(format!("--tls-cert={}", dir.path().join("tls.crt").display()))
+        .arg(format!("--tls-key={}", dir.path().join("tls.key").display()))
+        .args(["--sidecar-arg=--transport", "--sidecar-arg=redis"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("--sidecar-arg") && stderr.contains("unexpected argument '--transport'"), "{stderr}");
+    assert!(stderr.contains("--author-attribution-transport"), "{stderr}");
+    // The same arguments, refused by the sidecar itself.
+    let own = Command::new(env!("CARGO_BIN_EXE_reverser-sidecar"))
+        .args(["serve", "--audit-listen=off", "--transport", "redis"])
+        .output()
+        .unwrap();
+    assert_eq!(own.status.code(), Some(2), "{own:?}");
 }

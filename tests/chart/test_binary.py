@@ -102,6 +102,8 @@ def plugin_inject(pod: dict[str, Any], injector_args: list[str]) -> str:
             plugin_args.append("--image=" + a.split("=", 1)[1])
         elif a.startswith("--sidecar-arg="):
             plugin_args.append(a)
+        elif a.startswith("--sidecar-redis-url-secret="):
+            plugin_args.append("--redis-url-secret=" + a.split("=", 1)[1])
     return subprocess.run([str(PLUGIN), *plugin_args], input=json.dumps(pod), capture_output=True, text=True, check=True).stdout
 
 
@@ -341,7 +343,9 @@ def test_the_injector_and_the_sidecar_it_injects_start_from_the_charts_args(
 def test_kubectl_reads_the_plugins_output_as_written(chart: helm.Chart, tmp_path: pathlib.Path) -> None:
     # kubectl reads manifests with YAML 1.1 rules (`off` is false there): the
     # injected args must reach the API server exactly as written.
-    pod, container = container_of(objects(render(chart, {})), "injector")
+    # The redis transport with its URL from a Secret: without one the plugin
+    # (and the injector) refuse the sidecar's arguments.
+    pod, container = container_of(objects(render(chart, {"injector": {"redisUrlSecret": {"name": "reverser-redis"}}})), "injector")
     pod_object = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "shop"},
                   "spec": {"containers": [{"name": "w", "image": "registry.example/w:1"}]}}
     manifest = tmp_path / "injected.yaml"

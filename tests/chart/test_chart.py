@@ -293,6 +293,14 @@ def test_injector_hands_the_sidecar_the_same_attribution_flags(chart: helm.Chart
     assert {h["failurePolicy"] for h in webhooks(objs)} == {"Ignore"}
 
 
+def test_notes_print_the_route_why_asks_by_default(chart: helm.Chart) -> None:
+    # `default` everywhere: serve's printed curl, `kubectl reverser why
+    # --route`, and the URL the chart tells the API server to post to.
+    text = notes(render(chart, {"receiver": {"service": {"clusterIP": "10.96.0.250"}}}))
+    assert "https://10.96.0.250:443/audit-webhook/default" in text, text
+    assert "<route>" in notes(render(chart, {"receiver": {"auditRoute": ""}}))
+
+
 def test_notes_print_the_audit_kubeconfig_and_the_batch_advice(chart: helm.Chart) -> None:
     text = notes(render(chart, {"receiver": {"service": {"clusterIP": "10.96.0.250"}, "auditRoute": "prod-eu-1"}}))
     match = re.search(r"^apiVersion: v1\nkind: Config\n.*?^current-context: [^\n]*$", text, re.S | re.M)

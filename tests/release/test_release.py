@@ -9,8 +9,9 @@ Each manifest's sha256, `files` and `bin` are checked against its archive.
 The other runs package stand-in binaries (--bin-dir; small shell scripts,
 as the packaging never looks inside a binary) in a committed copy of the
 repository, whose version is bumped so nothing can come from Chart.yaml or
-the templates by accident: the completion helper case, reproducibility,
-and the refusals (dirty tree, bad VERSION) with nothing built.
+the templates by accident: a build without the completion helpers,
+reproducibility, and the refusals (dirty tree, bad VERSION) with nothing
+built.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ HOST = (
     {"Linux": "linux", "Darwin": "darwin"}[platform.system()],
     {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}[platform.machine()],
 )
+# What the krew archives hold besides LICENSE and NOTICE.
+BINARIES = [b for name in PLUGINS for b in (f"kubectl-{name}", f"kubectl_complete-{name}")]
 # krew's index types (pkg/index): the keys each object may have.
 KEYS = {
     "plugin": {"apiVersion", "kind", "metadata", "spec"},
@@ -64,7 +67,7 @@ def template(root: pathlib.Path, name: str) -> dict[str, Any]:
     return yaml.safe_load((root / "krew" / f"{name}.yaml").read_text())
 
 
-def check_manifest(root: pathlib.Path, out: pathlib.Path, name: str, version: str, helper: bool) -> dict[str, tarfile.TarInfo]:
+def check_manifest(root: pathlib.Path, out: pathlib.Path, name: str, version: str) -> dict[str, tarfile.TarInfo]:
     """Checks OUT_DIR/NAME.yaml against its archive for the host and the
     template it came from; returns the host archive's members."""
     manifest = yaml.safe_load((out / f"{name}.yaml").read_text())
@@ -93,8 +96,8 @@ def check_manifest(root: pathlib.Path, out: pathlib.Path, name: str, version: st
         archive = out / archive_name
         assert p["sha256"] == sha256(archive)
 
-        want_files = list(tp["files"]) + ([{"from": f"kubectl_complete-{name}", "to": "."}] if helper else [])
-        assert p["files"] == want_files
+        assert p["files"] == tp["files"]
+        assert {"from": f"kubectl_complete-{name}", "to": "."} in p["files"], "kubectl's completion helper ships"
         for f in p["files"]:
             assert set(f) == KEYS["file"] and f["to"] == "."
         with tarfile.open(archive) as tar:
@@ -140,9 +143,8 @@ def released(tmp_path_factory: pytest.TempPathFactory) -> Iterator[pathlib.Path]
 
 @pytest.mark.parametrize("name", PLUGINS)
 def test_each_manifest_agrees_with_its_archive(released: pathlib.Path, name: str, tmp_path: pathlib.Path) -> None:
-    # The completion helper ships exactly when the workspace builds one.
-    helper = f"kubectl_complete-{name}" in workspace_bins()
-    members = check_manifest(ROOT, released, name, VERSION, helper)
+    assert f"kubectl_complete-{name}" in workspace_bins(), "the workspace builds the helper the manifest ships"
+    members = check_manifest(ROOT, released, name, VERSION)
     # The archived binary is this build's, for this version.
     binary = extract(released, name, f"kubectl-{name}", tmp_path)
     try:
@@ -216,29 +218,27 @@ def stand_ins(d: pathlib.Path, *names: str) -> pathlib.Path:
 
 
 def test_a_committed_release_takes_its_version_everywhere(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    bins = stand_ins(tmp_path / "bin", "kubectl-reverser", "kubectl-tatara", "reverser-sidecar")
+    bins = stand_ins(tmp_path / "bin", *BINARIES, "reverser-sidecar")
     out = tmp_path / "out"
     # A clean tree needs no --allow-dirty.
     p = release(repo, f"v{BUMPED}", str(out), "--bin-dir", str(bins))
     assert p.returncode == 0, p.stderr
     for name in PLUGINS:
-        check_manifest(repo, out, name, f"v{BUMPED}", helper=False)
+        check_manifest(repo, out, name, f"v{BUMPED}")
     check_chart(out / f"reverser-{BUMPED}.tgz", BUMPED)
     assert f"docker build --build-arg VERSION=v{BUMPED} -t ghcr.io/reverser/reverser-sidecar:{BUMPED}" in p.stderr
 
 
-def test_the_completion_helper_ships_when_built(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def test_a_build_without_a_completion_helper_is_refused(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
     bins = stand_ins(tmp_path / "bin", "kubectl-reverser", "kubectl-tatara", "kubectl_complete-reverser")
     out = tmp_path / "out"
     p = release(repo, f"v{BUMPED}", str(out), "--bin-dir", str(bins))
-    assert p.returncode == 0, p.stderr
-    members = check_manifest(repo, out, "reverser", f"v{BUMPED}", helper=True)
-    assert "kubectl_complete-reverser" in members
-    check_manifest(repo, out, "tatara", f"v{BUMPED}", helper=False)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "installs kubectl_complete-tatara, which neither the" in p.stderr, p.stderr
 
 
 def test_archives_are_reproducible(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    bins = stand_ins(tmp_path / "bin", "kubectl-reverser", "kubectl-tatara")
+    bins = stand_ins(tmp_path / "bin", *BINARIES)
     runs = []
     for i, env in enumerate([{}, {}, {"SOURCE_DATE_EPOCH": "1700000000"}]):
         out = tmp_path / f"out{i}"

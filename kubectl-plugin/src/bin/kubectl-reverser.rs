@@ -7,7 +7,11 @@ use kubectl_plugin::common;
 use kubectl_plugin::reverser::{self, Cli};
 
 fn main() -> ExitCode {
+    // `kubectl_complete-reverser` (kubectl's completion) asks through here.
+    if let Some(code) = common::complete::run_if_asked::<Cli>(&reverser::complete::Completer) {
+        return code;
+    }
     let cli = Cli::parse();
-    runtime::telemetry::init(&cli.log, common::DEFAULT_LOG_FILTER);
+    common::init_logging(&cli.global);
     common::exit(reverser::run(cli))
 }

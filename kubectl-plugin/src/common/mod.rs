@@ -1,16 +1,20 @@
-//! CLI plumbing shared by both kubectl plugins: the flags kubectl users
-//! expect, a `kube::Client` built from them, output formats, `error: ...`
-//! reporting with a non-zero exit, and the `completion <shell>` subcommand.
+//! CLI plumbing shared by both kubectl plugins: kubectl's connection flags
+//! and a bounded `kube::Client` from them ([`connection`]), kubectl's output
+//! formats ([`output`], [`jsonpath`]), `error: ...` reporting with
+//! documented exit codes ([`exit_code`]), completion through kubectl
+//! ([`complete`]) and the `version` subcommand.
 //!
 //! A plugin binary composes these with clap's `#[command(flatten)]`:
 //!
 //! ```no_run
 //! use clap::{Parser, Subcommand};
-//! use kubectl_plugin::common::{self, CliError, CompletionArgs, KubeArgs, OutputArgs};
+//! use kubectl_plugin::common::{self, CliError, CompletionArgs, GlobalArgs, KubeArgs, OutputArgs};
 //!
 //! #[derive(Parser)]
-//! #[command(name = "kubectl-example", version)]
+//! #[command(name = "kubectl-example", bin_name = "kubectl example", version)]
 //! struct Cli {
+//!     #[command(flatten)]
+//!     global: GlobalArgs,
 //!     #[command(subcommand)]
 //!     command: Cmd,
 //! }
@@ -25,7 +29,9 @@
 //!     Completion(CompletionArgs),
 //! }
 //! fn main() -> std::process::ExitCode {
-//!     common::exit(match Cli::parse().command {
+//!     let cli = Cli::parse();
+//!     common::init_logging(&cli.global);
+//!     common::exit(match cli.command {
 //!         Cmd::Completion(args) => {
 //!             common::print_completions::<Cli>(args.shell, &mut std::io::stdout());
 //!             Ok(())
@@ -36,32 +42,112 @@
 //! ```
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, ValueEnum};
-use serde::Serialize;
+use clap::{Args, CommandFactory};
+use runtime::ownership::executor::ExecutorError;
+
+pub mod complete;
+pub mod connection;
+pub mod discovery;
+pub mod jsonpath;
+pub mod output;
+
+pub use connection::{Call, KubeArgs, KubeTarget, api_failure, chain};
+pub use output::{Cell, ColorChoice, Human, Node, Offers, OutputArgs, OutputFormat, Paint, Style, Table, print, table};
 
 #[cfg(test)]
 mod tests;
 
-/// The connection flags of every kubectl command. kubectl hands a plugin
-/// every argument after its name untouched, so the plugin must parse these
-/// itself, and `KUBECONFIG` reaches it through the environment.
+/// The exit codes of both plugins (0 is success). Every failure prints one
+/// `error: ...` line on stderr.
+pub mod exit_code {
+    /// Any failure not listed below.
+    pub const FAILURE: u8 = 1;
+    /// The command line is wrong: an unknown flag, a bad value, a missing
+    /// argument (clap's code for the same).
+    pub const USAGE: u8 = 2;
+    /// The object (or its type) does not exist.
+    pub const NOT_FOUND: u8 = 3;
+    /// The API server (or the forge) refused: RBAC, credentials, or a
+    /// takeover by someone who is not a maintainer.
+    pub const FORBIDDEN: u8 = 4;
+    /// The API server, the sidecar, Redis or the forge could not be reached
+    /// or did not answer in time.
+    pub const UNREACHABLE: u8 = 5;
+    /// `--exit-code` only: the command found something to report
+    /// (violations, repairs to make).
+    pub const FINDINGS: u8 = 6;
+
+    /// The table printed in `--help` and the docs.
+    pub const HELP: &str = "Exit status:\n  0  success\n  1  failure (anything not below)\n  \
+                            2  usage error: a bad flag, value or argument\n  3  not found: the object or its type\n  \
+                            4  forbidden: RBAC, credentials, or not a maintainer\n  \
+                            5  unreachable: the API server, sidecar, Redis or forge did not answer in time\n  \
+                            6  findings, with --exit-code (violations, repairs to make)";
+}
+
+/// `--exit-code`: for CI, exit [`exit_code::FINDINGS`] when the command
+/// found something to report (as `git diff --exit-code`).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct ExitCodeArg {
+    /// Exit with status 6 when there is something to report (violations,
+    /// repairs to make), 0 otherwise; for CI.
+    #[arg(long)]
+    pub exit_code: bool,
+}
+
+impl ExitCodeArg {
+    /// `Ok` unless `--exit-code` is given and `count` findings were printed.
+    pub fn findings(self, count: usize, what: &str) -> Result<(), CliError> {
+        if self.exit_code && count > 0 {
+            return Err(CliError::findings(format!("{count} {what} (--exit-code)")));
+        }
+        Ok(())
+    }
+}
+
+/// What the `version` subcommand prints: the release and the commit it was
+/// built from (`build.rs`). `--version` prints the bare release, which the
+/// release tooling reads.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("REVERSER_COMMIT"), ")");
+
+/// A plugin's top-level `--help` epilogue: its examples, then the exit
+/// codes.
+pub fn top_level_help(examples: &str) -> String {
+    format!("{examples}\n\n{}", exit_code::HELP)
+}
+
+/// `PLUGIN version`: the plugin's name, release and commit, one line, as
+/// `kubectl version --client` prints its own.
+pub fn print_version(plugin: &str, out: &mut dyn Write) -> Result<(), CliError> {
+    writeln!(out, "{plugin} {VERSION}").map_err(|e| CliError::new(format!("cannot write the version: {e}")))
+}
+
+/// Flags of every command of both plugins: logging and colour.
 #[derive(Debug, Clone, Default, Args)]
-pub struct KubeArgs {
-    /// Path to the kubeconfig file to use (default: $KUBECONFIG, then
-    /// ~/.kube/config, then the in-cluster service account).
-    #[arg(long, value_name = "PATH", global = true)]
-    pub kubeconfig: Option<PathBuf>,
+pub struct GlobalArgs {
+    #[command(flatten)]
+    pub log: runtime::telemetry::LogArgs,
 
-    /// The name of the kubeconfig context to use.
-    #[arg(long, value_name = "NAME", global = true)]
-    pub context: Option<String>,
+    /// Colour the output and the logs: auto (only on a terminal, and never
+    /// with NO_COLOR set), always or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+}
 
-    /// The namespace scope for this request (default: the context's).
-    #[arg(short = 'n', long, value_name = "NAMESPACE", global = true)]
-    pub namespace: Option<String>,
+/// Installs the logging of a plugin: [`DEFAULT_LOG_FILTER`] unless
+/// `REVERSER_LOG`/`RUST_LOG` says otherwise, coloured per `--color`.
+pub fn init_logging(global: &GlobalArgs) {
+    runtime::telemetry::init_with_colour(&global.log, DEFAULT_LOG_FILTER, global.color.stderr());
+}
+
+/// `completion <shell>`: print a completion script for the plugin binary.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionArgs {
+    /// The shell to generate the completion script for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `-A/--all-namespaces`, for the commands that list across namespaces.
@@ -74,39 +160,11 @@ pub struct AllNamespacesArgs {
     pub all_namespaces: bool,
 }
 
-/// `-o table|json|yaml`.
-#[derive(Debug, Clone, Copy, Default, Args)]
-pub struct OutputArgs {
-    /// Output format: a human table, or JSON / YAML a script can use.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
-}
-
-/// The output formats a plugin command offers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Columns for a human.
-    #[default]
-    Table,
-    /// One JSON document.
-    Json,
-    /// One YAML document.
-    Yaml,
-}
-
-/// `completion <shell>`: print a completion script for the plugin binary.
-#[derive(Debug, Clone, Args)]
-pub struct CompletionArgs {
-    /// The shell to generate the completion script for.
-    #[arg(value_enum)]
-    pub shell: clap_complete::Shell,
-}
-
 /// The plugins' log filter unless `REVERSER_LOG`/`RUST_LOG` says otherwise:
 /// warnings only, since a human reads this stderr, and nothing from the
-/// Kubernetes client or the fact follower, whose failures the plugin reports
+/// Kubernetes client, the forge client or the fact follower, whose failures the plugin reports
 /// itself, once, as `error:`.
-pub const DEFAULT_LOG_FILTER: &str = "warn,kube_client=off,runtime::attribution::transport=off";
+pub const DEFAULT_LOG_FILTER: &str = "warn,kube_client=off,octocrab=off,runtime::attribution::transport=off";
 
 /// A failure a plugin reports to its user: printed as `error: <message>`
 /// with a non-zero exit. The message says what failed, on which object, and
@@ -118,9 +176,20 @@ pub struct CliError {
 }
 
 impl CliError {
-    /// A failure with exit code 1.
+    /// A failure with exit code [`exit_code::FAILURE`].
     pub fn new(message: impl Into<String>) -> Self {
-        Self { message: message.into(), code: 1 }
+        Self { message: message.into(), code: exit_code::FAILURE }
+    }
+
+    /// A usage error ([`exit_code::USAGE`]).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(message).with_code(exit_code::USAGE)
+    }
+
+    /// Not a failure: `--exit-code` found something to report
+    /// ([`exit_code::FINDINGS`]); printed without the `error: ` prefix.
+    pub fn findings(message: impl Into<String>) -> Self {
+        Self::new(message).with_code(exit_code::FINDINGS)
     }
 
     /// The same failure with another exit code (never 0: it is a failure).
@@ -166,15 +235,62 @@ cli_error_from!(
     runtime::Error,
     runtime::attribution::transport::TransportError,
     runtime::attribution::commit::GitError,
-    runtime::ownership::executor::ExecutorError,
-    runtime::ownership::forge::ForgeError,
 );
+
+impl From<runtime::ownership::forge::ForgeError> for CliError {
+    fn from(e: runtime::ownership::forge::ForgeError) -> Self {
+        use runtime::ownership::forge::ForgeFailure;
+        let code = match e.kind {
+            ForgeFailure::Unreachable => exit_code::UNREACHABLE,
+            ForgeFailure::Refused(401 | 403) => exit_code::FORBIDDEN,
+            ForgeFailure::Refused(404) => exit_code::NOT_FOUND,
+            ForgeFailure::Setup => exit_code::USAGE,
+            ForgeFailure::Refused(_) | ForgeFailure::Answer => exit_code::FAILURE,
+        };
+        Self::new(e.to_string()).with_code(code)
+    }
+}
+
+/// The resource a tatara kind is served as (`Task` -> `tasks.tatara.dev`),
+/// for `kubectl auth can-i` hints.
+fn tatara_resource(kind: &str) -> String {
+    match kind {
+        "Repository" => "repositories.tatara.dev".into(),
+        "ConfigMap" => "configmaps".into(),
+        other => format!("{}s.tatara.dev", other.to_lowercase()),
+    }
+}
+
+/// An executor's failure in `namespace`, worded and coded like every other
+/// API failure (403 says which verb on which resource, a timeout says so).
+pub fn executor_failure(e: ExecutorError, namespace: &str) -> CliError {
+    match e {
+        ExecutorError::KubeRefused { verb, kind, name, code, message } => {
+            let resource = tatara_resource(&kind);
+            let name = if name == "*" { String::new() } else { name };
+            let call = Call { verb: &verb, resource: &resource, name: &name, namespace };
+            let doing =
+                format!("cannot {verb} {kind}{}", if name.is_empty() { "s".into() } else { format!(" {name}") });
+            let doing = format!("{doing} in namespace {namespace:?}");
+            connection::refused(call, &doing, code, &message)
+        }
+        ExecutorError::Kube { verb, kind, name, source } => {
+            let what = if name == "*" { format!("{kind}s") } else { format!("{kind} {name}") };
+            connection::transport_failure(&format!("cannot {verb} {what} in namespace {namespace:?}"), &*source)
+        }
+        other => CliError::new(other.to_string()),
+    }
+}
 
 /// Ends a plugin's `main`: success exits 0; a failure prints
 /// `error: <message>` on stderr and exits with its code.
 pub fn exit(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.code() == exit_code::FINDINGS => {
+            eprintln!("{e}");
+            ExitCode::from(e.code())
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.code())
@@ -185,8 +301,8 @@ pub fn exit(result: Result<(), CliError>) -> ExitCode {
 /// Writes the completion script of the plugin's clap command `C` for
 /// `shell`. The binary name is the command's name (`kubectl-reverser`), so
 /// the script completes the plugin when it is run directly; kubectl itself
-/// (1.26+) completes `kubectl reverser ...` through an executable named
-/// `kubectl_complete-reverser` on the PATH.
+/// (1.26+) completes `kubectl reverser ...` through the
+/// `kubectl_complete-reverser` helper ([`complete`]).
 pub fn print_completions<C: CommandFactory>(shell: clap_complete::Shell, out: &mut dyn Write) {
     let mut cmd = C::command();
     let name = cmd.get_name().to_string();
@@ -195,79 +311,6 @@ pub fn print_completions<C: CommandFactory>(shell: clap_complete::Shell, out: &m
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, name, &mut script);
     let _ = out.write_all(&script).and_then(|()| out.flush());
-}
-
-/// A built client and the namespace the flags and the context select.
-#[derive(Clone)]
-pub struct KubeTarget {
-    /// The client for the selected context.
-    pub client: kube::Client,
-    /// `-n` if given, else the context's namespace, else `default`.
-    pub namespace: String,
-}
-
-impl std::fmt::Debug for KubeTarget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KubeTarget").field("namespace", &self.namespace).finish_non_exhaustive()
-    }
-}
-
-impl KubeTarget {
-    /// A client for `config` (adjusted by the caller, e.g. without kube's
-    /// default retry), with the namespace it selects.
-    pub fn from_config(config: kube::Config) -> Result<Self, CliError> {
-        let namespace = config.default_namespace.clone();
-        let url = config.cluster_url.to_string();
-        let client = kube::Client::try_from(config).map_err(|e| {
-            CliError::new(format!(
-                "cannot build a client for cluster {url}: {e}; check the context's certificates and credentials"
-            ))
-        })?;
-        Ok(KubeTarget { client, namespace })
-    }
-}
-
-impl KubeArgs {
-    /// The kube configuration these flags select, as kubectl would:
-    /// `--kubeconfig` file, else `$KUBECONFIG` / `~/.kube/config`, else (with
-    /// no `--context`) the in-cluster service account.
-    pub async fn config(&self) -> Result<kube::Config, CliError> {
-        let mut config = runtime::kubeconfig::load(self.kubeconfig.as_deref(), self.context.as_deref())
-            .await
-            .map_err(|e| CliError::new(e.to_string()))?;
-        if let Some(ns) = &self.namespace {
-            config.default_namespace = ns.clone();
-        }
-        Ok(config)
-    }
-
-    /// A client for [`Self::config`], with the namespace it selects.
-    pub async fn client(&self) -> Result<KubeTarget, CliError> {
-        KubeTarget::from_config(self.config().await?)
-    }
-}
-
-/// Prints `value` in `format`: `table` calls `table` (which writes columns
-/// for a human), `json` and `yaml` serialize `value` whole.
-pub fn print_output<T, F>(format: OutputFormat, value: &T, out: &mut dyn Write, table: F) -> Result<(), CliError>
-where
-    T: Serialize + ?Sized,
-    F: FnOnce(&T, &mut dyn Write) -> std::io::Result<()>,
-{
-    let written = match format {
-        OutputFormat::Table => table(value, out),
-        OutputFormat::Json => {
-            let text = serde_json::to_string_pretty(value)
-                .map_err(|e| CliError::new(format!("cannot render the result as JSON: {e}")))?;
-            writeln!(out, "{text}")
-        }
-        OutputFormat::Yaml => {
-            let text = serde_norway::to_string(value)
-                .map_err(|e| CliError::new(format!("cannot render the result as YAML: {e}")))?;
-            out.write_all(text.as_bytes())
-        }
-    };
-    written.map_err(|e| CliError::new(format!("cannot write the output: {e}")))
 }
 
 /// An object named the way kubectl commands take it: `TYPE/NAME` or
@@ -281,10 +324,11 @@ pub struct TypedName {
 }
 
 impl TypedName {
-    /// Parses the positional arguments of a command addressing one object.
+    /// Parses the positional arguments of a command addressing one object;
+    /// anything else is a usage error.
     pub fn parse(args: &[String]) -> Result<Self, CliError> {
         let usage = |got: String| {
-            CliError::new(format!("expected one object as TYPE/NAME or TYPE NAME (e.g. deploy/web), got {got}"))
+            CliError::usage(format!("expected one object as TYPE/NAME or TYPE NAME (e.g. deploy/web), got {got}"))
         };
         let parts: Vec<&str> = match args {
             [one] => match one.split_once('/') {
@@ -308,32 +352,13 @@ impl std::fmt::Display for TypedName {
     }
 }
 
-/// Formats rows as aligned, upper-case-headed columns, like kubectl's tables.
-pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = String>| {
-        let mut text = String::new();
-        for (i, cell) in cells.enumerate() {
-            let w = widths.get(i).copied().unwrap_or(0);
-            if i > 0 {
-                text.push_str("   ");
-            }
-            text.push_str(&format!("{cell:<w$}"));
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&mut headers.iter().map(|h| h.to_uppercase()));
-    for row in rows {
-        line(&mut row.iter().cloned());
-    }
-    out
+/// Runs `fut` on a fresh two-thread runtime (each command is one short
+/// async program).
+pub fn block_on<T, F: std::future::Future<Output = Result<T, CliError>>>(fut: F) -> Result<T, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?
+        .block_on(fut)
 }

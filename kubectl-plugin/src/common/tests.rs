@@ -1,4 +1,6 @@
-use std::io::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
 
 use clap::{Parser, Subcommand};
 
@@ -24,37 +26,7 @@ enum Cmd {
     Completion(CompletionArgs),
 }
 
-const KUBECONFIG: &str = r#"apiVersion: v1
-kind: Config
-current-context: dev
-clusters:
-- name: dev
-  cluster:
-    server: https://127.0.0.1:6443
-- name: prod
-  cluster:
-    server: https://10.0.0.1:6443
-contexts:
-- name: dev
-  context:
-    cluster: dev
-    user: me
-    namespace: shop
-- name: prod
-  context:
-    cluster: prod
-    user: me
-users:
-- name: me
-  user:
-    token: abc
-"#;
-
-fn kubeconfig_file(text: &str) -> tempfile::NamedTempFile {
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-    f
-}
+use testkit::fixtures::{KUBECONFIG, text_file as kubeconfig_file};
 
 #[test]
 fn kubectl_flags_parse_before_and_after_the_subcommand() {
@@ -78,7 +50,7 @@ fn kubectl_flags_parse_before_and_after_the_subcommand() {
     match cli.command {
         Cmd::List { all, output } => {
             assert!(all.all_namespaces);
-            assert_eq!(output.output, OutputFormat::Json);
+            assert_eq!(output.format(), OutputFormat::Json);
         }
         Cmd::Completion(_) => panic!("parsed the wrong subcommand"),
     }
@@ -88,15 +60,25 @@ fn kubectl_flags_parse_before_and_after_the_subcommand() {
 fn output_defaults_to_table_and_refuses_unknown_formats() {
     let cli = Cli::try_parse_from(["kubectl-example", "list"]).unwrap();
     let Cmd::List { output, all } = cli.command else { panic!("parsed the wrong subcommand") };
-    assert_eq!(output.output, OutputFormat::Table);
+    assert_eq!(output.format(), OutputFormat::Table);
     assert!(!all.all_namespaces);
-    assert!(Cli::try_parse_from(["kubectl-example", "list", "-o", "wide"]).is_err());
+    for (flag, want) in [("wide", OutputFormat::Wide), ("name", OutputFormat::Name), ("yaml", OutputFormat::Yaml)] {
+        let cli = Cli::try_parse_from(["kubectl-example", "list", "-o", flag]).unwrap();
+        let Cmd::List { output, .. } = cli.command else { panic!("parsed the wrong subcommand") };
+        assert_eq!(output.format(), want);
+    }
+    let cli = Cli::try_parse_from(["kubectl-example", "list", "-o", "jsonpath={.a}", "--no-headers"]).unwrap();
+    let Cmd::List { output, .. } = cli.command else { panic!("parsed the wrong subcommand") };
+    assert!(matches!(output.format(), OutputFormat::JsonPath(_)) && output.no_headers);
+    let err = Cli::try_parse_from(["kubectl-example", "list", "-o", "table2"]).unwrap_err().to_string();
+    assert!(err.contains("wide, json, yaml, name or jsonpath=TEMPLATE"), "{err}");
+    assert!(Cli::try_parse_from(["kubectl-example", "list", "-o", "jsonpath={.a"]).is_err());
 }
 
 #[tokio::test]
 async fn kubeconfig_flag_selects_context_cluster_and_namespace() {
     let file = kubeconfig_file(KUBECONFIG);
-    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), context: None, namespace: None };
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..KubeArgs::default() };
     let config = args.config().await.unwrap();
     assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:6443/");
     assert_eq!(config.default_namespace, "shop");
@@ -124,35 +106,104 @@ async fn unreadable_or_malformed_kubeconfig_is_a_clear_error() {
     assert!(err.message().starts_with("cannot read kubeconfig"), "{err}");
 
     let file = kubeconfig_file(KUBECONFIG);
-    let no_such_context =
-        KubeArgs { kubeconfig: Some(file.path().to_path_buf()), context: Some("staging".into()), namespace: None };
+    let no_such_context = KubeArgs {
+        kubeconfig: Some(file.path().to_path_buf()),
+        context: Some("staging".into()),
+        ..KubeArgs::default()
+    };
     let err = no_such_context.config().await.unwrap_err();
     assert!(err.message().contains("\"staging\""), "{err}");
     assert!(err.message().contains("--context"), "{err}");
 }
 
-#[test]
-fn print_output_renders_each_format() {
-    #[derive(Serialize)]
-    struct Row {
-        name: String,
-        age: u32,
+#[tokio::test]
+async fn every_call_is_bounded_even_without_request_timeout() {
+    let file = kubeconfig_file(KUBECONFIG);
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..KubeArgs::default() };
+    let config = args.config().await.unwrap();
+    assert_eq!(config.connect_timeout, Some(connection::CONNECT_TIMEOUT));
+    assert_eq!(config.read_timeout, Some(connection::IDLE_TIMEOUT));
+    assert!(!config.default_retry, "a CLI answers at once");
+
+    let cli = Cli::try_parse_from(["kubectl-example", "--request-timeout", "2s", "list"]).unwrap();
+    let args = KubeArgs { kubeconfig: Some(file.path().to_path_buf()), ..cli.kube };
+    let config = args.config().await.unwrap();
+    assert_eq!(config.connect_timeout, Some(std::time::Duration::from_secs(2)));
+    assert_eq!(config.read_timeout, Some(std::time::Duration::from_secs(2)));
+    let cli = Cli::try_parse_from(["kubectl-example", "list", "--request-timeout=500ms"]).unwrap();
+    assert_eq!(cli.kube.request_timeout, std::time::Duration::from_millis(500));
+    assert!(Cli::try_parse_from(["kubectl-example", "list", "--request-timeout=soon"]).is_err());
+}
+
+#[derive(Serialize)]
+struct Row {
+    name: String,
+    age: u32,
+}
+
+#[derive(Serialize)]
+#[serde(transparent)]
+struct Rows(Vec<Row>);
+
+impl Human for Rows {
+    fn render(&self, style: &Style, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut t = Table::new(&[("name", false), ("age", false), ("born", true)]);
+        for r in &self.0 {
+            t.row(vec![r.name.as_str().into(), Cell::painted(r.age.to_string(), Paint::Red), "2020".into()]);
+        }
+        out.write_all(t.render(style).as_bytes())
     }
-    let rows = vec![Row { name: "web".into(), age: 3 }, Row { name: "database".into(), age: 12 }];
-    let render = |format| {
+    fn names(&self) -> Vec<String> {
+        self.0.iter().map(|r| format!("row/{}", r.name)).collect()
+    }
+}
+
+#[test]
+fn print_renders_each_format() {
+    let rows = Rows(vec![Row { name: "web".into(), age: 3 }, Row { name: "database".into(), age: 12 }]);
+    let render = |flags: &[&str], colour: bool| {
+        let mut argv = vec!["kubectl-example", "list"];
+        argv.extend_from_slice(flags);
+        let Cmd::List { output, .. } = Cli::try_parse_from(argv).unwrap().command else { panic!("wrong subcommand") };
         let mut out = Vec::new();
-        print_output(format, &rows, &mut out, |rows, out| {
-            let cells: Vec<Vec<String>> = rows.iter().map(|r| vec![r.name.clone(), r.age.to_string()]).collect();
-            out.write_all(table(&["name", "age"], &cells).as_bytes())
-        })
-        .unwrap();
+        print(&output, colour, &rows, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     };
-    assert_eq!(render(OutputFormat::Table), "NAME       AGE\nweb        3\ndatabase   12\n");
-    let json: serde_json::Value = serde_json::from_str(&render(OutputFormat::Json)).unwrap();
+    assert_eq!(render(&[], false), "NAME       AGE\nweb        3\ndatabase   12\n");
+    assert_eq!(render(&["-o", "wide"], false), "NAME       AGE   BORN\nweb        3     2020\ndatabase   12    2020\n");
+    assert_eq!(render(&["--no-headers"], false), "web        3\ndatabase   12\n");
+    assert_eq!(render(&["--no-headers"], true), "web        \u{1b}[31m3\u{1b}[0m\ndatabase   \u{1b}[31m12\u{1b}[0m\n");
+    assert_eq!(render(&["-o", "name"], false), "row/web\nrow/database\n");
+    assert_eq!(render(&["-o", "jsonpath={range [*]}{.name}={.age}{\"\\n\"}{end}"], false), "web=3\ndatabase=12\n");
+    let json: serde_json::Value = serde_json::from_str(&render(&["-o", "json"], true)).unwrap();
     assert_eq!(json[1]["name"], "database");
-    let yaml: serde_json::Value = serde_norway::from_str(&render(OutputFormat::Yaml)).unwrap();
+    let yaml: serde_json::Value = serde_norway::from_str(&render(&["-o", "yaml"], false)).unwrap();
     assert_eq!(yaml[0]["age"], 3);
+}
+
+#[test]
+fn a_command_refuses_the_formats_it_does_not_print() {
+    let Cmd::List { output, .. } = Cli::try_parse_from(["kubectl-example", "list", "-o", "name"]).unwrap().command
+    else {
+        panic!("wrong subcommand")
+    };
+    let e = output.check("why", Offers::default()).unwrap_err();
+    assert_eq!(e.code(), exit_code::USAGE);
+    assert!(e.message().contains("why does not print -o name: use json, yaml, jsonpath=TEMPLATE"), "{e}");
+    output.check("owners", Offers { wide: true, name: true }).unwrap();
+}
+
+#[test]
+fn trees_are_drawn_like_kubectl_tree() {
+    let leaf = |n: &str| Node { cells: vec![n.into(), "x".into()], children: vec![] };
+    let tree = Node {
+        cells: vec!["root".into(), "r".into()],
+        children: vec![Node { cells: vec!["a".into(), "y".into()], children: vec![leaf("a1"), leaf("a2")] }, leaf("b")],
+    };
+    let mut t = Table::new(&[("name", false), ("v", false)]);
+    tree.add_to(&mut t);
+    let text = t.render(&Style { wide: false, headers: true, colour: false });
+    assert_eq!(text, "NAME     V\nroot     r\n├─a      y\n│ ├─a1   x\n│ └─a2   x\n└─b      x\n");
 }
 
 #[test]

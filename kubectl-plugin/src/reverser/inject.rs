@@ -1,6 +1,8 @@
-//! `kubectl reverser inject -f FILE|-`: read manifests, write them back with
+//! `kubectl reverser inject -f FILE|-`: read manifests (YAML, or JSON: one
+//! object or a stream of them), write them back in the same language with
 //! the sidecar added ([`rules::inject`]), and say on stderr what happened
-//! to each object so stdout stays pipeable into `kubectl apply -f -`.
+//! to each object so stdout stays pipeable into `kubectl apply -f -`. Every
+//! `--sidecar-arg` is checked with the sidecar's own parser first.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -11,9 +13,9 @@ use crate::common::CliError;
 
 /// The flags of `kubectl reverser inject`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Examples:\n  kubectl reverser inject -f deploy.yaml | kubectl apply -f -\n  kubectl get deploy watcher -o yaml | kubectl reverser inject -f - --watcher-container manager"
-)]
+#[command(after_help = "Examples:\n  kubectl reverser inject -f deploy.yaml | kubectl apply -f -\n  \
+                  kubectl get deploy watcher -o json | kubectl reverser inject -f - --watcher-container manager\n  \
+                  kubectl reverser inject -f deploy.yaml --redis-url-secret reverser-redis/url --sidecar-arg=--author-attribution-transport=redis")]
 pub struct Args {
     /// The manifests to inject: a YAML or JSON file of one or more
     /// documents, or - for stdin.
@@ -33,8 +35,10 @@ pub struct Args {
     #[arg(long, value_name = "NAME")]
     pub watcher_container: Option<String>,
 
-    /// An extra argument for the sidecar after `serve --socket <path>`;
-    /// repeat it, e.g. --sidecar-arg=--transport --sidecar-arg=redis.
+    /// An extra argument for the sidecar after `serve --socket <path>`, one
+    /// of `reverser-sidecar serve --help`'s (checked against the sidecar's
+    /// own parser); repeat it, e.g.
+    /// --sidecar-arg=--author-attribution-transport=redis.
     #[arg(long = "sidecar-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub sidecar_args: Vec<String>,
 
@@ -67,9 +71,23 @@ impl Args {
     }
 }
 
+/// Refuses `--sidecar-arg`s the sidecar would refuse at startup (the pod
+/// would crash-loop), with the sidecar's own words.
+pub fn check_sidecar_args(options: &InjectOptions) -> Result<(), String> {
+    runtime::cli::check_injected_sidecar(options).map_err(|why| {
+        format!(
+            "--sidecar-arg: reverser-sidecar serve would refuse its arguments {:?}, and the injected pod would \
+             crash-loop: {why}; see `reverser-sidecar serve --help` (or docs/inject.md) for the flags it takes",
+            options.extra_args
+        )
+    })
+}
+
 /// Reads the input (`stdin` when the file is `-`), writes the injected
 /// manifests to `out` and one line per workload to `log`.
 pub fn run(args: &Args, stdin: &mut dyn Read, out: &mut dyn Write, log: &mut dyn Write) -> Result<(), CliError> {
+    let options = args.options();
+    check_sidecar_args(&options).map_err(CliError::usage)?;
     let from_stdin = args.filename.as_os_str() == "-";
     let source = if from_stdin { "stdin".to_string() } else { args.filename.display().to_string() };
     let mut text = String::new();
@@ -83,7 +101,7 @@ pub fn run(args: &Args, stdin: &mut dyn Read, out: &mut dyn Write, log: &mut dyn
             "cannot read manifests from {source}: {e}; pass an existing YAML or JSON file with -f, or - for stdin"
         ))
     })?;
-    let injection = inject_manifests(&text, &args.options()).map_err(|e| CliError::new(format!("{source}: {e}")))?;
+    let injection = inject_manifests(&text, &options).map_err(|e| CliError::new(format!("{source}: {e}")))?;
     out.write_all(injection.output.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| CliError::new(format!("cannot write the injected manifests: {e}")))?;

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use crate::common::{self, CliError, CompletionArgs};
 
+pub mod complete;
 pub mod inject;
 pub mod why;
 
@@ -15,13 +16,17 @@ mod tests;
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl-reverser",
-    bin_name = "kubectl-reverser",
+    bin_name = "kubectl reverser",
     version,
+    after_help = common::top_level_help("Examples:\n  kubectl reverser why deploy/web -n shop --socket /var/run/reverser/reverser.sock\n  \
+                  kubectl reverser why cm/settings --redis-url \"$REDIS_URL\" --route prod-eu-1 -o json\n  \
+                  kubectl get deploy web -o yaml | kubectl reverser inject -f - | kubectl apply -f -\n  \
+                  source <(kubectl reverser completion bash)"),
     about = "Attribution for Git-mirrored cluster state: explain who authored an object, inject the reverser sidecar"
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub log: runtime::telemetry::LogArgs,
+    pub global: common::GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -37,10 +42,13 @@ pub enum Command {
     Why(Box<why::Args>),
     /// Print a shell completion script for kubectl-reverser.
     Completion(CompletionArgs),
+    /// Print the plugin's version and the commit it was built from.
+    Version,
 }
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<(), CliError> {
+    let colour = cli.global.color.stdout();
     match cli.command {
         Command::Inject(args) => inject::run(
             &args,
@@ -48,10 +56,11 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             &mut std::io::stdout().lock(),
             &mut std::io::stderr().lock(),
         ),
-        Command::Why(args) => why::run(&args, &mut std::io::stdout().lock()),
+        Command::Why(args) => why::run(&args, colour, &mut std::io::stdout().lock()),
         Command::Completion(args) => {
             common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
             Ok(())
         }
+        Command::Version => common::print_version("kubectl-reverser", &mut std::io::stdout().lock()),
     }
 }

@@ -7,7 +7,7 @@ fn inject_args(argv: &[&str]) -> inject::Args {
     let cli = Cli::try_parse_from(argv).unwrap();
     match cli.command {
         Command::Inject(args) => args,
-        Command::Completion(_) | Command::Why(_) => panic!("parsed the wrong subcommand"),
+        Command::Completion(_) | Command::Why(_) | Command::Version => panic!("parsed the wrong subcommand"),
     }
 }
 
@@ -86,7 +86,7 @@ fn why_takes_type_slash_name_or_type_name_and_one_evidence_source() {
     let a = why_args(&["kubectl-reverser", "why", "cm/web", "-n", "shop", "-o", "json"]).unwrap();
     assert_eq!(a.target, vec!["cm/web".to_string()]);
     assert_eq!(a.kube.namespace.as_deref(), Some("shop"));
-    assert_eq!(a.output.output, crate::common::OutputFormat::Json);
+    assert_eq!(a.output.format(), crate::common::OutputFormat::Json);
     // The route defaults to `default`: nothing in a kubeconfig names it.
     assert_eq!((a.route.as_str(), a.pod_port, a.history), ("default", 9090, 10));
     let a = why_args(&["kubectl-reverser", "why", "deploy", "web", "--pod", "p", "--pod-port", "8080"]).unwrap();

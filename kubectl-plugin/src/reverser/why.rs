@@ -9,10 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::Request;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{APIGroupList, APIResourceList};
 use rules::attribution::render::{ObjectKey, layout_path};
-use rules::attribution::why::{self, ApiResource, ExplainParams, Explanation, ObjectState, Report};
+use rules::attribution::why::{self, ExplainParams, Explanation, ObjectState, Report};
 use rules::attribution::{GroupResource, Scope};
 use runtime::attribution::clock::SystemClock;
 use runtime::attribution::transport::{
@@ -22,7 +20,8 @@ use runtime::attribution::{Engine, EngineConfig};
 use runtime::metrics::Metrics;
 use serde_json::Value;
 
-use crate::common::{self, CliError, KubeArgs, OutputArgs};
+use crate::common::discovery::{self, get};
+use crate::common::{self, Call, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
 
 /// The flags of `kubectl reverser why`.
 #[derive(Debug, Clone, clap::Args)]
@@ -45,8 +44,9 @@ pub struct Args {
     /// The audit route whose facts to read. It must be the route the API
     /// server's audit webhook posts to (/audit-webhook/<route>, the
     /// ClusterProvider's spec.attribution.auditRoute); the kube context's
-    /// cluster name is not a reliable guess, so the default is `default`.
-    #[arg(long, value_name = "ROUTE", default_value = "default")]
+    /// cluster name is not a reliable guess, so the default is `default`
+    /// (the route `reverser-sidecar serve`'s printed curl posts to).
+    #[arg(long, value_name = "ROUTE", default_value = rules::attribution::DEFAULT_ROUTE)]
     pub route: String,
 
     /// Ask a sidecar's Explain over its Unix socket.
@@ -68,7 +68,8 @@ pub struct Args {
 
     /// Read the fact streams directly (no sidecar needed): follow the
     /// object's stream for one TTL of retention into the plugin's own index.
-    #[arg(long, value_name = "URL", env = "REVERSER_REDIS_URL")]
+    // hide_env_values: the URL may carry a password; --help never shows it.
+    #[arg(long, value_name = "URL", env = "REVERSER_REDIS_URL", hide_env_values = true)]
     pub redis_url: Option<String>,
 
     /// A PEM CA bundle to verify a `rediss://` server with (default: the
@@ -103,21 +104,30 @@ pub struct Args {
 }
 
 /// Runs `why` and prints its report to `out`.
-pub fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
-    let report = rt.block_on(explain(args))?;
-    common::print_output(args.output.output, &report, out, |r, w| w.write_all(render_table(r).as_bytes()))
+pub fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("why", Offers::default())?;
+    let report = common::block_on(explain(args))?;
+    common::print(&args.output, colour, &Answer(report), out)
+}
+
+/// The report as `why` prints it.
+#[derive(Debug, serde::Serialize)]
+#[serde(transparent)]
+pub struct Answer(pub Report);
+
+impl Human for Answer {
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        out.write_all(render_table(&self.0, style).as_bytes())
+    }
 }
 
 async fn explain(args: &Args) -> Result<Report, CliError> {
     let common::TypedName { type_: type_name, name } = common::TypedName::parse(&args.target)?;
-    let target = client(&args.kube).await?;
-    let (served, versions_of) = discover(&target.client).await?;
-    let res = why::resolve_type(&type_name, &served)?.clone();
+    let target = args.kube.client().await?;
+    let (served, versions_of) = discovery::discover(&target.client).await?;
+    let res = why::resolve_type(&type_name, &served)
+        .map_err(|e| CliError::from(e).with_code(common::exit_code::NOT_FOUND))?
+        .clone();
     let namespace = if res.namespaced { target.namespace.clone() } else { String::new() };
     let what = if res.namespaced {
         format!("{} {name:?} in namespace {namespace:?}", res.qualified())
@@ -152,7 +162,13 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
             }
         }
         Err(kube::Error::Api(status)) if status.code == 404 => state.deleted = true,
-        Err(e) => return Err(api_error(&format!("cannot read {what}"), &e)),
+        Err(e) => {
+            let resource = res.qualified();
+            return Err(common::api_failure(
+                Call { verb: "get", resource: &resource, name: &name, namespace: &namespace },
+                &e,
+            ));
+        }
     }
 
     // The preferred version first; the mirror may hold the file under any.
@@ -190,7 +206,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
             return Err(CliError::new(format!(
                 "{what} not found: the API server answered 404 {git}; check the name, the namespace (-n) and the context"
             ))
-            .with_code(2));
+            .with_code(common::exit_code::NOT_FOUND));
         }
     }
 
@@ -230,54 +246,6 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
     ))
 }
 
-/// The client for the selected context, without kube's default retry of
-/// 5xx answers: a CLI answers at once, as kubectl does, rather than backing
-/// off on an aggregated API that is down or a pod proxy that cannot connect.
-async fn client(kube: &KubeArgs) -> Result<common::KubeTarget, CliError> {
-    let mut config = kube.config().await?;
-    config.default_retry = false;
-    common::KubeTarget::from_config(config)
-}
-
-fn api_error(doing: &str, e: &kube::Error) -> CliError {
-    match e {
-        kube::Error::Api(s) => CliError::new(format!("{doing}: the API server answered {} {}", s.code, s.message)),
-        other => CliError::new(format!(
-            "{doing}: cannot reach the API server: {other}; check --kubeconfig and --context, and that the cluster is up"
-        )),
-    }
-}
-
-async fn get<T: serde::de::DeserializeOwned>(client: &kube::Client, path: &str) -> Result<T, kube::Error> {
-    let req = Request::get(path).body(Vec::new()).map_err(kube::Error::HttpError)?;
-    client.request(req).await
-}
-
-/// Every version each group serves, for the Git layout paths.
-type GroupVersions = Vec<(String, Vec<String>)>;
-
-/// Every group's preferred version's resources (core first), and every
-/// version each group serves.
-async fn discover(client: &kube::Client) -> Result<(Vec<ApiResource>, GroupVersions), CliError> {
-    let core: APIResourceList = get(client, "/api/v1").await.map_err(|e| api_error("cannot discover /api/v1", &e))?;
-    let mut served = why::resources_of(&core);
-    let mut versions_of: Vec<(String, Vec<String>)> = vec![(String::new(), vec!["v1".into()])];
-    let groups: APIGroupList = get(client, "/apis").await.map_err(|e| api_error("cannot discover /apis", &e))?;
-    for g in &groups.groups {
-        let preferred = g.preferred_version.as_ref().map(|v| v.group_version.clone());
-        let Some(gv) = preferred.or_else(|| g.versions.first().map(|v| v.group_version.clone())) else {
-            continue;
-        };
-        match get::<APIResourceList>(client, &format!("/apis/{gv}")).await {
-            Ok(list) => served.extend(why::resources_of(&list)),
-            // An unavailable aggregated API must not hide every other type.
-            Err(e) => tracing::debug!(group_version = %gv, error = %e, "discovery of a group failed; skipped"),
-        }
-        versions_of.push((g.name.clone(), g.versions.iter().map(|v| v.version.clone()).collect()));
-    }
-    Ok((served, versions_of))
-}
-
 /// `Explain` over the sidecar's Unix socket (gRPC `reverser.v1`).
 async fn explain_socket(
     socket: &std::path::Path,
@@ -292,28 +260,21 @@ async fn explain_socket(
              REVERSER_SOCKET in the watcher) and that the sidecar runs",
             socket.display()
         ))
-        .with_code(3)
+        .with_code(common::exit_code::UNREACHABLE)
     };
     let channel = tokio::time::timeout(timeout, runtime::proto::connect_unix(socket))
         .await
         .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
-        .map_err(|e| unreachable(source_chain(&e)))?;
+        .map_err(|e| unreachable(common::chain(&e)))?;
     let mut client = AttributionClient::new(channel);
-    let response = tokio::time::timeout(timeout, client.explain(runtime::proto::ExplainRequest::from(params)))
-        .await
-        .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
-        .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
+    let response = tokio::time::timeout(
+        timeout,
+        client.explain(runtime::proto::ExplainRequest { follow: true, ..runtime::proto::ExplainRequest::from(params) }),
+    )
+    .await
+    .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
+    .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
     Ok(Explanation::try_from(response.into_inner())?)
-}
-
-fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut cur = e.source();
-    while let Some(s) = cur {
-        text.push_str(&format!(": {s}"));
-        cur = s.source();
-    }
-    text
 }
 
 /// `GET /v1/explain` on the sidecar's ops port inside `pod`, through the
@@ -329,15 +290,29 @@ async fn explain_pod(
         format!("/api/v1/namespaces/{namespace}/pods/{pod}:{port}/proxy/v1/explain?{}", params.to_query_string());
     get::<Explanation>(client, &path).await.map_err(|e| {
         let cause = match &e {
+            kube::Error::Api(s) if s.code == 403 => {
+                let call = Call { verb: "get", resource: "pods/proxy", name: pod, namespace };
+                return common::connection::refused(
+                    call,
+                    &format!("cannot ask the sidecar in pod {namespace}/{pod}"),
+                    403,
+                    &s.message,
+                );
+            }
             kube::Error::Api(s) if s.code == 404 => format!("the API server answered 404 ({})", s.message),
             kube::Error::Api(s) => format!("the API server's proxy answered {} ({})", s.code, s.message),
-            other => source_chain(other),
+            other => {
+                return common::connection::transport_failure(
+                    &format!("cannot ask the sidecar in pod {namespace}/{pod} through the API server"),
+                    other,
+                );
+            }
         };
         CliError::new(format!(
             "cannot reach the sidecar in pod {namespace}/{pod} on port {port} through the API server: {cause}; \
              check the pod name and namespace (-n), and that --pod-port is the sidecar's --metrics-listen port"
         ))
-        .with_code(3)
+        .with_code(common::exit_code::UNREACHABLE)
     })
 }
 
@@ -391,11 +366,12 @@ async fn explain_redis(
             scope.stream_key(&args.redis_prefix),
             timeout.as_secs()
         ))
-        .with_code(3));
+        .with_code(common::exit_code::UNREACHABLE));
     }
     let q = params.query(engine.clock().now_ms());
     let explanation = engine.explanation(&scope, &q, true);
-    let fed = route_has_streams(url, &scope, &args.redis_prefix).await;
+    // Best effort, and bounded like every other call: `None` says "cannot tell".
+    let fed = tokio::time::timeout(timeout, route_has_streams(url, &scope, &args.redis_prefix)).await.ok().flatten();
     Ok((explanation, fed))
 }
 
@@ -436,7 +412,7 @@ fn or_dash(s: &str) -> String {
 }
 
 /// The human answer.
-pub fn render_table(r: &Report) -> String {
+pub fn render_table(r: &Report, style: &Style) -> String {
     let o = &r.object;
     let mut t = String::new();
     let gr = if o.group.is_empty() { o.resource.clone() } else { format!("{}.{}", o.resource, o.group) };
@@ -471,6 +447,7 @@ pub fn render_table(r: &Report) -> String {
             if !v.display_name.is_empty() {
                 who.push_str(&format!(" ({})", why::printable(&v.display_name)));
             }
+            let who = Paint::Green.paint(&who, style.colour);
             t.push_str(&format!("Author of {what}: {who} [{}]\n", v.actor_kind.label()));
             t.push_str(&format!("  tier:        {} ({})\n", v.tier, v.asserts));
             t.push_str(&format!("  verb:        {}\n", or_dash(&v.verb)));
@@ -483,7 +460,8 @@ pub fn render_table(r: &Report) -> String {
             t.push_str(&format!("  read from:   {from}\n"));
         }
         None => {
-            t.push_str(&format!("Author of {what}: UNRESOLVED (committed as `unknown (attribution unresolved)`)\n"));
+            let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);
+            t.push_str(&format!("Author of {what}: {unresolved} (committed as `unknown (attribution unresolved)`)\n"));
             if r.causes.is_empty() && r.evidence.is_none() {
                 t.push_str("  ask the evidence (--socket, --pod or --redis-url) to learn which cause fits\n");
             }
@@ -495,38 +473,45 @@ pub fn render_table(r: &Report) -> String {
     }
     if !r.competing.is_empty() {
         t.push_str("\nCompeting facts:\n");
-        let rows: Vec<Vec<String>> = r
-            .competing
-            .iter()
-            .map(|c| {
-                vec![
-                    c.tier.label().into(),
-                    why::printable(&c.author),
-                    or_dash(&c.verb),
-                    or_dash(&c.audit_id),
-                    c.lost_because.clone(),
-                ]
-            })
-            .collect();
-        t.push_str(&common::table(&["tier", "author", "verb", "auditID", "lost because"], &rows));
+        let mut table = Table::new(&[
+            ("tier", false),
+            ("author", false),
+            ("verb", false),
+            ("auditID", false),
+            ("lost because", false),
+        ]);
+        for c in &r.competing {
+            table.row(vec![
+                c.tier.label().into(),
+                why::printable(&c.author).into(),
+                or_dash(&c.verb).into(),
+                or_dash(&c.audit_id).into(),
+                Cell::painted(c.lost_because.clone(), Paint::Dim),
+            ]);
+        }
+        t.push_str(&table.render(style));
     }
     if !r.history.is_empty() {
         t.push_str("\nHistory (newest first):\n");
-        let rows: Vec<Vec<String>> = r
-            .history
-            .iter()
-            .map(|h| {
-                vec![
-                    h.commit[..h.commit.len().min(12)].to_string(),
-                    h.date.clone(),
-                    h.change.label().into(),
-                    why::printable(&h.author_name),
-                    or_dash(h.trailer("Reverser-Tier").unwrap_or_default()),
-                    or_dash(h.trailer("Reverser-Audit-ID").unwrap_or_default()),
-                ]
-            })
-            .collect();
-        t.push_str(&common::table(&["commit", "date", "change", "author", "tier", "auditID"], &rows));
+        let mut table = Table::new(&[
+            ("commit", false),
+            ("date", false),
+            ("change", false),
+            ("author", false),
+            ("tier", false),
+            ("auditID", false),
+        ]);
+        for h in &r.history {
+            table.row(vec![
+                h.commit[..h.commit.len().min(12)].into(),
+                h.date.as_str().into(),
+                h.change.label().into(),
+                why::printable(&h.author_name).into(),
+                or_dash(h.trailer("Reverser-Tier").unwrap_or_default()).into(),
+                or_dash(h.trailer("Reverser-Audit-ID").unwrap_or_default()).into(),
+            ]);
+        }
+        t.push_str(&table.render(style));
     }
     t
 }

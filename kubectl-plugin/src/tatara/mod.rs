@@ -9,8 +9,9 @@ use clap::{Parser, Subcommand};
 use kube::Api;
 use rules::ownership::types::{Project, Repository};
 
-use crate::common::{self, CliError, CompletionArgs};
+use crate::common::{self, Call, CliError, CompletionArgs};
 
+pub mod complete;
 pub mod owners;
 pub mod repair;
 pub mod sweep;
@@ -23,13 +24,17 @@ mod tests;
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl-tatara",
-    bin_name = "kubectl-tatara",
+    bin_name = "kubectl tatara",
     version,
+    after_help = common::top_level_help("Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
+                  kubectl tatara repair -A --exit-code\n  \
+                  GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
+                  kubectl tatara takeover tatara-operator#9 -n tatara"),
     about = "Ownership of tatara's SCM artifacts: show, repair, sweep, take over"
 )]
 pub struct Cli {
     #[command(flatten)]
-    pub log: runtime::telemetry::LogArgs,
+    pub global: common::GlobalArgs,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -50,6 +55,8 @@ pub enum Command {
     Takeover(takeover::Args),
     /// Print a shell completion script for kubectl-tatara.
     Completion(CompletionArgs),
+    /// Print the plugin's version and the commit it was built from.
+    Version,
 }
 
 /// Runs a parsed command line.
@@ -58,19 +65,18 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
         common::print_completions::<Cli>(args.shell, &mut std::io::stdout().lock());
         return Ok(());
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::new(format!("cannot start the async runtime: {e}")))?;
+    if let Command::Version = &cli.command {
+        return common::print_version("kubectl-tatara", &mut std::io::stdout().lock());
+    }
     let out = &mut std::io::stdout().lock();
-    rt.block_on(async move {
+    let colour = cli.global.color.stdout();
+    common::block_on(async move {
         match cli.command {
-            Command::Owners(args) => owners::run(&args, out).await,
-            Command::Repair(args) => repair::run(&args, out).await,
-            Command::Sweep(args) => sweep::run(&args, out).await,
-            Command::Takeover(args) => takeover::run(&args, out).await,
-            Command::Completion(_) => Ok(()),
+            Command::Owners(args) => owners::run(&args, colour, out).await,
+            Command::Repair(args) => repair::run(&args, colour, out).await,
+            Command::Sweep(args) => sweep::run(&args, colour, out).await,
+            Command::Takeover(args) => takeover::run(&args, colour, out).await,
+            Command::Completion(_) | Command::Version => Ok(()),
         }
     })
 }
@@ -79,11 +85,10 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
 pub(crate) async fn get_project(client: &kube::Client, namespace: &str, name: &str) -> Result<Project, CliError> {
     Api::<Project>::namespaced(client.clone(), namespace).get(name).await.map_err(|e| match e {
         kube::Error::Api(s) if s.code == 404 => CliError::new(format!(
-            "project {name:?} not found in namespace {namespace:?}; name an existing Project with --project, or choose the namespace with -n"
-        )),
-        e => CliError::new(format!(
-            "cannot read Project {namespace}/{name}: {e}; check the kubeconfig and that the API server is reachable"
-        )),
+            "there is no Project {name:?} in namespace {namespace:?}; name an existing Project with --project, or choose the namespace with -n"
+        ))
+        .with_code(common::exit_code::NOT_FOUND),
+        e => common::api_failure(Call { verb: "get", resource: "projects.tatara.dev", name, namespace }, &e),
     })
 }
 
@@ -95,9 +100,7 @@ pub(crate) async fn project_repositories(
 ) -> Result<Vec<Repository>, CliError> {
     let list =
         Api::<Repository>::namespaced(client.clone(), namespace).list(&Default::default()).await.map_err(|e| {
-            CliError::new(format!(
-                "cannot list Repositories in namespace {namespace:?}: {e}; check the kubeconfig and the plugin's RBAC"
-            ))
+            common::api_failure(Call { verb: "list", resource: "repositories.tatara.dev", name: "", namespace }, &e)
         })?;
     Ok(list.items.into_iter().filter(|r| r.spec.project_ref == project).collect())
 }

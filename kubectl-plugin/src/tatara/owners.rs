@@ -12,7 +12,7 @@ use rules::ownership::types::{ArtifactKind, Stage, Task};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, Cell, CliError, Human, KubeArgs, Node, Offers, OutputArgs, Paint, Style, Table};
 
 /// The flags of `kubectl tatara owners`.
 #[derive(Debug, Clone, clap::Args)]
@@ -24,6 +24,8 @@ pub struct Args {
     /// kind when names collide.
     #[arg(value_name = "ISSUE|MR|TASK")]
     pub target: String,
+    #[command(flatten)]
+    pub exit_code: common::ExitCodeArg,
     #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]
@@ -136,10 +138,7 @@ fn owner_node(snap: &Snapshot, r: &OwnerReference) -> OwnerNode {
 fn artifact_tree(snap: &Snapshot, a: &Artifact) -> Tree {
     let owners = a.owner_references.iter().map(|r| owner_node(snap, r)).collect();
     Tree {
-        kind: match a.kind {
-            ArtifactKind::Issue => "Issue".into(),
-            ArtifactKind::MergeRequest => "MergeRequest".into(),
-        },
+        kind: kind_name(a.kind).into(),
         name: a.name.clone(),
         key: Some(a.key()),
         stage: a.state.clone(),
@@ -181,14 +180,35 @@ fn task_tree(snap: &Snapshot, t: &Task) -> Tree {
     }
 }
 
+/// Why [`tree`] found no single object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Nothing by that name or key (exit code 3).
+    NotFound(String),
+    /// The target cannot name one object: a bad kind or key, or an
+    /// ambiguous name (exit code 2).
+    Invalid(String),
+}
+
+impl std::fmt::Display for Lookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lookup::NotFound(m) | Lookup::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
 /// The tree of `target` in `snap`: `issue/NAME`, `mr/NAME`, `task/NAME`,
 /// `REPO#NUMBER` (looked up by natural key, never by a hashed name), or a
 /// bare name (Issue, then MergeRequest, then Task; ambiguous names refused).
-pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
+pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
     let artifacts = snap.artifacts();
     let by_name = |kind: ArtifactKind, name: &str| artifacts.iter().find(|a| a.kind == kind && a.name == name);
     let task = |name: &str| snap.tasks.iter().find(|t| t.name() == name);
-    let not_found = |what: &str| format!("{what} not found; list them with `kubectl get issues,mergerequests,tasks`");
+    // `what` names the object sought: "... not found" follows it once.
+    let not_found = |what: &str| {
+        Lookup::NotFound(format!("{what} not found; list them with `kubectl get issues,mergerequests,tasks`"))
+    };
     if let Some((kind, name)) = target.split_once('/') {
         return match kind.to_ascii_lowercase().as_str() {
             "issue" | "issues" | "iss" => {
@@ -198,21 +218,22 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
                 .map(|a| artifact_tree(snap, a))
                 .ok_or_else(|| not_found(target)),
             "task" | "tasks" => task(name).map(|t| task_tree(snap, t)).ok_or_else(|| not_found(target)),
-            other => Err(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/")),
+            other => Err(Lookup::Invalid(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/"))),
         };
     }
     if let Some((repo, number)) = target.rsplit_once('#') {
-        let number: i64 =
-            number.parse().map_err(|_| format!("{target:?} is not REPO#NUMBER: {number:?} is not a number"))?;
+        let number: i64 = number
+            .parse()
+            .map_err(|_| Lookup::Invalid(format!("{target:?} is not REPO#NUMBER: {number:?} is not a number")))?;
         let found: Vec<&Artifact> =
             artifacts.iter().filter(|a| a.repository_ref == repo && a.number == number).collect();
         return match found.as_slice() {
-            [] => Err(not_found(&format!("no Issue or MergeRequest with key {target}"))),
+            [] => Err(not_found(&format!("Issue or MergeRequest with key {target}"))),
             [one] => Ok(artifact_tree(snap, one)),
-            _ => Err(format!(
+            _ => Err(Lookup::Invalid(format!(
                 "{target} names both an Issue and a MergeRequest; pick one with issue/NAME or mr/NAME ({})",
                 found.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
-            )),
+            ))),
         };
     }
     let mut hits: Vec<Tree> = Vec::new();
@@ -220,85 +241,165 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, String> {
     hits.extend(by_name(ArtifactKind::MergeRequest, target).map(|a| artifact_tree(snap, a)));
     hits.extend(task(target).map(|t| task_tree(snap, t)));
     match hits.len() {
-        0 => Err(not_found(&format!("no Issue, MergeRequest or Task named {target:?}"))),
+        0 => Err(not_found(&format!("Issue, MergeRequest or Task {target:?}"))),
         1 => Ok(hits.remove(0)),
-        _ => Err(format!(
+        _ => Err(Lookup::Invalid(format!(
             "{target:?} names more than one kind ({}); prefix issue/, mr/ or task/",
             hits.iter().map(|t| t.kind.as_str()).collect::<Vec<_>>().join(", ")
-        )),
+        ))),
     }
 }
 
-fn yes(b: bool) -> String {
-    b.to_string()
+/// An artifact kind as its CRD names it.
+pub fn kind_name(kind: ArtifactKind) -> &'static str {
+    match kind {
+        ArtifactKind::Issue => "Issue",
+        ArtifactKind::MergeRequest => "MergeRequest",
+    }
 }
 
-/// The table form of a tree.
-pub fn render(t: &Tree, out: &mut dyn Write) -> std::io::Result<()> {
-    let key = t.key.as_ref().map(|k| format!(" ({k})")).unwrap_or_default();
-    let stage = t.stage.as_ref().map(|s| format!(", {s}")).unwrap_or_default();
-    writeln!(out, "{} {}{key}{stage}", t.kind, t.name)?;
-    if t.owners.is_empty() {
-        writeln!(out, "OWNERS: none")?;
-    } else {
-        let rows: Vec<Vec<String>> = t
-            .owners
+/// `kind.tatara.dev/name`, as `kubectl get -o name` prints it.
+fn resource_name(kind: &str, name: &str) -> String {
+    format!("{}.tatara.dev/{name}", kind.to_lowercase())
+}
+
+fn rules_cell(findings: &[Finding]) -> Cell {
+    let mut rules: Vec<u8> = findings.iter().map(|f| f.rule).collect();
+    rules.dedup();
+    if rules.is_empty() {
+        return Cell::from("-");
+    }
+    let numbers = rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+    let text = if rules.len() == 1 { format!("rule {numbers}") } else { format!("rules {numbers}") };
+    Cell::painted(text, Paint::Red)
+}
+
+/// One row: NAME, REF, BLOCKS, STAGE, VIOLATIONS, and wide KEY, UID. `edge`
+/// is how the row's parent references it: (controller, blockOwnerDeletion).
+fn row(name: String, edge: Option<(bool, bool)>, stage: Cell, violations: Cell, key: &str, uid: &str) -> Vec<Cell> {
+    let (reference, blocks) = match edge {
+        None => (Cell::from("-"), Cell::from("-")),
+        Some((controller, bod)) => (
+            Cell::from(if controller { "controller" } else { "owner" }),
+            if bod { Cell::from("yes") } else { Cell::painted("no", Paint::Red) },
+        ),
+    };
+    vec![Cell::from(name), reference, blocks, stage, violations, Cell::from(or_dash(key)), Cell::from(or_dash(uid))]
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
+fn owner_row(o: &OwnerNode) -> Vec<Cell> {
+    let stage = match (&o.stage, o.exists) {
+        (_, false) => Cell::painted("<gone>", Paint::Red),
+        (Some(s), true) => Cell::from(s.as_str()),
+        (None, true) => Cell::from("-"),
+    };
+    row(format!("{}/{}", o.kind, o.name), None, stage, Cell::from("-"), "", &o.uid)
+}
+
+impl Tree {
+    /// The tree top-down in ownership, like kubectl-tree: an owner above
+    /// what it owns. An artifact is drawn under each of its owners (or
+    /// alone when it has none); a Task with what it owns under it (and under
+    /// each owner of its own, should it have any: rule 4).
+    pub fn nodes(&self) -> Vec<Node> {
+        let stage = Cell::from(self.stage.as_deref().unwrap_or("-"));
+        let me = |edge: Option<(bool, bool)>, children: Vec<Node>| Node {
+            cells: row(
+                format!("{}/{}", self.kind, self.name),
+                edge,
+                stage.clone(),
+                rules_cell(&self.violations),
+                self.key.as_deref().unwrap_or(""),
+                "",
+            ),
+            children,
+        };
+        let owned: Vec<Node> = self
+            .owns
             .iter()
-            .map(|o| {
-                vec![
-                    format!("{}/{}", o.kind, o.name),
-                    yes(o.controller),
-                    yes(o.block_owner_deletion),
-                    if o.exists { o.stage.clone().unwrap_or_default() } else { "<gone>".into() },
-                ]
+            .map(|o| Node {
+                cells: row(
+                    format!("{}/{}", kind_name(o.kind), o.name),
+                    Some((o.controller, o.block_owner_deletion)),
+                    Cell::from(o.state.as_deref().unwrap_or("-")),
+                    rules_cell(&o.violations),
+                    &o.key,
+                    "",
+                ),
+                children: vec![],
             })
             .collect();
-        out.write_all(table(&["owner", "controller", "blockOwnerDeletion", "stage"], &rows).as_bytes())?;
+        if self.owners.is_empty() {
+            return vec![me(None, owned)];
+        }
+        self.owners
+            .iter()
+            .map(|o| Node {
+                cells: owner_row(o),
+                children: vec![me(Some((o.controller, o.block_owner_deletion)), owned.clone())],
+            })
+            .collect()
     }
-    if t.kind == "Task" {
-        if t.owns.is_empty() {
-            writeln!(out, "OWNS: nothing")?;
+}
+
+impl Human for Tree {
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut table = Table::new(&[
+            ("name", false),
+            ("ref", false),
+            ("blocks", false),
+            ("stage", false),
+            ("violations", false),
+            ("key", true),
+            ("owner uid", true),
+        ]);
+        for node in self.nodes() {
+            node.add_to(&mut table);
+        }
+        out.write_all(table.render(style).as_bytes())?;
+        // The reasons, worded by the rules, under the table (a script uses
+        // --no-headers, -o name or JSON).
+        let all: Vec<&Finding> =
+            self.violations.iter().chain(self.owns.iter().flat_map(|o| o.violations.iter())).collect();
+        if style.headers && !all.is_empty() {
+            writeln!(out)?;
+            for f in all {
+                writeln!(out, "{} rule {}: {}", Paint::Red.paint("!", style.colour), f.rule, f.why)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The other side of the tree: an artifact's owners, or what a Task owns.
+    fn names(&self) -> Vec<String> {
+        if self.kind == "Task" {
+            self.owns.iter().map(|o| resource_name(kind_name(o.kind), &o.name)).collect()
         } else {
-            let rows: Vec<Vec<String>> = t
-                .owns
-                .iter()
-                .map(|o| {
-                    vec![
-                        format!("{:?}/{}", o.kind, o.name),
-                        o.key.clone(),
-                        o.state.clone().unwrap_or_default(),
-                        yes(o.controller),
-                        yes(o.block_owner_deletion),
-                        if o.violations.is_empty() {
-                            "ok".into()
-                        } else {
-                            o.violations.iter().map(|v| format!("rule {}", v.rule)).collect::<Vec<_>>().join(",")
-                        },
-                    ]
-                })
-                .collect();
-            out.write_all(
-                table(&["owns", "key", "state", "controller", "blockOwnerDeletion", "violations"], &rows).as_bytes(),
-            )?;
+            self.owners.iter().map(|o| resource_name(&o.kind, &o.name)).collect()
         }
     }
-    let all: Vec<&Finding> = t.violations.iter().chain(t.owns.iter().flat_map(|o| o.violations.iter())).collect();
-    if all.is_empty() {
-        writeln!(out, "VIOLATIONS: none")?;
-    } else {
-        writeln!(out, "VIOLATIONS:")?;
-        for f in all {
-            writeln!(out, "  ! rule {}: {}", f.rule, f.why)?;
-        }
-    }
-    Ok(())
 }
 
 /// Runs `kubectl tatara owners`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("owners", Offers { wide: true, name: true })?;
     let target = args.kube.client().await?;
-    let snap = Executor::new(target.client, &target.namespace).snapshot().await?;
-    let t =
-        tree(&snap, &args.target).map_err(|e| CliError::new(format!("in namespace {:?}: {e}", target.namespace)))?;
-    print_output(args.output.output, &t, out, render)
+    let snap = Executor::new(target.client, &target.namespace)
+        .snapshot()
+        .await
+        .map_err(|e| common::executor_failure(e, &target.namespace))?;
+    let t = tree(&snap, &args.target).map_err(|e| {
+        let code = match e {
+            Lookup::NotFound(_) => common::exit_code::NOT_FOUND,
+            Lookup::Invalid(_) => common::exit_code::USAGE,
+        };
+        CliError::new(format!("in namespace {:?}: {e}", target.namespace)).with_code(code)
+    })?;
+    common::print(&args.output, colour, &t, out)?;
+    let violations = t.violations.len() + t.owns.iter().map(|o| o.violations.len()).sum::<usize>();
+    args.exit_code.findings(violations, "rule violation(s)")
 }

@@ -10,13 +10,16 @@ use std::io::Write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::Api;
-use rules::ownership::decision::{Action, is_controller};
+use rules::ownership::decision::{Action, Snapshot, is_controller};
 use rules::ownership::owners::decide_repairs;
 use rules::ownership::types::{ArtifactKind, Issue, MergeRequest};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{AllNamespacesArgs, CliError, KubeArgs, OutputArgs, print_output, table};
+use super::owners::{artifact_findings, kind_name};
+use crate::common::{
+    self, AllNamespacesArgs, Call, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table,
+};
 
 /// The flags of `kubectl tatara repair`.
 #[derive(Debug, Clone, clap::Args)]
@@ -25,6 +28,8 @@ pub struct Args {
     /// Write the repairs; without it the plan is only printed.
     #[arg(long)]
     pub apply: bool,
+    #[command(flatten)]
+    pub exit_code: common::ExitCodeArg,
     #[command(flatten)]
     pub all: AllNamespacesArgs,
     #[command(flatten)]
@@ -42,6 +47,8 @@ pub struct RepairLine {
     pub name: String,
     /// The one controller after the repair.
     pub controller: Option<String>,
+    /// The owner-reference rules the artifact breaks now.
+    pub rules: Vec<u8>,
     pub owner_references: Vec<OwnerReference>,
     pub why: String,
 }
@@ -59,97 +66,129 @@ pub struct RepairResult {
     pub applied: Vec<RepairLine>,
     /// 409s met and recomputed from fresh reads.
     pub conflicts: usize,
+    /// Whether the plan covers every namespace (`-A`): the table then has
+    /// a NAMESPACE column.
+    #[serde(skip)]
+    pub all_namespaces: bool,
 }
 
-fn line(namespace: &str, a: &Action) -> Option<RepairLine> {
+fn line(namespace: &str, snap: &Snapshot, a: &Action) -> Option<RepairLine> {
     let Action::SetOwners { kind, name, owner_references, why, .. } = a else {
         return None;
     };
+    let artifacts = snap.artifacts();
+    let broken = artifacts.iter().find(|x| x.kind == *kind && x.name == *name);
+    let mut rules: Vec<u8> =
+        broken.map(|x| artifact_findings(snap, x).iter().map(|f| f.rule).collect()).unwrap_or_default();
+    rules.sort_unstable();
+    rules.dedup();
     Some(RepairLine {
         namespace: namespace.to_string(),
         kind: *kind,
         name: name.clone(),
         controller: owner_references.iter().find(|r| is_controller(r)).map(|r| r.name.clone()),
+        rules,
         owner_references: owner_references.clone(),
         why: why.clone(),
     })
 }
 
-/// The table form.
-pub fn render(r: &RepairResult, out: &mut dyn Write) -> std::io::Result<()> {
-    if r.plan.is_empty() {
-        writeln!(out, "No Issue or MergeRequest breaks an owner-reference rule.")?;
-    } else {
-        let rows: Vec<Vec<String>> = r
-            .plan
-            .iter()
-            .map(|l| {
-                vec![
-                    l.namespace.clone(),
-                    format!("{:?}/{}", l.kind, l.name),
-                    l.controller.clone().unwrap_or_default(),
-                    l.why.clone(),
-                ]
-            })
-            .collect();
-        out.write_all(table(&["namespace", "artifact", "new controller", "why"], &rows).as_bytes())?;
+impl Human for RepairResult {
+    /// NAMESPACE (with -A), ARTIFACT, NEW CONTROLLER, RULES; -o wide adds
+    /// the rules' own words (WHY).
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        if self.plan.is_empty() {
+            writeln!(out, "No Issue or MergeRequest breaks an owner-reference rule.")?;
+        } else {
+            let mut columns = vec![("artifact", false), ("new controller", false), ("rules", false), ("why", true)];
+            if self.all_namespaces {
+                columns.insert(0, ("namespace", false));
+            }
+            let mut table = Table::new(&columns);
+            for l in &self.plan {
+                let rules = l.rules.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(",");
+                let mut row = vec![
+                    Cell::from(format!("{}/{}", kind_name(l.kind).to_lowercase(), l.name)),
+                    Cell::from(l.controller.clone().unwrap_or_else(|| "-".into())),
+                    Cell::painted(rules, Paint::Red),
+                    Cell::from(l.why.as_str()),
+                ];
+                if self.all_namespaces {
+                    row.insert(0, Cell::from(l.namespace.as_str()));
+                }
+                table.row(row);
+            }
+            out.write_all(table.render(style).as_bytes())?;
+        }
+        if !style.headers {
+            return Ok(());
+        }
+        if self.apply {
+            writeln!(
+                out,
+                "applied {} repair(s) in guarded writes ({} conflict(s) recomputed from fresh reads)",
+                self.applied.len(),
+                self.conflicts
+            )?;
+        } else if !self.plan.is_empty() {
+            writeln!(out, "(plan only: run again with --apply to write these repairs; -o wide says why)")?;
+        }
+        Ok(())
     }
-    if r.apply {
-        writeln!(
-            out,
-            "applied {} repair(s) in guarded writes ({} conflict(s) recomputed from fresh reads)",
-            r.applied.len(),
-            r.conflicts
-        )?;
-    } else if !r.plan.is_empty() {
-        writeln!(out, "(plan only: run again with --apply to write these repairs)")?;
+
+    fn names(&self) -> Vec<String> {
+        self.plan.iter().map(|l| format!("{}.tatara.dev/{}", kind_name(l.kind).to_lowercase(), l.name)).collect()
     }
-    Ok(())
 }
 
 /// The namespaces holding an Issue or MergeRequest (for `-A`).
 async fn artifact_namespaces(client: &kube::Client) -> Result<BTreeSet<String>, CliError> {
-    let fail = |e: kube::Error| {
-        CliError::new(format!(
-            "cannot list Issues and MergeRequests across all namespaces: {e}; check the plugin's RBAC, or name one namespace with -n"
-        ))
+    let fail = |resource: &'static str| {
+        move |e: kube::Error| common::api_failure(Call { verb: "list", resource, name: "", namespace: "" }, &e)
     };
     let lp = Default::default();
     let mut out: BTreeSet<String> = BTreeSet::new();
-    let issues = Api::<Issue>::all(client.clone()).list(&lp).await.map_err(fail)?;
+    let issues = Api::<Issue>::all(client.clone()).list(&lp).await.map_err(fail("issues.tatara.dev"))?;
     out.extend(issues.items.into_iter().filter_map(|i| i.metadata.namespace));
-    let mrs = Api::<MergeRequest>::all(client.clone()).list(&lp).await.map_err(fail)?;
+    let mrs = Api::<MergeRequest>::all(client.clone()).list(&lp).await.map_err(fail("mergerequests.tatara.dev"))?;
     out.extend(mrs.items.into_iter().filter_map(|m| m.metadata.namespace));
     Ok(out)
 }
 
 /// Runs `kubectl tatara repair`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("repair", Offers { wide: true, name: true })?;
     let target = args.kube.client().await?;
     let namespaces: Vec<String> = if args.all.all_namespaces {
         artifact_namespaces(&target.client).await?.into_iter().collect()
     } else {
         vec![target.namespace.clone()]
     };
-    let mut result = RepairResult { apply: args.apply, ..Default::default() };
+    let mut result = RepairResult { apply: args.apply, all_namespaces: args.all.all_namespaces, ..Default::default() };
     for ns in &namespaces {
         let mut exec = Executor::new(target.client.clone(), ns);
-        let snap = exec.snapshot().await?;
+        let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, ns))?;
         let plan = decide_repairs(&snap);
         // Each 409 means another writer landed on one of the planned
         // artifacts (a racing repair: that artifact then drops out of our
         // plan), so the conflict budget scales with the plan, not a constant.
         exec.max_conflicts = exec.max_conflicts.max(10 + 2 * plan.len());
         exec.max_rounds = exec.max_rounds.max(exec.max_conflicts + 10);
-        result.plan.extend(plan.iter().filter_map(|a| line(ns, a)));
+        result.plan.extend(plan.iter().filter_map(|a| line(ns, &snap, a)));
         if args.apply && !plan.is_empty() {
             // Recomputed from a fresh read each round: a 409 means another
             // writer moved first, and its repair may already be ours.
-            let report =
-                exec.converge(&format!("repair in namespace {ns}"), None, |snap| Ok(decide_repairs(snap))).await?;
-            result.applied.extend(report.applied.iter().filter_map(|a| line(ns, a)));
+            let report = exec
+                .converge(&format!("repair in namespace {ns}"), None, |snap| Ok(decide_repairs(snap)))
+                .await
+                .map_err(|e| common::executor_failure(e, ns))?;
+            result.applied.extend(report.applied.iter().filter_map(|a| line(ns, &snap, a)));
             result.conflicts += report.conflicts;
         }
     }
-    print_output(args.output.output, &result, out, render)
+    common::print(&args.output, colour, &result, out)?;
+    // Findings: what is still to repair (the plan without --apply; what did
+    // not land with it).
+    let left = if args.apply { result.plan.len().saturating_sub(result.applied.len()) } else { result.plan.len() };
+    args.exit_code.findings(left, "repair(s) to make")
 }

@@ -22,7 +22,7 @@ use rules::ownership::sweep::{
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{CliError, KubeArgs, OutputArgs, print_output, table};
+use crate::common::{self, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// The flags of `kubectl tatara sweep`.
@@ -124,27 +124,43 @@ pub struct SweepResult {
     pub not_minted: Vec<IssueLine>,
 }
 
-/// The table form.
-pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "sweep of project {} in {}: {} active Task(s); budgets maxNewTasksPerSweep={} maxOpenTasks={}",
-        r.project, r.namespace, r.active_tasks, r.max_new_tasks_per_sweep, r.max_open_tasks
-    )?;
-    let rows: Vec<Vec<String>> = r
-        .issues
-        .iter()
-        .map(|l| vec![l.key.clone(), l.decision.clone(), l.stage.clone().unwrap_or_default(), l.why.clone()])
-        .collect();
-    if rows.is_empty() {
-        writeln!(out, "no open issues")?;
-    } else {
-        out.write_all(table(&["issue", "decision", "stage", "why"], &rows).as_bytes())?;
-    }
-    let rows: Vec<Vec<String>> = r
-        .pull_requests
-        .iter()
-        .map(|p| {
+impl Human for SweepResult {
+    /// The budgets, a table of issues (ISSUE, DECISION, STAGE, WHY), one of
+    /// pull requests (-o wide adds their head branch), and what --apply did.
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        let r = self;
+        if style.headers {
+            writeln!(
+                out,
+                "sweep of project {} in {}: {} active Task(s); budgets maxNewTasksPerSweep={} maxOpenTasks={}",
+                r.project, r.namespace, r.active_tasks, r.max_new_tasks_per_sweep, r.max_open_tasks
+            )?;
+        }
+        let mut issues = Table::new(&[("issue", false), ("decision", false), ("stage", false), ("why", false)]);
+        for l in &r.issues {
+            issues.row(vec![
+                l.key.as_str().into(),
+                decision_cell(&l.decision),
+                l.stage.as_deref().unwrap_or("-").into(),
+                Cell::painted(l.why.clone(), Paint::Dim),
+            ]);
+        }
+        if issues.is_empty() {
+            if style.headers {
+                writeln!(out, "no open issues")?;
+            }
+        } else {
+            out.write_all(issues.render(style).as_bytes())?;
+        }
+        let mut pulls = Table::new(&[
+            ("pull request", false),
+            ("author", false),
+            ("head branch", true),
+            ("disposition", false),
+            ("decision", false),
+            ("why", false),
+        ]);
+        for p in &r.pull_requests {
             let d = match &p.disposition {
                 PrDisposition::Adopt { task, .. } => format!("adopt into {task}"),
                 PrDisposition::IgnoreBot { .. } => "ignore (bot)".into(),
@@ -152,58 +168,89 @@ pub fn render(r: &SweepResult, out: &mut dyn Write) -> std::io::Result<()> {
                 PrDisposition::Ignore { .. } => "ignore".into(),
             };
             let decision = match &p.stage {
-                Some(stage) => format!("{} {stage}", p.decision),
-                None => p.decision.clone(),
+                Some(stage) => decision_painted(format!("{} {stage}", p.decision), &p.decision),
+                None => decision_cell(&p.decision),
             };
-            vec![p.key.clone(), p.author.clone(), d, decision, p.why.clone()]
-        })
-        .collect();
-    if !rows.is_empty() {
-        out.write_all(table(&["pull request", "author", "disposition", "decision", "why"], &rows).as_bytes())?;
-        let c = &r.pull_request_counts;
-        writeln!(
-            out,
-            "pull requests: {} adopt, {} ignore (bot), {} review, {} ignore",
-            c.adopt, c.ignore_bot, c.review, c.ignore
-        )?;
-    }
-    for c in &r.cap_hits {
-        writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
-    }
-    if r.apply {
-        let reviews = r.pull_requests.iter().filter(|p| p.outcome.as_deref() == Some("minted")).count();
-        writeln!(out, "minted {} Task(s):", r.minted.len() + reviews)?;
-        for l in &r.not_minted {
-            writeln!(out, "  {} not minted: {}", l.key, l.why)?;
+            pulls.row(vec![
+                p.key.as_str().into(),
+                p.author.as_str().into(),
+                p.head_branch.as_str().into(),
+                d.into(),
+                decision,
+                Cell::painted(p.why.clone(), Paint::Dim),
+            ]);
         }
-        let finished = ": another writer minted the Task; this pass finished it";
-        for (m, note) in r.minted.iter().map(|m| (m, "")).chain(r.completed.iter().map(|m| (m, finished))) {
-            writeln!(out, "  {} -> {}{note}", m.key, m.task)?;
-            for s in &m.steps {
-                writeln!(out, "      {s}")?;
+        if !pulls.is_empty() {
+            out.write_all(pulls.render(style).as_bytes())?;
+            if style.headers {
+                let c = &r.pull_request_counts;
+                writeln!(
+                    out,
+                    "pull requests: {} adopt, {} ignore (bot), {} review, {} ignore",
+                    c.adopt, c.ignore_bot, c.review, c.ignore
+                )?;
             }
         }
-        for p in r.pull_requests.iter().filter(|p| p.outcome.is_some()) {
-            let outcome = p.outcome.as_deref().unwrap_or_default();
-            if p.writes.is_empty() {
-                writeln!(out, "  {} not written: {}", p.key, p.why)?;
-                continue;
-            }
-            writeln!(out, "  {} -> {}: {outcome}", p.key, p.task.as_deref().unwrap_or_default())?;
-            for s in &p.writes {
-                writeln!(out, "      {s}")?;
-            }
+        for c in &r.cap_hits {
+            writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
         }
-    } else if r.issues.iter().any(|l| l.decision == "mint")
-        || r.pull_requests.iter().any(|p| p.decision == "mint" || p.decision == "adopt")
-    {
-        writeln!(out, "(plan only: run again with --apply to mint these Tasks and adopt these pull requests)")?;
+        if r.apply {
+            let reviews = r.pull_requests.iter().filter(|p| p.outcome.as_deref() == Some("minted")).count();
+            writeln!(out, "minted {} Task(s):", r.minted.len() + reviews)?;
+            for l in &r.not_minted {
+                writeln!(out, "  {} not minted: {}", l.key, l.why)?;
+            }
+            let finished = ": another writer minted the Task; this pass finished it";
+            for (m, note) in r.minted.iter().map(|m| (m, "")).chain(r.completed.iter().map(|m| (m, finished))) {
+                writeln!(out, "  {} -> {}{note}", m.key, m.task)?;
+                for s in &m.steps {
+                    writeln!(out, "      {s}")?;
+                }
+            }
+            for p in r.pull_requests.iter().filter(|p| p.outcome.is_some()) {
+                let outcome = p.outcome.as_deref().unwrap_or_default();
+                if p.writes.is_empty() {
+                    writeln!(out, "  {} not written: {}", p.key, p.why)?;
+                    continue;
+                }
+                writeln!(out, "  {} -> {}: {outcome}", p.key, p.task.as_deref().unwrap_or_default())?;
+                for s in &p.writes {
+                    writeln!(out, "      {s}")?;
+                }
+            }
+        } else if style.headers
+            && (r.issues.iter().any(|l| l.decision == "mint")
+                || r.pull_requests.iter().any(|p| p.decision == "mint" || p.decision == "adopt"))
+        {
+            writeln!(out, "(plan only: run again with --apply to mint these Tasks and adopt these pull requests)")?;
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// Mints green, deferrals yellow, the rest plain.
+fn decision_paint(decision: &str) -> Option<Paint> {
+    match decision {
+        "mint" | "adopt" => Some(Paint::Green),
+        "deferred" => Some(Paint::Yellow),
+        _ => None,
+    }
+}
+
+fn decision_cell(decision: &str) -> Cell {
+    decision_painted(decision.to_string(), decision)
+}
+
+fn decision_painted(text: String, decision: &str) -> Cell {
+    match decision_paint(decision) {
+        Some(paint) => Cell::painted(text, paint),
+        None => text.into(),
+    }
 }
 
 /// Runs `kubectl tatara sweep`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("sweep", Offers { wide: true, name: false })?;
     let target = args.kube.client().await?;
     let ns = target.namespace.clone();
     let project = super::get_project(&target.client, &ns, &args.project).await?;
@@ -214,9 +261,9 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             args.project
         )));
     }
-    let mut gh = GitHub::new(&args.forge)?;
+    let mut gh = GitHub::with_timeouts(&args.forge, args.kube.forge_timeouts())?;
     let exec = Executor::new(target.client.clone(), &ns);
-    let snap = exec.snapshot().await?;
+    let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, &ns))?;
     let index = IssueKeyIndex::build(&snap.issues.iter().map(Artifact::from).collect::<Vec<_>>());
     let bot = project.spec.scm.bot_login.clone();
     // The Tasks a pull request can be adopted into: live ones of this project.
@@ -321,7 +368,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                         }
                     })
                 })
-                .await?;
+                .await
+                .map_err(|e| common::executor_failure(e, &ns))?;
             let steps: Vec<String> = report.applied.iter().map(|a| a.why().to_string()).collect();
             let outcome = mint_outcome(&report.applied);
             if let MintSource::Review(_) = source {
@@ -359,7 +407,8 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
                     why = d.why().to_string();
                     Ok(d.into_actions())
                 })
-                .await?;
+                .await
+                .map_err(|e| common::executor_failure(e, &ns))?;
             let line = &mut result.pull_requests[*i];
             line.writes = report.applied.iter().map(|a| a.why().to_string()).collect();
             line.outcome = Some(if report.applied.is_empty() { "nothingToDo" } else { "adopted" }.into());
@@ -368,5 +417,5 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             }
         }
     }
-    print_output(args.output.output, &result, out, render)
+    common::print(&args.output, colour, &result, out)
 }

@@ -20,18 +20,18 @@ use rules::ownership::types::{MergeRequest, Project, Repository};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{CliError, KubeArgs, OutputArgs, print_output};
+use crate::common::{self, CliError, Human, KubeArgs, Offers, OutputArgs, Style};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// Exit code of a refused takeover (the caller is not a maintainer).
-pub const EXIT_REFUSED: u8 = 3;
+pub const EXIT_REFUSED: u8 = common::exit_code::FORBIDDEN;
 
 /// The flags of `kubectl tatara takeover`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     after_help = "Examples:\n  GITHUB_TOKEN=... kubectl tatara takeover tatara-operator#9 --project tatara -n tatara\n\n\
-                  Exit status: 0 on success (or when already taken over at the live head), 3 when the caller \
-                  is not a maintainer (nothing changed), 1 on any other error."
+                  Exit status: 0 on success (or when already taken over at the live head), 4 when the caller \
+                  is not a maintainer (nothing changed); see kubectl tatara --help for every code."
 )]
 pub struct Args {
     /// The merge request, by its natural key: the Repository CR's name, #,
@@ -120,8 +120,9 @@ pub fn remaining(
 }
 
 /// Runs `kubectl tatara takeover`.
-pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
-    let (repo_ref, number) = parse_target(&args.target).map_err(CliError::new)?;
+pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), CliError> {
+    args.output.check("takeover", Offers::default())?;
+    let (repo_ref, number) = parse_target(&args.target).map_err(CliError::usage)?;
     let key = natural_key(&repo_ref, number);
     let target = args.kube.client().await?;
     let ns = target.namespace.clone();
@@ -139,11 +140,11 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
     let coords = repo_coords(&project, &repo).ok_or_else(|| {
         CliError::new(format!("Repository {ns}/{repo_ref} has no forge coordinates: set its spec.url"))
     })?;
-    let mut gh = GitHub::new(&args.forge)?;
+    let mut gh = GitHub::with_timeouts(&args.forge, args.kube.forge_timeouts())?;
     gh.register(&repo_ref, coords.clone());
     let login = gh.current_login().await?;
     let exec = Executor::new(target.client.clone(), &ns);
-    let snap = exec.snapshot().await?;
+    let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, &ns))?;
 
     // The maintainer check comes before any other forge read or any write:
     // "If the author is not a maintainer, the endpoint answers HTTP 403 ...
@@ -194,10 +195,16 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             .converge(&format!("takeover of {key}"), None, |snap| {
                 remaining(snap, &project, &repo, number, &login, &live_head).map(|(_, a)| a).map_err(Into::into)
             })
-            .await?;
+            .await
+            .map_err(|e| common::executor_failure(e, &ns))?;
         result.steps = report.applied.iter().map(|a| a.why().to_string()).collect();
     }
-    print_output(args.output.output, &result, out, |r, out| {
+    common::print(&args.output, colour, &result, out)
+}
+
+impl Human for TakeoverResult {
+    fn render(&self, _style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        let r = self;
         writeln!(out, "takeover of {} ({}) by {}", r.key, r.merge_request, r.caller)?;
         match &r.comment {
             Some(c) => writeln!(out, "  commented on the pull request: {c}")?,
@@ -209,5 +216,5 @@ pub async fn run(args: &Args, out: &mut dyn Write) -> Result<(), CliError> {
             writeln!(out, "  applied: {s}")?;
         }
         Ok(())
-    })
+    }
 }

@@ -94,15 +94,21 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert_eq!(t.owns.len(), 2);
     assert_eq!(t.owns.iter().filter(|o| !o.violations.is_empty()).count(), 1);
 
-    assert!(tree(&snap, "nope").is_err());
-    assert!(tree(&snap, "r#x").is_err());
-    assert!(tree(&snap, "pod/a").is_err());
+    use super::owners::Lookup;
+    let e = tree(&snap, "nope").unwrap_err();
+    assert!(matches!(e, Lookup::NotFound(_)), "{e}");
+    // Said once: "Issue, MergeRequest or Task "nope" not found", never "no ... not found".
+    assert!(e.to_string().starts_with("Issue, MergeRequest or Task \"nope\" not found;"), "{e}");
+    assert!(matches!(tree(&snap, "r#x"), Err(Lookup::Invalid(_))));
+    assert!(matches!(tree(&snap, "pod/a"), Err(Lookup::Invalid(_))));
+    assert!(matches!(tree(&snap, "r#99"), Err(Lookup::NotFound(_))));
     assert_eq!(stage_text(&rules::ownership::types::Stage::Failed("x".into())), "failed(x)");
 }
 
 #[test]
 fn the_sweep_table_lists_minted_and_completed_mints_apart() {
-    use super::sweep::{MintLine, SweepResult, render};
+    use super::sweep::{MintLine, SweepResult};
+    use crate::common::{Human, Style};
     let line = |n: u32, step: &str| MintLine {
         key: format!("tatara-operator#{n}"),
         task: format!("mt-tatara-operator-{n}"),
@@ -115,7 +121,7 @@ fn the_sweep_table_lists_minted_and_completed_mints_apart() {
         ..Default::default()
     };
     let mut out = Vec::new();
-    render(&r, &mut out).unwrap();
+    r.render(&Style { wide: false, headers: true, colour: false }, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("minted 1 Task(s):\n"), "{text}");
     assert!(text.contains("  tatara-operator#1 -> mt-tatara-operator-1\n      mint the Task\n"), "{text}");
@@ -130,7 +136,8 @@ fn the_sweep_table_lists_minted_and_completed_mints_apart() {
 
 #[test]
 fn the_sweep_table_says_what_each_pull_request_came_to() {
-    use super::sweep::{PullLine, SweepResult, render};
+    use super::sweep::{PullLine, SweepResult};
+    use crate::common::{Human, Style};
     use rules::ownership::sweep::{DispositionCounts, PrDisposition};
     let adopted = PullLine {
         key: "tatara-operator#20".into(),
@@ -161,7 +168,7 @@ fn the_sweep_table_says_what_each_pull_request_came_to() {
         ..Default::default()
     };
     let mut out = Vec::new();
-    render(&r, &mut out).unwrap();
+    r.render(&Style { wide: false, headers: true, colour: false }, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("pull requests: 1 adopt, 0 ignore (bot), 1 review, 0 ignore\n"), "{text}");
     assert!(

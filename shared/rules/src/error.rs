@@ -48,6 +48,17 @@ pub enum Error {
     )]
     InjectWatcherNotFound { object: String, container: String, available: String },
 
+    /// A plain-container sidecar would keep a Job (or a CronJob's Jobs)
+    /// from ever completing: it never exits.
+    #[error(
+        "cannot inject into {object} with --plain-container: the sidecar never exits, so the Job's pod would never complete; inject a native sidecar instead (drop --plain-container; Kubernetes 1.29+), or opt it out with the pod template annotation reverser.dev/inject: disabled"
+    )]
+    InjectPlainJob { object: String },
+
+    /// A JSON input is not a stream of JSON objects.
+    #[error("the JSON value starting at line {line} is not valid JSON: {message}; fix it and inject again")]
+    InjectJson { line: usize, message: String },
+
     /// A document of the input is not YAML.
     #[error("the document starting at line {line} is not valid YAML: {message}; fix it and inject again")]
     InjectParse { line: usize, message: String },

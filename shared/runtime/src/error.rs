@@ -55,3 +55,19 @@ pub enum Error {
 
 /// `Result` with the runtime's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// An error and its sources joined by `: `, each said once (wrappers often
+/// repeat their source's words, or hide them: hyper's "client error
+/// (SendRequest)" is a timeout two sources down).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let text = s.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}

@@ -9,6 +9,7 @@
 
 pub mod attribution;
 pub mod backoff;
+pub mod cli;
 mod error;
 #[cfg(feature = "kube")]
 pub mod kubeconfig;
@@ -22,4 +23,4 @@ pub mod redact;
 pub mod shutdown;
 pub mod telemetry;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, error_chain};

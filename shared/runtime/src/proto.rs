@@ -209,6 +209,7 @@ impl From<&ExplainParams> for ExplainRequest {
             resource_version: p.resource_version.clone(),
             removal: p.removal,
             labels: parse_labels(&p.labels).into_iter().collect(),
+            follow: false,
         }
     }
 }

@@ -10,10 +10,11 @@ use tracing_subscriber::EnvFilter;
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
-    /// Human-readable lines.
+    // Human-readable lines (comments, not doc: with docs clap prints a
+    // paragraph per value and `--help` loses its one-line-per-flag form).
     #[default]
     Text,
-    /// One JSON object per line, for log collectors.
+    // One JSON object per line, for log collectors.
     Json,
 }
 
@@ -43,9 +44,15 @@ pub fn stderr_colour() -> bool {
 /// Installs the process's subscriber. Call once, first thing in `main`; a
 /// second call (a test harness that already installed one) changes nothing.
 pub fn init(args: &LogArgs, default_filter: &str) {
+    init_with_colour(args, default_filter, stderr_colour());
+}
+
+/// [`init`], with the caller deciding whether text lines carry colour (a
+/// `--color` flag).
+pub fn init_with_colour(args: &LogArgs, default_filter: &str, colour: bool) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter(default_filter)).with_writer(std::io::stderr);
     let _ = match args.log_format {
-        LogFormat::Text => builder.with_ansi(stderr_colour()).try_init(),
+        LogFormat::Text => builder.with_ansi(colour).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
     };
 }

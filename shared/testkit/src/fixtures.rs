@@ -39,3 +39,45 @@ pub fn tatara_crds() -> PathBuf {
 pub fn gitops_reverser_crds() -> PathBuf {
     existing(root().join("crds/gitops-reverser"), "gitops-reverser CRD")
 }
+
+/// A kubeconfig for the connection-flag tests of `runtime::kubeconfig` and
+/// the plugins: clusters dev and prod, contexts dev (namespace shop) and
+/// prod, users me (a token) and robot (an exec plugin that does not exist).
+pub const KUBECONFIG: &str = r#"apiVersion: v1
+kind: Config
+current-context: dev
+clusters:
+- name: dev
+  cluster:
+    server: https://127.0.0.1:6443
+- name: prod
+  cluster:
+    server: https://10.0.0.1:6443
+contexts:
+- name: dev
+  context:
+    cluster: dev
+    user: me
+    namespace: shop
+- name: prod
+  context:
+    cluster: prod
+    user: me
+users:
+- name: me
+  user:
+    token: abc
+- name: robot
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: /nonexistent/credential-helper
+"#;
+
+/// `text` in a temporary file, removed when dropped.
+pub fn text_file(text: &str) -> tempfile::NamedTempFile {
+    use std::io::Write as _;
+    let mut f = tempfile::NamedTempFile::new().expect("a temporary file");
+    f.write_all(text.as_bytes()).expect("write the temporary file");
+    f
+}

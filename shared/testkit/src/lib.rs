@@ -14,9 +14,11 @@ pub mod fixtures;
 pub mod git_http;
 pub mod kubectl;
 pub mod mirror;
+pub mod process;
 mod redis;
 pub mod sidecar;
 pub mod ssh_git;
+pub mod tls;
 
 pub use audit::{audit_event, event_list};
 pub use redis::{RedisServer, TlsFiles, free_port};

@@ -17,22 +17,10 @@ use crate::free_port;
 /// The binary's file name in a cargo target directory.
 pub const BINARY: &str = "reverser-sidecar";
 
-/// `reverser-sidecar` in the target directory of the running test: test and
-/// bench executables live in `<target>/<profile>/deps/`, binaries one level
-/// up. Cargo builds a package's binaries before its integration tests, and
-/// `cargo test --workspace` builds every binary before any test runs.
+/// `reverser-sidecar` in the target directory of the running test (see
+/// [`crate::process::binary`]); pass another with [`SidecarBuilder::binary`].
 pub fn binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test executable's path");
-    let profile_dir = exe.parent().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-    let bin = profile_dir.join(BINARY);
-    assert!(
-        bin.exists(),
-        "{} is missing: these tests run the real sidecar binary from the test's target directory; \
-         build it first with `cargo build -p reverser-sidecar` (or run `cargo test --workspace`), \
-         or pass its path with SidecarBuilder::binary",
-        bin.display()
-    );
-    bin
+    crate::process::binary(BINARY, "reverser-sidecar")
 }
 
 /// How to start a sidecar; [`Sidecar::start`] covers the common case.

@@ -1,31 +1,21 @@
 //! The `testkit` binary: the fake API as a process, driven by the real
 //! kubectl, and the server that never answers.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::{Read, Write};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 use testkit::kubectl::Kubectl;
+use testkit::process::Running;
 
 const BIN: &str = env!("CARGO_BIN_EXE_testkit");
 
-/// A child process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `testkit <args>` and returns it with the first line it prints.
 fn start(args: &[&str]) -> (Running, String) {
-    let mut child = Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    (Running(child), line.trim().to_string())
+    let running = Running::start(std::path::Path::new(BIN), args);
+    let line = running.first_line.clone();
+    (running, line)
 }
 
 fn ok(out: &std::process::Output) -> String {
@@ -118,9 +108,9 @@ fn fake_api_process_logs_every_resource_request_as_the_authorizer_sees_it() {
     ok(&kubectl.run(&["get", "configmaps", "-A", "-o", "name"]));
     ok(&kubectl.run(&["patch", "configmap", "web", "--type=merge", "-p", r#"{"data":{"k":"w"}}"#]));
     // The log is written at exit, on SIGTERM as a test would stop it.
-    let term = Command::new("kill").args(["-TERM", &api.0.id().to_string()]).status().unwrap();
+    let term = Command::new("kill").args(["-TERM", &api.id().to_string()]).status().unwrap();
     assert!(term.success());
-    assert!(api.0.wait().unwrap().success());
+    assert!(api.wait().unwrap().success());
     let seen: Vec<Value> =
         std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let brief: Vec<(String, String, Value, Value)> = seen

@@ -27,9 +27,9 @@ use runtime::shutdown::{Tasks, terminated};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::config::parse_duration;
 use crate::error::{Error, Result};
 use metrics::WatchMetrics;
+use runtime::cli::parse_duration;
 use stream::Shared;
 
 #[derive(Debug, clap::Args)]

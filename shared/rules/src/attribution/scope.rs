@@ -53,6 +53,11 @@ const ROUTE_ESCAPES: &AsciiSet = &CONTROLS.remove(0).add(b'%').add(b':');
 /// The stream key prefix gitops-reverser uses by default.
 pub const DEFAULT_STREAM_PREFIX: &str = "gitops-reverser";
 
+/// The audit route every tool assumes when none is named: `serve`'s printed
+/// curl posts to it, `kubectl reverser why --route` asks it, the chart prints
+/// it.
+pub const DEFAULT_ROUTE: &str = "default";
+
 impl Scope {
     pub fn new(route: impl Into<String>, group_resource: GroupResource) -> Self {
         Self { route: route.into(), group_resource }

@@ -135,6 +135,12 @@ fn inject_in_place(obj: &mut Value, opts: &InjectOptions, reports: &mut Vec<Repo
         return Ok(());
     };
     let object = format!("{kind} {name}");
+    // A Job completes when its pod's containers exit; a plain container
+    // that serves forever never does (a native sidecar is stopped for it).
+    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+    if opts.mode == super::SidecarMode::Plain && group == "batch" && matches!(kind.as_str(), "Job" | "CronJob") {
+        return Err(Error::InjectPlainJob { object });
+    }
     let mut slot: &mut Value = obj;
     for (depth, key) in path.iter().enumerate() {
         slot = slot.get_mut(*key).ok_or_else(|| Error::InjectMalformed {
@@ -206,11 +212,16 @@ fn is_blank(body: &str) -> bool {
     })
 }
 
-/// Injects the sidecar into every workload of a YAML (or JSON) text of one or
-/// more documents. Documents where nothing is injected (other kinds, opted
-/// out, already injected, blank) come out byte-for-byte; an injected one is
-/// re-rendered as YAML (its comments are not kept).
+/// Injects the sidecar into every workload of a YAML text of one or more
+/// documents, or of JSON (one object, or a stream of them, as `kubectl get
+/// -o json` or `jq -c` write). Documents where nothing is injected (other
+/// kinds, opted out, already injected, blank) come out byte-for-byte; an
+/// injected one is re-rendered in its own language (YAML loses its
+/// comments; JSON is indented by two spaces, as kubectl writes it).
 pub fn inject_manifests(text: &str, opts: &InjectOptions) -> Result<Injection> {
+    if text.trim_start().starts_with('{') {
+        return inject_json(text, opts);
+    }
     let mut output = String::with_capacity(text.len() + 1024);
     let mut reports = Vec::new();
     for doc in split_documents(text) {
@@ -242,6 +253,49 @@ pub fn inject_manifests(text: &str, opts: &InjectOptions) -> Result<Injection> {
         if !rendered.ends_with('\n') {
             output.push('\n');
         }
+    }
+    Ok(Injection { output, reports })
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|b| **b == b'\n').count() + 1
+}
+
+/// [`inject_manifests`] over a stream of JSON objects: each value's bytes
+/// (and the blank before it) are kept unless it was injected.
+fn inject_json(text: &str, opts: &InjectOptions) -> Result<Injection> {
+    let mut output = String::with_capacity(text.len() + 1024);
+    let mut reports = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+    let mut start = 0;
+    let mut last_changed = false;
+    while let Some(next) = stream.next() {
+        let value = next.map_err(|e| Error::InjectJson { line: e.line(), message: e.to_string() })?;
+        let end = stream.byte_offset();
+        let raw = &text[start..end];
+        let line = line_of(text, start + (raw.len() - raw.trim_start().len()));
+        let as_yaml: Value = serde_norway::to_value(&value)
+            .map_err(|e| Error::InjectJson { line, message: format!("it cannot be read as a manifest: {e}") })?;
+        let (injected, doc_reports) = inject_object(&as_yaml, opts)?;
+        let changed = doc_reports.iter().any(|r| r.outcome == Outcome::Injected);
+        reports.extend(doc_reports);
+        if changed {
+            let json: serde_json::Value =
+                serde_json::to_value(&injected).map_err(|e| Error::InjectRender { line, message: e.to_string() })?;
+            let rendered = serde_json::to_string_pretty(&json)
+                .map_err(|e| Error::InjectRender { line, message: e.to_string() })?;
+            output.push_str(&raw[..raw.len() - raw.trim_start().len()]);
+            output.push_str(&rendered);
+        } else {
+            output.push_str(raw);
+        }
+        start = end;
+        last_changed = changed;
+    }
+    output.push_str(&text[start..]);
+    if last_changed && !output.ends_with('\n') {
+        output.push('\n');
     }
     Ok(Injection { output, reports })
 }

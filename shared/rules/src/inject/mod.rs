@@ -6,7 +6,8 @@
 //!   socket volume and the watcher's `REVERSER_SOCKET` look like, and when a
 //!   template is left alone (already injected, opted out).
 //! - [`manifest`]: the walk over documents: every workload kind, `List`
-//!   items and multi-document YAML, leaving other documents byte-for-byte.
+//!   items, multi-document YAML and streams of JSON objects (JSON in, JSON
+//!   out), leaving other documents byte-for-byte.
 //! - [`webhook`]: `admission.k8s.io/v1` AdmissionReview in, response out, its
 //!   JSONPatch computed by diffing a pod against [`pod`]'s output for it.
 
@@ -18,7 +19,7 @@ pub mod webhook;
 mod tests;
 
 pub use manifest::{Injection, Outcome, Report, inject_manifests, inject_object, inject_template, template_path};
-pub use pod::{Decision, SkipReason, decide, inject_pod_spec, sidecar_container};
+pub use pod::{Decision, SkipReason, decide, inject_pod_spec, sidecar_args, sidecar_container};
 pub use webhook::{Action, AllowReason, ReviewDecision, ReviewError, WebhookConfig, decide_review, review};
 
 /// The sidecar container's name; an existing container of this name (init or
@@ -89,7 +90,8 @@ pub struct InjectOptions {
     /// Which containers get the socket.
     pub watcher: WatcherSelector,
     /// Appended to the sidecar's `serve --socket <path>`, e.g.
-    /// `--transport redis --redis-url ...`.
+    /// `--author-attribution-transport=redis` (the sidecar's own flags:
+    /// callers check them with `runtime::cli::check_serve_args`).
     pub extra_args: Vec<String>,
     /// Where the socket directory is mounted in both containers.
     pub socket_dir: String,

@@ -55,26 +55,33 @@ pub fn decide(metadata: Option<&Value>, spec: &Value) -> Decision {
     if has_sidecar { Decision::Skip(SkipReason::AlreadyInjected) } else { Decision::Inject }
 }
 
+/// The sidecar's arguments: `serve --socket <path> --socket-mode=666
+/// --audit-listen=off` and the extra ones. The socket lives in an emptyDir
+/// only this pod's containers mount, and the watcher usually runs under
+/// another uid than the sidecar: mode 0666 lets it connect without forcing a
+/// pod fsGroup (which would re-own every volume of the pod). The receiver
+/// runs as its own Deployment, so the sidecar in the pod listens for no
+/// audit webhook.
+pub fn sidecar_args(opts: &InjectOptions) -> Vec<String> {
+    let mut args = vec![
+        "serve".to_string(),
+        "--socket".to_string(),
+        opts.socket_path(),
+        // `flag=value` forms: a bare `off` or `666` item would be read back as
+        // a boolean or a number by YAML 1.1 readers such as kubectl.
+        "--socket-mode=666".to_string(),
+        "--audit-listen=off".to_string(),
+    ];
+    args.extend(opts.extra_args.iter().cloned());
+    args
+}
+
 /// The sidecar container these options describe: `serve --socket <path>
 /// --socket-mode=666 --audit-listen=off` plus the extra args, resources, and a restricted security context
 /// (non-root, read-only root filesystem, no privilege escalation, all
 /// capabilities dropped, the runtime's default seccomp profile).
 pub fn sidecar_container(opts: &InjectOptions) -> Value {
-    // The socket lives in an emptyDir only this pod's containers mount, and
-    // the watcher usually runs under another uid than the sidecar: mode 0666
-    // lets it connect without forcing a pod fsGroup (which would re-own
-    // every volume of the pod). The receiver runs as its own Deployment, so
-    // the sidecar in the pod listens for no audit webhook.
-    let mut args = vec![
-        Value::from("serve"),
-        Value::from("--socket"),
-        Value::from(opts.socket_path()),
-        // `flag=value` forms: a bare `off` or `666` item would be read back as
-        // a boolean or a number by YAML 1.1 readers such as kubectl.
-        Value::from("--socket-mode=666"),
-        Value::from("--audit-listen=off"),
-    ];
-    args.extend(opts.extra_args.iter().map(|a| Value::from(a.as_str())));
+    let args = sidecar_args(opts).into_iter().map(Value::from).collect();
     let mut c = Mapping::new();
     c.insert("name".into(), SIDECAR_NAME.into());
     c.insert("image".into(), opts.image.as_str().into());

@@ -703,3 +703,69 @@ fn the_redis_url_comes_from_a_secret_never_the_pod_spec() {
         assert!(bad.parse::<SecretKeyRef>().is_err(), "{bad}");
     }
 }
+
+#[test]
+fn plain_containers_are_refused_for_jobs_and_cronjobs() {
+    let plain = InjectOptions { mode: SidecarMode::Plain, ..opts() };
+    for (text, object) in [
+        (
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: backfill, namespace: shop}\nspec:\n  template:\n    spec:\n      containers: [{name: w, image: w}]\n",
+            "Job shop/backfill",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: resync}\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          containers: [{name: w, image: w}]\n",
+            "CronJob resync",
+        ),
+    ] {
+        let e = inject_manifests(text, &plain).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("cannot inject into {object} with --plain-container: the sidecar never exits")),
+            "{e}"
+        );
+        inject_manifests(text, &opts()).unwrap();
+    }
+}
+
+#[test]
+fn json_in_gives_json_out_for_one_object_or_a_stream() {
+    let one = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "w", "image": "w"}]}});
+    let service = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"}}"#;
+    let text = format!("{}\n{service}\n{}", serde_json::to_string_pretty(&one).unwrap(), one);
+    let out = inject_manifests(&text, &opts()).unwrap();
+    let values: Vec<serde_json::Value> =
+        serde_json::Deserializer::from_str(&out.output).into_iter().collect::<std::result::Result<_, _>>().unwrap();
+    assert_eq!(values.len(), 3);
+    for v in [&values[0], &values[2]] {
+        assert_eq!(v["spec"]["initContainers"][0]["name"], SIDECAR_NAME, "{}", out.output);
+    }
+    assert!(out.output.contains(&format!("\n{service}\n")), "an untouched object keeps its bytes: {}", out.output);
+    assert!(out.output.starts_with("{\n  \"apiVersion\""), "kubectl's two-space JSON: {}", out.output);
+    assert_eq!(out.reports.iter().filter(|r| r.outcome == Outcome::Injected).count(), 2);
+    // Injecting the output again changes nothing.
+    assert_eq!(inject_manifests(&out.output, &opts()).unwrap().output, out.output);
+    let e = inject_manifests("{\"kind\": \"Service\"}\n{\"kind\": ", &opts()).unwrap_err().to_string();
+    assert!(e.starts_with("the JSON value starting at line 2 is not valid JSON"), "{e}");
+}
+
+#[test]
+fn the_webhook_warns_instead_of_giving_a_jobs_pod_a_plain_sidecar() {
+    let mut pod = serde_json::json!({"metadata": {"name": "backfill-x", "namespace": "ns",
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "backfill", "uid": "u"}]},
+        "spec": {"containers": [{"name": "w", "image": "w"}]}});
+    let plain =
+        WebhookConfig { inject: InjectOptions { mode: SidecarMode::Plain, ..opts() }, ..WebhookConfig::default() };
+    let answer = review(&serde_json::to_vec(&admission(&pod, "ns", "CREATE")).unwrap(), &plain);
+    assert!(answer["response"]["patch"].is_null(), "{answer}");
+    assert_eq!(answer["response"]["allowed"], true);
+    let warning = answer["response"]["warnings"][0].as_str().unwrap();
+    assert!(warning.contains("Job ns/backfill") && warning.contains("never exits"), "{warning}");
+    // A native sidecar is fine for a Job; so is a plain one for other pods.
+    let native = WebhookConfig { inject: opts(), ..WebhookConfig::default() };
+    let answer = review(&serde_json::to_vec(&admission(&pod, "ns", "CREATE")).unwrap(), &native);
+    assert!(answer["response"]["patch"].is_string(), "{answer}");
+    pod["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet".into();
+    pod["metadata"]["ownerReferences"][0]["apiVersion"] = "apps/v1".into();
+    let answer = review(&serde_json::to_vec(&admission(&pod, "ns", "CREATE")).unwrap(), &plain);
+    assert!(answer["response"]["patch"].is_string(), "{answer}");
+}

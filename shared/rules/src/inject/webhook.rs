@@ -45,6 +45,10 @@ pub enum AllowReason {
     NotOptedIn,
     /// The injection rule itself said no (opted out, already injected).
     Skipped(SkipReason),
+    /// The pod belongs to a Job and the webhook injects plain containers: a
+    /// sidecar that never exits would keep the Job from completing. The
+    /// response carries the reason as a warning for the client.
+    JobWithPlainContainer(String),
 }
 
 /// What the webhook does with one review.
@@ -122,6 +126,18 @@ pub fn decide_review(review: &Value, config: &WebhookConfig) -> std::result::Res
         .or_else(|| str_at(pod, "/metadata/generateName").map(|g| format!("{g}*")))
         .unwrap_or_else(|| "<unnamed>".into());
     let object = format!("Pod {namespace}/{name}");
+    let job = pod.pointer("/metadata/ownerReferences").and_then(Value::as_array).and_then(|refs| {
+        refs.iter().find(|r| {
+            str_at(r, "/kind").as_deref() == Some("Job")
+                && str_at(r, "/apiVersion").is_some_and(|v| v.starts_with("batch/"))
+        })
+    });
+    if let (super::SidecarMode::Plain, Some(job)) = (config.inject.mode, job) {
+        let job = str_at(job, "/name").unwrap_or_default();
+        return decided(Action::Allow(AllowReason::JobWithPlainContainer(
+            crate::Error::InjectPlainJob { object: format!("{object} of Job {namespace}/{job}") }.to_string(),
+        )));
+    }
     // The same rule `inject` applies, over the same data model.
     let template: serde_norway::Value =
         serde_json::from_value(pod.clone()).map_err(|e| fail(uid, format!("{object} is not a pod object: {e}")))?;
@@ -160,6 +176,9 @@ pub fn review(request: &[u8], config: &WebhookConfig) -> Value {
             }),
             Err(e) => error_response(&uid, &format!("cannot encode the JSONPatch: {e}")),
         },
+        Ok(ReviewDecision { uid, action: Action::Allow(AllowReason::JobWithPlainContainer(why)) }) => {
+            json!({ "uid": uid, "allowed": true, "warnings": [format!("reverser sidecar not injected: {why}")] })
+        }
         Ok(ReviewDecision { uid, action: Action::Allow(_) }) => json!({ "uid": uid, "allowed": true }),
         Err(ReviewError { uid, message }) => error_response(&uid, &message),
     };

@@ -183,8 +183,8 @@ pub fn repair(artifact: &Artifact, owners: &[OwnerInfo]) -> Option<Action> {
 }
 
 /// Rule 5's reconcile guard over a snapshot: one repair per artifact that
-/// needs one. (Each found violation is logged at ERROR by the executor that
-/// applies it, the spec's operator_orphan_no_controller_total signal.)
+/// needs one. (Where the guard detects a violation it logs it at ERROR and
+/// counts it, `runtime::ownership::metrics::Metrics::record_findings`.)
 pub fn decide_repairs(snap: &Snapshot) -> Vec<Action> {
     let owners = snap.owner_infos();
     snap.artifacts().iter().filter_map(|a| repair(a, &owners)).collect()

@@ -467,8 +467,11 @@ impl Executor {
                 }
                 match self.apply(action, forge).await? {
                     Step::Applied => {
+                        // Rule 5's guard logs the violation at ERROR where it
+                        // detects it (`Metrics::record_findings`); the repair
+                        // that ends it is the good news.
                         if matches!(action, Action::SetOwners { .. }) && action.why().starts_with("repair") {
-                            tracing::error!(step = action.why(), "ownership violation repaired");
+                            tracing::info!(step = action.why(), "ownership violation repaired");
                         } else {
                             tracing::info!(step = action.why(), "applied");
                         }

@@ -26,6 +26,21 @@ pub struct ForgeError {
     pub target: String,
     pub message: String,
     pub hint: String,
+    /// Why, for a caller choosing an exit code.
+    pub kind: ForgeFailure,
+}
+
+/// What kind of failure a [`ForgeError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForgeFailure {
+    /// The request could not be made (no token, a bad URL).
+    Setup,
+    /// The forge answered with this HTTP status.
+    Refused(u16),
+    /// The forge could not be reached, or did not answer in time.
+    Unreachable,
+    /// The forge answered something unusable.
+    Answer,
 }
 
 /// The flags that reach the forge.
@@ -71,6 +86,13 @@ pub fn repo_coords(project: &Project, repo: &Repository) -> Option<RepoCoords> {
 }
 
 fn forge_err(op: &str, target: &str, e: octocrab::Error) -> ForgeError {
+    let kind = match &e {
+        octocrab::Error::GitHub { source, .. } => ForgeFailure::Refused(source.status_code.as_u16()),
+        octocrab::Error::Hyper { .. } | octocrab::Error::Service { .. } | octocrab::Error::Http { .. } => {
+            ForgeFailure::Unreachable
+        }
+        _ => ForgeFailure::Answer,
+    };
     let (message, hint) = match &e {
         octocrab::Error::GitHub { source, .. } => {
             let hint = match source.status_code.as_u16() {
@@ -81,9 +103,12 @@ fn forge_err(op: &str, target: &str, e: octocrab::Error) -> ForgeError {
             };
             (format!("HTTP {}: {}", source.status_code, source.message), hint)
         }
-        _ => (e.to_string(), "check --forge-url and that the forge is reachable"),
+        // octocrab's own message names only the outermost wrapper
+        // ("client error (SendRequest)"); the cause (a timeout, a refused
+        // connection) is further down.
+        _ => (crate::error_chain(&e), "check --forge-url and that the forge is reachable"),
     };
-    ForgeError { op: op.to_string(), target: target.to_string(), message, hint: hint.to_string() }
+    ForgeError { op: op.to_string(), target: target.to_string(), message, hint: hint.to_string(), kind }
 }
 
 /// A forge issue or pull request number (the CRDs carry it as a signed
@@ -105,18 +130,41 @@ pub struct GitHub {
     repos: BTreeMap<String, RepoCoords>,
 }
 
+/// How long a forge request may take: to connect, and for each answer (a
+/// forge that accepts and never answers must not hang a command).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    pub connect: std::time::Duration,
+    pub read: std::time::Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self { connect: std::time::Duration::from_secs(10), read: std::time::Duration::from_secs(60) }
+    }
+}
+
 impl GitHub {
+    /// A client from the flags with the default [`Timeouts`].
+    pub fn new(args: &ForgeArgs) -> Result<Self, ForgeError> {
+        Self::with_timeouts(args, Timeouts::default())
+    }
+
     /// A client from the flags; a token is required (every command that
     /// reaches the forge acts as, or reads, the caller's identity).
-    pub fn new(args: &ForgeArgs) -> Result<Self, ForgeError> {
+    pub fn with_timeouts(args: &ForgeArgs, timeouts: Timeouts) -> Result<Self, ForgeError> {
         let token = args.github_token.clone().filter(|t| !t.is_empty()).ok_or_else(|| ForgeError {
             op: "authenticate".into(),
             target: args.forge_url.clone(),
             message: "no token".into(),
             hint: "set GITHUB_TOKEN or pass --github-token".into(),
+            kind: ForgeFailure::Setup,
         })?;
         let crab = Octocrab::builder()
             .personal_token(token)
+            .set_connect_timeout(Some(timeouts.connect))
+            .set_read_timeout(Some(timeouts.read))
+            .set_write_timeout(Some(timeouts.read))
             .base_uri(args.forge_url.as_str())
             .and_then(|b| b.build())
             .map_err(|e| forge_err("connect", &args.forge_url, e))?;

@@ -51,6 +51,8 @@ pub struct Request {
     pub path: String,
     pub query: String,
     pub user: String,
+    /// The groups `Impersonate-Group` headers named (kubectl's `--as-group`).
+    pub groups: Vec<String>,
 }
 
 /// One resource request as the RBAC authorizer sees it (its request
@@ -492,11 +494,13 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
     let path = uri.path().to_string();
     let query = uri.query().unwrap_or("").to_string();
     let user = shared.user_of(&headers);
+    let groups = headers.get_all("impersonate-group").iter().filter_map(|v| v.to_str().ok()).map(str::to_string);
     lock(&shared.hooks).requests.push(Request {
         method: method.to_string(),
         path: path.clone(),
         query: query.clone(),
         user: user.clone(),
+        groups: groups.collect(),
     });
     let mut paused = shared.paused.subscribe();
     while *paused.borrow_and_update() {

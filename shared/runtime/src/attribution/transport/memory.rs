@@ -224,6 +224,9 @@ impl FactFollower for MemoryFollower {
                 if !cursors.contains_key(scope) {
                     let seq = hub.warm_cursor(scope);
                     cursors.insert(scope.clone(), Cursor { seq, caught_up: false });
+                    // Not caught up until this stream is read: whoever waits
+                    // for `settled` then `caught_up` sees its facts.
+                    self.core.set_caught_up(false);
                 }
             }
             self.core.mark_applied(generation);

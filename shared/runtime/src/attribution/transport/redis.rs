@@ -654,6 +654,9 @@ impl RedisFollower {
             let (secs, micros): (u64, u64) = ::redis::cmd("TIME").query_async(c).await?;
             let now_ms = secs * 1000 + micros / 1000;
             let start = EntryId { ms: now_ms.saturating_sub(config.ttl.as_millis() as u64), seq: 0 };
+            // Not caught up until the new streams are read: whoever waits
+            // for `settled` then `caught_up` sees their facts.
+            self.core.set_caught_up(false);
             for (key, scope) in &wanted {
                 streams.entry(key.clone()).or_insert_with(|| StreamState {
                     scope: scope.clone(),

@@ -1,0 +1,106 @@
+//! Help, version and exit codes of both plugins through the real `kubectl`
+//! (issue 15, point 7): usage lines as the user types them, help wrapped to
+//! the terminal, examples and the exit codes at the top level, no secret
+//! from the environment in help, a `version` subcommand with the commit.
+
+use std::process::Output;
+
+use testkit::kubectl::Kubectl;
+
+fn plugins() -> Kubectl {
+    Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser"), env!("CARGO_BIN_EXE_kubectl-tatara")])
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn usage_lines_examples_and_exit_codes_read_as_kubectl_users_type_them() {
+    let k = plugins();
+    for plugin in ["reverser", "tatara"] {
+        let top = stdout(&k.run(&[plugin, "--help"]));
+        assert!(top.contains(&format!("Usage: kubectl {plugin} [OPTIONS] <COMMAND>")), "{top}");
+        assert!(top.contains(&format!("Examples:\n  kubectl {plugin} ")), "{top}");
+        for code in ["2  usage error", "3  not found", "4  forbidden", "5  unreachable", "6  findings"] {
+            assert!(top.contains(code), "{plugin}: exit code {code:?} not documented\n{top}");
+        }
+        assert!(top.contains("version "), "{top}");
+    }
+    let why = stdout(&k.run(&["reverser", "why", "--help"]));
+    assert!(why.contains("Usage: kubectl reverser why [OPTIONS] <TYPE/NAME | TYPE NAME>..."), "{why}");
+    // One line per flag (no paragraph per value): short enough to read.
+    assert!(why.lines().count() < 90, "{} lines:\n{why}", why.lines().count());
+    let owners = stdout(&k.run(&["tatara", "owners", "--help"]));
+    assert!(owners.contains("Usage: kubectl tatara owners "), "{owners}");
+}
+
+#[test]
+fn help_is_wrapped_to_the_terminal() {
+    for columns in [60usize, 120] {
+        let help = stdout(&plugins().env("COLUMNS", &columns.to_string()).run(&["reverser", "why", "--help"]));
+        // Prose and flag lines wrap; the usage line and the examples are
+        // commands, printed whole.
+        let widest = help
+            .lines()
+            .filter(|l| !l.starts_with("Usage: ") && !l.starts_with("  kubectl "))
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap();
+        assert!(widest <= columns, "{columns} columns, a line of {widest}:\n{help}");
+        if columns == 120 {
+            assert!(widest > 100, "wrapped narrower than the terminal:\n{help}");
+        }
+    }
+}
+
+#[test]
+fn help_never_shows_a_secret_from_the_environment() {
+    let k = plugins()
+        .env("REVERSER_REDIS_URL", "redis://:hunter2@redis.example:6379")
+        .env("GITHUB_TOKEN", "ghp_secret-token");
+    for args in [&["reverser", "why", "--help"][..], &["tatara", "sweep", "--help"], &["tatara", "takeover", "--help"]]
+    {
+        let help = stdout(&k.run(args));
+        assert!(!help.contains("hunter2") && !help.contains("ghp_secret"), "{args:?}:\n{help}");
+    }
+    let why = stdout(&k.run(&["reverser", "why", "--help"]));
+    assert!(why.contains("[env: REVERSER_REDIS_URL]"), "the variable is still named:\n{why}");
+}
+
+#[test]
+fn version_names_the_commit_built_from() {
+    let k = plugins();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8(head.stdout).unwrap();
+    for plugin in ["reverser", "tatara"] {
+        let line = stdout(&k.run(&[plugin, "version"]));
+        let prefix = format!("kubectl-{plugin} {} (commit ", env!("CARGO_PKG_VERSION"));
+        let commit = line.strip_prefix(&prefix).and_then(|r| r.strip_suffix(")\n")).unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(commit.len(), 12, "{line}");
+        assert!(head.starts_with(commit), "built from {commit}, HEAD is {head}");
+        // --version stays the bare release, which release tooling reads.
+        assert_eq!(stdout(&k.run(&[plugin, "--version"])), format!("kubectl-{plugin} {}\n", env!("CARGO_PKG_VERSION")));
+    }
+}
+
+#[test]
+fn usage_errors_are_2_and_not_found_is_not() {
+    let k = plugins();
+    for args in [
+        &["reverser", "why"][..],
+        &["reverser", "why", "cm/x", "--bogus"],
+        &["tatara", "owners"],
+        &["reverser", "nope"],
+    ] {
+        let out = k.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("Usage: kubectl "), "{args:?}: {stderr}");
+    }
+}
