@@ -512,14 +512,10 @@ fn the_readme_first_run_goes_from_serve_to_a_why_that_names_alice() {
     let posted = Command::new("sh").arg("-c").arg(&curl).current_dir(&dir).output().unwrap();
     assert!(posted.status.success(), "the printed curl failed: {posted:?}");
 
-    // The cluster where alice created it, as the fake API process.
-    let seed = dir.join("seed.yaml");
-    std::fs::write(
-        &seed,
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: demo, namespace: default, \
-         uid: 00000000-0000-0000-0000-000000000001, resourceVersion: \"1\"}\n",
-    )
-    .unwrap();
+    // The cluster where alice created it: the fake API process seeded with
+    // the README's docs/first-run.yaml.
+    let seed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/first-run.yaml");
+    assert!(seed.is_file(), "{} is missing", seed.display());
     let kc = dir.join("kubeconfig");
     let _api = testkit::process::Running::start(
         &testkit::process::binary("testkit", "testkit"),
