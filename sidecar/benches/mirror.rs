@@ -11,9 +11,12 @@
 //! Run: `cargo bench -p reverser-sidecar --bench mirror` (`-- N` for another
 //! object count).
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
+use common::percentile;
 use rules::attribution::commit::{Action, Change, Identity, ResolvedAuthor};
 use rules::attribution::render::ObjectKey;
 use rules::attribution::{ActorKind, Tier};
@@ -29,10 +32,6 @@ const WINDOW: &str = "1s";
 fn widget(t: usize, i: usize) -> Value {
     json!({"apiVersion": "bench.example.com/v1", "kind": format!("Widget{t}"),
         "metadata": {"name": format!("w-{i}"), "namespace": NS}, "spec": {"size": i}})
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 /// The remote's documents, by path.

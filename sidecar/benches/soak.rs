@@ -61,12 +61,7 @@ fn args() -> Args {
 }
 
 fn proc_stat(pid: u32) -> (u64, usize) {
-    let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0);
+    let rss = common::rss_kib(pid);
     let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
     (rss, fds)
 }

@@ -412,9 +412,8 @@ async fn an_object_json_that_names_no_object_is_invalid_argument_at_once() {
 }
 
 fn rss_kib(s: &Sidecar) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.as_ref().unwrap().id())).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().to_owned();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    let pid = s.child.as_ref().unwrap().id();
+    testkit::process::rss_kib(pid).expect("the sidecar's VmRSS in /proc")
 }
 
 /// Batches past `--audit-body-limit` are refused by their Content-Length

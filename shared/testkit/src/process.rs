@@ -25,6 +25,17 @@ pub fn binary(name: &str, package: &str) -> PathBuf {
     bin
 }
 
+/// The resident memory of process `pid` in KiB (`VmRSS` of
+/// `/proc/<pid>/status`), measured from outside it; `None` when it cannot
+/// be read (the process is gone).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
 /// A child process, killed when dropped, with the first line it printed.
 #[derive(Debug)]
 pub struct Running {

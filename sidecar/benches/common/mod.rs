@@ -72,14 +72,9 @@ pub async fn post(conn: &mut Tls, path: &str, body: &[u8]) -> std::io::Result<u1
     Ok(status)
 }
 
-/// Resident memory of `pid`, KiB.
+/// Resident memory of `pid`, KiB (0 once the process is gone).
 pub fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+    testkit::process::rss_kib(pid).unwrap_or(0)
 }
 
 /// The `p` quantile of sorted durations.
