@@ -468,21 +468,7 @@ fn https_credentials_come_from_the_providers_secret() {
     m.act("alice", true, |s| {
         s.create("configmaps", NS, configmap("web", "1")).unwrap();
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&bare)
-            .args(["log", "--format=%an", "main"])
-            .stderr(Stdio::null())
-            .output()
-            .unwrap();
-        if String::from_utf8_lossy(&out.stdout).trim() == "alice" {
-            break;
-        }
-        assert!(Instant::now() < deadline, "nothing pushed over HTTPS-style auth\n{}", m.watcher_log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    m.wait("alice's create pushed over HTTPS-style auth", || authors_on(&bare) == "alice");
     assert!(server.served.load(std::sync::atomic::Ordering::SeqCst) > 0);
     let token_in_logs = m.watcher_log().contains("s3cret") || m.sidecar.metrics().contains("s3cret");
     assert!(!token_in_logs, "the token leaked");
@@ -501,11 +487,6 @@ fn ssh_credentials_and_known_hosts_come_from_the_providers_secret() {
         json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-ssh", "namespace": NS},
                "data": {"ssh-privatekey": b64(&server.client_key), "known_hosts": b64(known_hosts)}})
     };
-    let pushed = || {
-        let out = Command::new("git").arg("-C").arg(&bare).args(["log", "--format=%an", "main"]).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
-
     // A known_hosts that does not hold the server's key: nothing is pushed
     // (the push fails and is counted; the commit stays in the clone).
     let stranger = testkit::ssh_git::SshGitServer::start().unwrap();
@@ -517,7 +498,6 @@ fn ssh_credentials_and_known_hosts_come_from_the_providers_secret() {
     m.act("alice", true, |s| {
         s.create("configmaps", NS, configmap("web", "1")).unwrap();
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
     let push_failures = |m: &Mirror| {
         let metrics = m.sidecar.metrics();
         metrics
@@ -526,14 +506,13 @@ fn ssh_credentials_and_known_hosts_come_from_the_providers_secret() {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .unwrap_or(0.0)
     };
-    while push_failures(&m) < 1.0 || !m.watcher_log().contains("not in the known_hosts given") {
-        assert!(Instant::now() < deadline, "no host key refusal:\n{}\n{}", m.sidecar.metrics(), m.watcher_log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    m.wait("a failed push and the host key refusal", || {
+        push_failures(&m) >= 1.0 && m.watcher_log().contains("not in the known_hosts given")
+    });
     // The refusal names the fix (libgit2's own message would not).
     let keyscan = format!("ssh-keyscan -p {} 127.0.0.1", server.port);
     assert!(m.watcher_log().contains(&keyscan), "{}", m.watcher_log());
-    assert_eq!(pushed(), "", "nothing reaches a host whose key is not trusted");
+    assert_eq!(authors_on(&bare), "", "nothing reaches a host whose key is not trusted");
     drop(m);
 
     // The right known_hosts: alice's create is pushed over SSH.
@@ -545,12 +524,16 @@ fn ssh_credentials_and_known_hosts_come_from_the_providers_secret() {
     m.act("alice", true, |s| {
         s.create("configmaps", NS, configmap("web", "1")).unwrap();
     });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while pushed() != "alice" {
-        assert!(Instant::now() < deadline, "nothing pushed over SSH\n{}", server.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    m.wait("alice's create pushed over SSH", || authors_on(&bare) == "alice");
     assert_eq!(push_failures(&m), 0.0);
+}
+
+/// The authors of `bare`'s `main`, newest first, one per line ("" before
+/// the first push).
+fn authors_on(bare: &std::path::Path) -> String {
+    let out =
+        Command::new("git").arg("-C").arg(bare).args(["log", "--format=%an", "main"]).stderr(Stdio::null()).output();
+    String::from_utf8_lossy(&out.unwrap().stdout).trim().to_owned()
 }
 
 fn b64(s: &str) -> String {
