@@ -15,7 +15,8 @@
 //! The baselines run as this same executable in another process
 //! (`SIDECAR_BENCH_ROLE`): bench-only code, not in the product.
 //!
-//! Run: `cargo bench -p reverser-sidecar --bench sidecar`
+//! Run: `cargo bench -p reverser-sidecar --bench sidecar` (`-- --facts N`,
+//! a multiple of 100,000, for a quicker run than the default million).
 
 mod common;
 #[path = "../tests/support/mod.rs"]
@@ -36,7 +37,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BATCH: usize = 400;
 const CONNECTIONS: usize = 8;
-const FACTS: usize = 1_000_000;
+/// Facts loaded: the default cap; `-- --facts N` (a multiple of 100,000)
+/// for a quicker run while working on the socket path.
+fn facts() -> usize {
+    let mut args = std::env::args().skip_while(|a| a != "--facts").skip(1);
+    args.next().map_or(1_000_000, |n| n.parse().expect("--facts takes a number"))
+}
 /// Spread over types so the default per-type cap (250,000) binds none.
 const TYPES: [&str; 8] =
     ["configmaps", "secrets", "services", "serviceaccounts", "pods", "endpoints", "events", "persistentvolumeclaims"];
@@ -159,6 +165,8 @@ fn main() {
 }
 
 async fn bench() {
+    let facts = facts();
+    assert!(facts >= 100_000 && facts.is_multiple_of(100_000), "--facts must be a multiple of 100,000");
     let follow: Vec<String> = TYPES.iter().map(|t| format!("bench:{t}")).collect();
     let mut s = Sidecar::start("serve", &["--follow", &follow.join(",")]);
     let pid = s.child.as_ref().unwrap().id();
@@ -174,7 +182,7 @@ async fn bench() {
     let per_chunk = (100_000 / BATCH) as u32;
     let (mut ours, mut theirs) = (Duration::ZERO, Duration::ZERO);
     let mut at_100k = 0;
-    for chunk in 0..(FACTS / 100_000) as u32 {
+    for chunk in 0..(facts / 100_000) as u32 {
         let (from, to) = (chunk * per_chunk, (chunk + 1) * per_chunk);
         ours += blast(s.audit_port, &s.certs, "/audit-webhook/bench", &batches, from, to).await;
         theirs += blast(parse_port, &s.certs, "/audit-webhook/bench", &batches, from, to).await;
@@ -183,10 +191,10 @@ async fn bench() {
             at_100k = rss_kib(pid);
         }
     }
-    settle(&s, FACTS as u64).await;
+    settle(&s, facts as u64).await;
     let loaded = rss_kib(pid);
     let _ = parser.kill();
-    let events = FACTS as f64;
+    let events = facts as f64;
     let (ours_rate, theirs_rate) = (events / ours.as_secs_f64(), events / theirs.as_secs_f64());
 
     // Resolve, beside the echoes. The echo answers with this very response,
@@ -218,7 +226,7 @@ async fn bench() {
         // Round 0 warms every path up and is not counted.
         let keep = round > 0;
         for j in 0..per_round {
-            let k = ((round * per_round + j) * 7919) % FACTS;
+            let k = ((round * per_round + j) * 7919) % facts;
             let req = request(k);
             let t = Instant::now();
             let r = client.resolve(req).await.unwrap().into_inner();
@@ -229,7 +237,7 @@ async fn bench() {
             }
         }
         for j in 0..per_round {
-            let req = request(((round * per_round + j) * 7919) % FACTS);
+            let req = request(((round * per_round + j) * 7919) % facts);
             let t = Instant::now();
             let r = echo_client.resolve(req).await.unwrap().into_inner();
             let took = t.elapsed();
@@ -266,9 +274,9 @@ async fn bench() {
         (at_100k.saturating_sub(idle) * 1024) as f64 / 100_000.0
     );
     println!(
-        "| 1,000,000 facts held | {:.1} | {:.0} |",
+        "| {facts} facts held | {:.1} | {:.0} |",
         loaded as f64 / 1024.0,
-        (loaded.saturating_sub(idle) * 1024) as f64 / FACTS as f64
+        (loaded.saturating_sub(idle) * 1024) as f64 / facts as f64
     );
     println!();
     println!("| receiver, mTLS, {BATCH}-event batches on {CONNECTIONS} connections | audit events/s |");
