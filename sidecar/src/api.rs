@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use rules::attribution::index::Query;
 use rules::attribution::intent::Action;
 use rules::attribution::render::{ObjectKey, is_logically_absent};
-use rules::attribution::watch::{WatchEvent, WatchKind};
+use rules::attribution::watch::{ObjectMeta, WatchEvent, WatchKind};
 use rules::attribution::{GroupResource, Scope};
 use rules::mirror::config::PruneMode;
 use rules::mirror::message::CommitKind;
@@ -71,7 +71,7 @@ fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
 }
 
 fn watch_kind(s: &str) -> Result<WatchKind, Status> {
-    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| {
+    WatchKind::from_type(s).ok_or_else(|| {
         Status::invalid_argument(format!("event_type {s:?} is not ADDED, MODIFIED, DELETED, BOOKMARK or ERROR"))
     })
 }
@@ -83,19 +83,14 @@ fn parse_object(bytes: &[u8]) -> Result<serde_json::Value, Status> {
     serde_json::from_slice(bytes).map_err(|e| Status::invalid_argument(format!("object_json is not JSON: {e}")))
 }
 
-/// The object as `Resolve` reads it: its `metadata` alone (attribution reads
-/// nothing else), the other fields skipped while parsing and never built: a
-/// ConfigMap's or Secret's data can be most of the bytes. Anything but a JSON
-/// object takes the full parse, which says what it is.
-fn parse_metadata(bytes: &[u8]) -> Result<serde_json::Value, Status> {
-    #[derive(serde::Deserialize)]
-    struct Metadata {
-        metadata: Option<serde_json::Value>,
-    }
-    match serde_json::from_slice::<Metadata>(bytes) {
-        Ok(Metadata { metadata: Some(m) }) => Ok(serde_json::json!({ "metadata": m })),
-        Ok(Metadata { metadata: None }) => Ok(serde_json::json!({})),
-        Err(_) => parse_object(bytes),
+/// A change must carry the watched object: refused, with what is wrong
+/// with it, when it names none.
+fn usable(event: &WatchEvent, event_type: &str) -> Result<(), Status> {
+    match event.unusable() {
+        Some(why) => Err(Status::invalid_argument(format!(
+            "object_json of a {event_type} event must be the watched object: {why}"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -139,26 +134,41 @@ impl Api {
     /// Deletion intent, then (for a write or a removal) the author.
     async fn resolve_event(&self, req: proto::ResolveRequest, keep: Object) -> Result<Attributed1, Status> {
         let (scope, version) = scope_of(req.r#type.as_ref())?;
-        let object = match keep {
-            Object::Whole => parse_object(&req.object_json)?,
-            Object::Metadata => parse_metadata(&req.object_json)?,
-        };
-        let event = WatchEvent { kind: watch_kind(&req.event_type)?, object };
-        if let Some(why) = event.unusable() {
-            return Err(Status::invalid_argument(format!(
-                "object_json of a {} event must be the watched object: {why}",
-                req.event_type
-            )));
+        let kind = watch_kind(&req.event_type)?;
+        // `Resolve` reads the object's metadata alone, parsed without
+        // building the object (a ConfigMap's or Secret's data, or
+        // managedFields, can be most of the bytes); an object of another
+        // shape takes the whole parse, which also says what is wrong with it.
+        if keep == Object::Metadata
+            && let Some(meta) = ObjectMeta::parse(&req.object_json)
+        {
+            if kind.is_change() && !meta.names_an_object() {
+                let event = WatchEvent { kind, object: parse_object(&req.object_json)? };
+                usable(&event, &req.event_type)?;
+            }
+            return Ok(self.attribute(&scope, version, kind, meta, None).await);
         }
-        Ok(self.attribute(&scope, version, event, keep).await)
+        let event = WatchEvent { kind, object: parse_object(&req.object_json)? };
+        usable(&event, &req.event_type)?;
+        let meta = event.meta();
+        let object = (keep == Object::Whole).then_some(event.object);
+        Ok(self.attribute(&scope, version, kind, meta, object).await)
     }
 
-    async fn attribute(&self, scope: &Scope, version: String, event: WatchEvent, keep: Object) -> Attributed1 {
+    /// `object`: the whole object, when the caller commits the change it makes.
+    async fn attribute(
+        &self,
+        scope: &Scope,
+        version: String,
+        kind: WatchKind,
+        meta: ObjectMeta,
+        object: Option<serde_json::Value>,
+    ) -> Attributed1 {
         // A watcher asking about a type covers it: follow its stream.
-        if event.is_change() {
+        if kind.is_change() {
             self.ensure_following(scope);
         }
-        let Attributed { intent, resolution } = self.attributor.attribute(scope, &version, &event).await;
+        let Attributed { intent, resolution } = self.attributor.attribute(scope, &version, kind, meta).await;
         let action = intent.action;
         let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
         let (Some(r), Some(q)) = (resolution, intent.query) else {
@@ -168,10 +178,12 @@ impl Api {
         out.author = r.author().unwrap_or_default().into();
         out.actor_kind = r.actor_kind().label().into();
         out.waited_ms = r.waited.as_millis() as u64;
-        out.fact = r.fact.as_deref().map(proto::Fact::from);
-        if keep == Object::Metadata {
+        let Some(object) = object else {
+            // The answer alone: it takes the fact the index handed out.
+            out.fact = r.fact.map(|f| Arc::try_unwrap(f).map_or_else(|f| proto::Fact::from(&*f), proto::Fact::from));
             return (out, None);
-        }
+        };
+        out.fact = r.fact.as_deref().map(proto::Fact::from);
         let change = Change {
             object: ObjectKey {
                 group: scope.group_resource.group.clone(),
@@ -180,7 +192,7 @@ impl Api {
                 namespace: q.namespace.clone(),
                 name: q.name.clone(),
             },
-            action: if action == Action::Delete { CommitAction::Delete } else { CommitAction::Write(event.object) },
+            action: if action == Action::Delete { CommitAction::Delete } else { CommitAction::Write(object) },
             author: r.fact.as_deref().map(|f| ResolvedAuthor::from_fact(&f.fact)),
             tier: r.tier,
             audit_id: r.fact.as_deref().map(|f| f.fact.audit_id.clone()).filter(|a| !a.is_empty()),
@@ -456,7 +468,7 @@ impl Attribution for Api {
             object: serde_json::json!({"metadata": {"name": k.name, "namespace": k.namespace}}),
         }));
         let attributed = futures::future::join_all(
-            events.into_iter().map(|e| self.attribute(&scope, version.clone(), e, Object::Whole)),
+            events.into_iter().map(|e| self.attribute(&scope, version.clone(), e.kind, e.meta(), Some(e.object))),
         )
         .await;
         let mut resolutions = Vec::with_capacity(attributed.len());

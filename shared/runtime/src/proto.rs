@@ -78,7 +78,16 @@ use rules::attribution::why::{CandidateView, EvidenceFact, ExplainParams, Explan
 
 impl From<&StoredFact> for Fact {
     fn from(s: &StoredFact) -> Self {
-        fact_to_proto(&EvidenceFact::from(s))
+        wire_to_proto(s.fact.clone(), s.at_ms)
+    }
+}
+
+/// Moves the fact's strings into the message (a `Resolve` answer owns the
+/// fact the index handed out: no second copy).
+impl From<StoredFact> for Fact {
+    fn from(s: StoredFact) -> Self {
+        let StoredFact { fact, at_ms, .. } = s;
+        wire_to_proto(fact, at_ms)
     }
 }
 
@@ -103,22 +112,25 @@ fn fact_from_proto(f: Fact) -> EvidenceFact {
 }
 
 fn fact_to_proto(f: &EvidenceFact) -> Fact {
-    let x = &f.fact;
+    wire_to_proto(f.fact.clone(), f.appended_at_ms)
+}
+
+fn wire_to_proto(x: WireFact, appended_at_ms: u64) -> Fact {
     Fact {
-        author: x.author.clone(),
-        namespace: x.namespace.clone(),
-        name: x.name.clone(),
-        uid: x.uid.clone(),
-        resource_version: x.resource_version.clone(),
-        display_name: x.display_name.clone(),
-        email: x.email.clone(),
-        verb: x.verb.clone(),
-        audit_id: x.audit_id.clone(),
-        stage_timestamp: x.stage_timestamp.clone(),
-        label_selector: x.label_selector.clone(),
-        uids: x.uids.clone().unwrap_or_default(),
+        author: x.author,
+        namespace: x.namespace,
+        name: x.name,
+        uid: x.uid,
+        resource_version: x.resource_version,
+        display_name: x.display_name,
+        email: x.email,
+        verb: x.verb,
+        audit_id: x.audit_id,
+        stage_timestamp: x.stage_timestamp,
+        label_selector: x.label_selector,
         has_uids: x.uids.is_some(),
-        appended_at_ms: f.appended_at_ms,
+        uids: x.uids.unwrap_or_default(),
+        appended_at_ms,
     }
 }
 

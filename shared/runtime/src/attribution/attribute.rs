@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use rules::attribution::Scope;
 use rules::attribution::index::Query;
 use rules::attribution::intent::{Action, IntentTracker};
-use rules::attribution::watch::WatchEvent;
+use rules::attribution::watch::{ObjectMeta, WatchEvent, WatchKind};
 
 use super::{Engine, Resolution};
 
@@ -47,15 +47,20 @@ impl Attributor {
         &self.engine
     }
 
-    /// Deletion intent for `event`, observed now. Synchronous, so callers
-    /// observe events in the order the watch delivered them even when their
-    /// resolutions then run concurrently.
-    pub fn observe(&self, scope: &Scope, event: &WatchEvent) -> Intent {
+    /// Deletion intent for an event of `kind` about the object `meta`
+    /// describes, observed now. Synchronous, so callers observe events in
+    /// the order the watch delivered them even when their resolutions then
+    /// run concurrently.
+    pub fn observe(&self, scope: &Scope, kind: WatchKind, meta: ObjectMeta) -> Intent {
         let now = self.engine.clock().now_ms();
-        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(scope, event, now);
-        let query =
-            matches!(action, Action::Write | Action::Delete).then(|| event.query(action == Action::Delete, now));
+        let action = self.intent.lock().unwrap_or_else(|e| e.into_inner()).observe(scope, kind, &meta, now);
+        let query = matches!(action, Action::Write | Action::Delete).then(|| meta.query(action == Action::Delete, now));
         Intent { action, query }
+    }
+
+    /// [`Attributor::observe`] for a whole watch event.
+    pub fn observe_event(&self, scope: &Scope, event: &WatchEvent) -> Intent {
+        self.observe(scope, event.kind, event.meta())
     }
 
     /// The author of an observed event; `None` when it has none to find.
@@ -65,8 +70,8 @@ impl Attributor {
     }
 
     /// [`Attributor::observe`], then [`Attributor::resolve`].
-    pub async fn attribute(&self, scope: &Scope, version: &str, event: &WatchEvent) -> Attributed {
-        let intent = self.observe(scope, event);
+    pub async fn attribute(&self, scope: &Scope, version: &str, kind: WatchKind, meta: ObjectMeta) -> Attributed {
+        let intent = self.observe(scope, kind, meta);
         let resolution = self.resolve(scope, version, &intent).await;
         Attributed { intent, resolution }
     }

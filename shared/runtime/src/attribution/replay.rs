@@ -63,7 +63,7 @@ pub fn run(records: Vec<(usize, Record)>, opts: ReplayOptions) -> (Vec<Line>, Su
             }
             Record::Watch { scope, version, event, .. } => {
                 summary.watch_records += 1;
-                let intent = attributor.observe(&scope, &event);
+                let intent = attributor.observe_event(&scope, &event);
                 if !matches!(intent.action, Action::Write | Action::Delete) {
                     lines.lock().unwrap_or_else(|e| e.into_inner()).push(Line::bare(line, intent.action));
                     continue;
