@@ -2,7 +2,9 @@
 //! rendered as Prometheus text. One [`Metrics`] per process, shared by the
 //! publish side, the index, the resolver, the transports and the commit writer.
 
+use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -12,23 +14,25 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use rules::attribution::audit::{Event, Published, publish};
 
+/// Labels of a resolution: fixed words, and the type's names shared from
+/// [`Metrics`]'s label values, so counting one allocates nothing.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResolutionLabels {
-    pub tier: String,
-    pub actor_kind: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
+    pub tier: &'static str,
+    pub actor_kind: &'static str,
+    pub group: Arc<str>,
+    pub version: Arc<str>,
+    pub resource: Arc<str>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WaitLabels {
-    pub tier: String,
+    pub tier: &'static str,
     /// `write` or `removal`.
-    pub event_kind: String,
-    pub group: String,
-    pub version: String,
-    pub resource: String,
+    pub event_kind: &'static str,
+    pub group: Arc<str>,
+    pub version: Arc<str>,
+    pub resource: Arc<str>,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -41,7 +45,7 @@ pub struct TypeLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OpLabel {
     /// `written` or `matched`.
-    pub op: String,
+    pub op: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -111,6 +115,25 @@ pub struct Metrics {
     pub mirror_excluded: Family<ReasonLabel, Counter>,
     /// Pushes that failed (the commits stay in the clone for the next push).
     pub mirror_push_failures: Counter,
+    /// The label values resolutions repeat (types' group, version, resource).
+    values: LabelValues,
+}
+
+/// Label values held once and shared (a process sees a few types, each
+/// resolution names one).
+#[derive(Debug, Default)]
+struct LabelValues(Mutex<HashSet<Arc<str>>>);
+
+impl LabelValues {
+    fn get(&self, s: &str) -> Arc<str> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = held.get(s) {
+            return v.clone();
+        }
+        let v: Arc<str> = s.into();
+        held.insert(v.clone());
+        v
+    }
 }
 
 fn wait_histogram() -> Histogram {
@@ -139,6 +162,7 @@ impl Default for Metrics {
             mirror_sensitive_skipped: Counter::default(),
             mirror_excluded: Family::default(),
             mirror_push_failures: Counter::default(),
+            values: LabelValues::default(),
         }
     }
 }
@@ -161,6 +185,24 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts one resolution of a type on `resolutions_total` and its wait
+    /// on `resolution_wait_seconds`.
+    pub fn resolution(
+        &self,
+        (group, version, resource): (&str, &str, &str),
+        tier: &'static str,
+        actor_kind: &'static str,
+        removal: bool,
+        waited_seconds: f64,
+    ) {
+        let (group, version, resource) = (self.values.get(group), self.values.get(version), self.values.get(resource));
+        let event_kind = if removal { "removal" } else { "write" };
+        let wait =
+            WaitLabels { tier, event_kind, group: group.clone(), version: version.clone(), resource: resource.clone() };
+        self.resolutions.get_or_create(&ResolutionLabels { tier, actor_kind, group, version, resource }).inc();
+        self.resolution_wait_seconds.get_or_create(&wait).observe(waited_seconds);
+    }
+
     pub fn collection_without_uidset(&self, reason: &str) {
         self.collection_without_uidset.get_or_create(&ReasonLabel { reason: reason.to_owned() }).inc();
     }
@@ -172,8 +214,8 @@ impl Metrics {
             .inc();
     }
 
-    pub fn fact_op(&self, op: &str, n: u64) {
-        self.facts.get_or_create(&OpLabel { op: op.to_owned() }).inc_by(n);
+    pub fn fact_op(&self, op: &'static str, n: u64) {
+        self.facts.get_or_create(&OpLabel { op }).inc_by(n);
     }
 
     pub fn eviction(&self, reason: &str) {

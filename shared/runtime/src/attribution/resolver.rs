@@ -21,7 +21,7 @@ use tokio::sync::watch;
 use super::clock::Clock;
 use super::transport::{FactBatch, FactSink};
 use super::waiters::WaiterRegistry;
-use crate::metrics::{Metrics, ResolutionLabels, WaitLabels, publish_counted};
+use crate::metrics::{Metrics, publish_counted};
 
 /// A route that never resolved and has this many unresolved events in a row
 /// is misrouted ("a lone miss is ordinary; a run of them with nothing ever
@@ -286,17 +286,33 @@ impl Engine {
     pub async fn resolve(&self, scope: &Scope, version: &str, q: &Query) -> Resolution {
         let start = self.clock.monotonic();
         let deadline_ms = self.clock.now_ms().saturating_add(self.config.grace.as_millis() as u64);
+        match self.answer_now(scope, version, q, start) {
+            Some(r) => r,
+            // Boxed: only a resolution that waits carries the wait's state
+            // (waiter, timer, shutdown signal); the common one answers at once.
+            None => Box::pin(self.wait(scope, version, q, start, deadline_ms)).await,
+        }
+    }
+
+    /// The answer without waiting, when waiting could not change it: the
+    /// first read settles, or the adaptive grace skips the wait.
+    fn answer_now(&self, scope: &Scope, version: &str, q: &Query, start: Duration) -> Option<Resolution> {
         // Fast path: a read that settles needs no waiter (nothing to wait for).
         let first = self.lookup(scope, q);
         if first.settled {
-            return self.finish(scope, version, q, first.best, start);
+            return Some(self.finish(scope, version, q, first.best, start));
         }
         if self.streaks().is_some_and(|s| s.wait(scope) == Wait::Skip) {
             // Adaptive grace: no fact of this type for a long run of events;
             // what the index holds now is what the grace would end on.
             self.metrics.grace_skipped(&scope.group_resource.group, version, &scope.group_resource.resource);
-            return self.finish(scope, version, q, first.best, start);
+            return Some(self.finish(scope, version, q, first.best, start));
         }
+        None
+    }
+
+    /// Waits up to the grace for a fact that could settle `q`.
+    async fn wait(&self, scope: &Scope, version: &str, q: &Query, start: Duration, deadline_ms: u64) -> Resolution {
         let mut shutdown = self.shutdown.subscribe();
         // Register BEFORE the read that decides to wait, so a fact landing
         // in between still wakes us.
@@ -332,26 +348,13 @@ impl Engine {
 
     fn observe(&self, scope: &Scope, version: &str, q: &Query, r: &Resolution) {
         let gr = &scope.group_resource;
-        self.metrics
-            .resolutions
-            .get_or_create(&ResolutionLabels {
-                tier: r.tier.label().into(),
-                actor_kind: r.actor_kind().label().into(),
-                group: gr.group.clone(),
-                version: version.into(),
-                resource: gr.resource.clone(),
-            })
-            .inc();
-        self.metrics
-            .resolution_wait_seconds
-            .get_or_create(&WaitLabels {
-                tier: r.tier.label().into(),
-                event_kind: if q.removal { "removal" } else { "write" }.into(),
-                group: gr.group.clone(),
-                version: version.into(),
-                resource: gr.resource.clone(),
-            })
-            .observe(r.waited.as_secs_f64());
+        self.metrics.resolution(
+            (&gr.group, version, &gr.resource),
+            r.tier.label(),
+            r.actor_kind().label(),
+            q.removal,
+            r.waited.as_secs_f64(),
+        );
         if r.fact.is_some() {
             self.metrics.fact_op("matched", 1);
         }
