@@ -140,38 +140,62 @@ fn block_end(b: &[u8]) -> Block {
     }
 }
 
+/// Where a HEADERS frame's fragment lies in `frames` (past its padding
+/// length and priority fields, before its padding); `None` when the frame
+/// does not hold what its header says.
+fn fragment_of(frames: &[u8], at: usize, h: FrameHeader) -> Option<(usize, usize)> {
+    let mut start = at + FRAME_HEADER_LEN;
+    let mut end = start + h.len;
+    if end > frames.len() {
+        return None;
+    }
+    if h.kind == HEADERS {
+        if h.flags & PADDED != 0 {
+            let pad = *frames.get(start)?;
+            start += 1;
+            end = end.saturating_sub(usize::from(pad));
+        }
+        if h.flags & PRIORITY != 0 {
+            start += 5;
+        }
+    }
+    Some((start, end.max(start)))
+}
+
+/// Overwrites the bytes no authority may hold at `positions` of `frames`.
+fn overwrite(frames: &mut [u8], positions: impl Iterator<Item = usize>) {
+    for i in positions {
+        if !authority_byte(frames[i]) {
+            frames[i] = b'-';
+        }
+    }
+}
+
 /// Rewrites the `:authority` of one complete header block in place: `frames`
 /// is a HEADERS frame and its CONTINUATIONs, whole.
 fn rewrite_block(frames: &mut [u8]) {
+    let Some(first) = frame_header(frames) else { return };
+    if first.flags & END_HEADERS != 0 {
+        // One frame, as clients send a request's headers: the fragment is
+        // one run of bytes, read where it lies (nothing copied, nothing
+        // allocated unless an authority needs rewriting).
+        let Some((start, end)) = fragment_of(frames, 0, first) else { return };
+        for (offset, len) in bad_authorities(&frames[start..end]) {
+            overwrite(frames, start + offset..start + offset + len);
+        }
+        return;
+    }
     // Where each byte of the concatenated fragment lives in `frames`.
     let mut map: Vec<usize> = Vec::new();
     let mut at = 0;
     while let Some(h) = frame_header(&frames[at..]) {
-        let mut start = at + FRAME_HEADER_LEN;
-        let mut end = start + h.len;
-        if end > frames.len() {
-            return;
-        }
-        if h.kind == HEADERS {
-            if h.flags & PADDED != 0 {
-                let Some(&pad) = frames.get(start) else { return };
-                start += 1;
-                end = end.saturating_sub(usize::from(pad));
-            }
-            if h.flags & PRIORITY != 0 {
-                start += 5;
-            }
-        }
-        map.extend(start..end.max(start));
+        let Some((start, end)) = fragment_of(frames, at, h) else { return };
+        map.extend(start..end);
         at += FRAME_HEADER_LEN + h.len;
     }
     let fragment: Vec<u8> = map.iter().map(|&i| frames[i]).collect();
     for (offset, len) in bad_authorities(&fragment) {
-        for &i in &map[offset..offset + len] {
-            if !authority_byte(frames[i]) {
-                frames[i] = b'-';
-            }
-        }
+        overwrite(frames, map[offset..offset + len].iter().copied());
     }
 }
 
@@ -389,6 +413,25 @@ mod tests {
             assert_eq!(through(input.clone(), chunk).await, want, "chunks of {chunk}");
         }
         assert!(http::uri::Authority::try_from("tmp-2Fx-2Fr.sock").is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_unparseable_authority_in_one_padded_prioritized_frame_is_rewritten_in_place() {
+        let block = grpc_core_block(b"tmp%2Fx%2Fr.sock");
+        // Pad length 2, then the priority fields (stream dependency, weight).
+        let payload = [&[2u8][..], &[0, 0, 0, 0, 16], &block, &[0, 0]].concat();
+        let mut input = PREFACE.to_vec();
+        input.extend(frame(HEADERS, PADDED | PRIORITY | END_HEADERS, &payload));
+        input.extend(frame(0x0, 0x1, b"tmp%2F data is not touched"));
+        // Both `:authority` literals of the block; the DATA frame stays.
+        let mut want = input.clone();
+        for _ in 0..2 {
+            let at = want.windows(16).position(|w| w == b"tmp%2Fx%2Fr.sock").unwrap();
+            want[at..at + 16].copy_from_slice(b"tmp-2Fx-2Fr.sock");
+        }
+        for chunk in [1, 7, 4096] {
+            assert_eq!(through(input.clone(), chunk).await, want, "chunks of {chunk}");
+        }
     }
 
     #[tokio::test]
