@@ -27,10 +27,11 @@ use super::{Fact, Scope, Tier};
 
 pub mod order;
 mod packed;
+mod slab;
 mod store;
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;
-use store::{Fid, Hashes, Key, NONE, Slot, Store};
+use store::{Fid, Hashes, Key, NONE, SlotRef, Store};
 
 /// Caps and horizons of the index. Defaults are the sidecar's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,12 +208,12 @@ struct ScopeIndex {
     audit_ids: HashTable<Fid>,
 }
 
-fn exact_hash(h: &Hashes, s: &Slot) -> u64 {
+fn exact_hash(h: &Hashes, s: SlotRef<'_>) -> u64 {
     h.of((s.uid(), s.rv()))
 }
 
-fn name_hash(h: &Hashes, s: &Slot) -> u64 {
-    h.of((s.namespace, s.name()))
+fn name_hash(h: &Hashes, s: SlotRef<'_>) -> u64 {
+    h.of((s.namespace(), s.name()))
 }
 
 /// Whether `new` may replace `cur` in a last-writer-wins slot.
@@ -245,8 +246,8 @@ fn take_entry(
     table: &mut HashTable<Fid>,
     hash: u64,
     f: Fid,
-    same: impl Fn(&Slot) -> bool,
-    rehash: impl Fn(&Slot) -> u64,
+    same: impl Fn(SlotRef<'_>) -> bool,
+    rehash: impl Fn(SlotRef<'_>) -> u64,
 ) -> bool {
     match table.find_mut(hash, |&cur| same(st.get(cur))) {
         Some(cur) => take_slot(st, cur, f),
@@ -269,8 +270,8 @@ impl ScopeIndex {
     }
 
     fn oldest_seq(&self, st: &Store) -> Option<u64> {
-        let a = self.live.front().map(|&f| st.get(f).seq);
-        let b = self.sticky_only.front().map(|&f| st.get(f).seq);
+        let a = self.live.front().map(|&f| st.get(f).seq());
+        let b = self.sticky_only.front().map(|&f| st.get(f).seq());
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -292,7 +293,7 @@ impl ScopeIndex {
 
     fn name(&self, st: &Store, h: &Hashes, namespace: Option<u32>, name: &str) -> Option<Fid> {
         let ns = namespace?;
-        self.name.find(h.of((ns, name)), |&f| st.get(f).namespace == ns && st.get(f).name() == name).copied()
+        self.name.find(h.of((ns, name)), |&f| st.get(f).namespace() == ns && st.get(f).name() == name).copied()
     }
 
     /// Whether the scope holds a fact with `f`'s auditID: `f` is then a re-delivery.
@@ -323,11 +324,11 @@ impl ScopeIndex {
         let slot = st.get(f);
         let mut keys = Vec::with_capacity(2);
         if slot.is_collection() {
-            self.collections.entry(slot.namespace).or_default().push(f);
+            self.collections.entry(slot.namespace()).or_default().push(f);
             keys.push(IndexKey::Collection(fact.namespace.as_str().into()));
         } else if let Some(uid) = slot.uid() {
             if let Some(rv) = slot.rv() {
-                let same = |s: &Slot| s.uid() == Some(uid) && s.rv() == Some(rv);
+                let same = |s: SlotRef<'_>| s.uid() == Some(uid) && s.rv() == Some(rv);
                 if take_entry(st, &mut self.exact, h.of((Some(uid), Some(rv))), f, same, |s| exact_hash(h, s)) {
                     keys.push(IndexKey::Exact(fact.uid.as_str().into(), fact.resource_version.as_str().into()));
                 }
@@ -357,8 +358,8 @@ impl ScopeIndex {
                 keys.push(IndexKey::Rv(fact.resource_version.as_str().into()));
             }
         } else if !fact.name.is_empty() {
-            let (ns, name) = (slot.namespace, slot.name());
-            let same = |s: &Slot| s.namespace == ns && s.name() == name;
+            let (ns, name) = (slot.namespace(), slot.name());
+            let same = |s: SlotRef<'_>| s.namespace() == ns && s.name() == name;
             if take_entry(st, &mut self.name, h.of((ns, name)), f, same, |s| name_hash(h, s)) {
                 keys.push(IndexKey::Name(fact.namespace.as_str().into(), fact.name.as_str().into()));
             }
@@ -371,10 +372,10 @@ impl ScopeIndex {
     fn unfile(&mut self, st: &Store, h: &Hashes, f: Fid, with_sticky: bool) {
         let slot = st.get(f);
         if slot.is_collection() {
-            if let Some(v) = self.collections.get_mut(&slot.namespace) {
+            if let Some(v) = self.collections.get_mut(&slot.namespace()) {
                 v.retain(|&c| c != f);
                 if v.is_empty() {
-                    self.collections.remove(&slot.namespace);
+                    self.collections.remove(&slot.namespace());
                 }
             }
         } else if let Some(uid) = slot.uid() {
@@ -509,7 +510,7 @@ impl Index {
     /// Evicts the oldest fact of `s` entirely (caps): every key, sticky included.
     fn evict_oldest(st: &mut Store, h: &Hashes, s: &mut ScopeIndex) -> bool {
         let from_live = match (s.live.front(), s.sticky_only.front()) {
-            (Some(&a), Some(&b)) => st.get(a).seq < st.get(b).seq,
+            (Some(&a), Some(&b)) => st.get(a).seq() < st.get(b).seq(),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return false,
@@ -541,12 +542,12 @@ impl Index {
         let (st, h) = (&mut self.store, &self.hashes);
         let mut dropped = 0;
         for s in &mut self.scopes {
-            while let Some(&f) = s.live.front().filter(|&&f| st.get(f).at_ms.saturating_add(ttl) <= now_ms) {
+            while let Some(&f) = s.live.front().filter(|&&f| st.get(f).at_ms().saturating_add(ttl) <= now_ms) {
                 s.live.pop_front();
                 s.unfile(st, h, f, false);
                 if s.holds_sticky(st, h, f) {
-                    let seq = st.get(f).seq;
-                    let at = s.sticky_only.partition_point(|&x| st.get(x).seq < seq);
+                    let seq = st.get(f).seq();
+                    let at = s.sticky_only.partition_point(|&x| st.get(x).seq() < seq);
                     s.sticky_only.insert(at, f);
                 } else {
                     s.forget_audit_id(st, h, f);
@@ -559,13 +560,13 @@ impl Index {
     }
 
     fn live(&self, f: Option<Fid>, now_ms: u64) -> Option<Fid> {
-        f.filter(|&f| self.store.get(f).at_ms.saturating_add(self.config.ttl_ms) > now_ms)
+        f.filter(|&f| self.store.get(f).at_ms().saturating_add(self.config.ttl_ms) > now_ms)
     }
 
     /// The fact in slot `f`, as it was filed.
     fn stored(&self, f: Fid) -> FactRef {
         let s = self.store.get(f);
-        Arc::new(StoredFact { fact: self.store.fact(f), at_ms: s.at_ms, seq: s.seq })
+        Arc::new(StoredFact { fact: self.store.fact(f), at_ms: s.at_ms(), seq: s.seq() })
     }
 
     /// Reads the tiers for `q` in the spec's precedence (§4 flowchart).
@@ -666,7 +667,7 @@ impl Index {
             let extra = self.store.extra(c);
             self.live(Some(c), now_ms).is_some()
                 && extra.is_none_or(|e| e.uids.is_none())
-                && self.store.get(c).at_ms.abs_diff(q.observed_at_ms) <= window
+                && self.store.get(c).at_ms().abs_diff(q.observed_at_ms) <= window
                 && extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels))
         });
         latest(&self.store, held)
@@ -680,7 +681,7 @@ impl Index {
         };
         let (st, h) = (&self.store, &self.hashes);
         let mut out = Vec::new();
-        let expired = |f: Fid| st.get(f).at_ms.saturating_add(self.config.ttl_ms) <= now_ms;
+        let expired = |f: Fid| st.get(f).at_ms().saturating_add(self.config.ttl_ms) <= now_ms;
         let mut push = |tier: Tier, f: Fid, rule: Option<&'static str>| {
             let excluded =
                 if expired(f) && tier != Tier::DeleteSticky { Some("expired: older than the TTL") } else { rule };
@@ -708,7 +709,7 @@ impl Index {
                 Some(WRITE_GATE)
             } else if extra.is_some_and(|e| e.uids.is_some()) {
                 Some("the collection's uid set does not name this object")
-            } else if st.get(c).at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
+            } else if st.get(c).at_ms().abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
                 Some("outside the collection window")
             } else if !extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels)) {
                 Some("the collection's selector does not select this object")
