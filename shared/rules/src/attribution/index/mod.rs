@@ -174,25 +174,22 @@ pub struct Filed {
     pub duplicate: bool,
 }
 
-/// The uid tiers of one object: `latest` and the sticky removal pointer
-/// (`exact` is its own table, keyed by uid and resourceVersion).
+/// The uid tiers of one object as a read finds them: `latest` and the
+/// sticky removal pointer, [`NONE`] where the scope holds none.
 #[derive(Debug, Clone, Copy)]
 struct UidEntry {
     latest: Fid,
     sticky: Fid,
 }
 
-impl UidEntry {
-    /// A slot naming the entry's uid (either pointer: they share it).
-    fn any(&self) -> Fid {
-        if self.latest != NONE { self.latest } else { self.sticky }
-    }
-}
-
 /// Every table holds slot numbers; a key is hashed from what its slot holds.
 #[derive(Debug, Default)]
 struct ScopeIndex {
-    by_uid: HashTable<UidEntry>,
+    /// `latest`: by uid.
+    latest: HashTable<Fid>,
+    /// The sticky removal pointer, by uid. Only removal facts fill it, so it
+    /// is its own table rather than a second pointer beside every `latest`.
+    sticky: HashTable<Fid>,
     /// `exact`: by uid + resourceVersion.
     exact: HashTable<Fid>,
     rv: HashTable<Fid>,
@@ -278,8 +275,14 @@ impl ScopeIndex {
         }
     }
 
+    /// The uid tiers of `uid`; `None` when neither pointer is held.
     fn uid(&self, st: &Store, h: &Hashes, uid: Key<'_>) -> Option<UidEntry> {
-        self.by_uid.find(h.of(Some(uid)), |e| st.get(e.any()).uid() == Some(uid)).copied()
+        let hash = h.of(Some(uid));
+        let find = |t: &HashTable<Fid>| t.find(hash, |&f| st.get(f).uid() == Some(uid)).copied();
+        match (find(&self.latest), find(&self.sticky)) {
+            (None, None) => None,
+            (latest, sticky) => Some(UidEntry { latest: latest.unwrap_or(NONE), sticky: sticky.unwrap_or(NONE) }),
+        }
     }
 
     fn exact(&self, st: &Store, h: &Hashes, uid: Key<'_>, rv: Key<'_>) -> Option<Fid> {
@@ -334,22 +337,12 @@ impl ScopeIndex {
                 }
             }
             let hash = h.of(Some(uid));
-            let removal = slot.is_removal();
-            let took = match self.by_uid.find_mut(hash, |e| st.get(e.any()).uid() == Some(uid)) {
-                Some(e) => {
-                    let mut took = take_slot(st, &mut e.latest, f);
-                    if removal {
-                        // Only another removal fact may fill the sticky pointer.
-                        took |= take_slot(st, &mut e.sticky, f);
-                    }
-                    took
-                }
-                None => {
-                    let e = UidEntry { latest: f, sticky: if removal { f } else { NONE } };
-                    self.by_uid.insert_unique(hash, e, |e| h.of(st.get(e.any()).uid()));
-                    true
-                }
-            };
+            let same = |s: SlotRef<'_>| s.uid() == Some(uid);
+            let mut took = take_entry(st, &mut self.latest, hash, f, same, |s| h.of(s.uid()));
+            if slot.is_removal() {
+                // Only another removal fact may fill the sticky pointer.
+                took |= take_entry(st, &mut self.sticky, hash, f, same, |s| h.of(s.uid()));
+            }
             if took {
                 keys.push(IndexKey::Uid(fact.uid.as_str().into()));
             }
@@ -382,17 +375,10 @@ impl ScopeIndex {
             if slot.rv().is_some() {
                 remove_entry(&mut self.exact, exact_hash(h, slot), f);
             }
-            if let Ok(mut e) = self.by_uid.find_entry(h.of(Some(uid)), |e| e.latest == f || e.sticky == f) {
-                let entry = e.get_mut();
-                if entry.latest == f {
-                    entry.latest = NONE;
-                }
-                if with_sticky && entry.sticky == f {
-                    entry.sticky = NONE;
-                }
-                if entry.latest == NONE && entry.sticky == NONE {
-                    e.remove();
-                }
+            let hash = h.of(Some(uid));
+            remove_entry(&mut self.latest, hash, f);
+            if with_sticky {
+                remove_entry(&mut self.sticky, hash, f);
             }
         } else if let Some(rv) = slot.rv() {
             remove_entry(&mut self.rv, h.of(Some(rv)), f);
@@ -402,7 +388,7 @@ impl ScopeIndex {
     }
 
     fn holds_sticky(&self, st: &Store, h: &Hashes, f: Fid) -> bool {
-        st.get(f).uid().and_then(|u| self.uid(st, h, u)).is_some_and(|e| e.sticky == f)
+        st.get(f).uid().is_some_and(|u| self.sticky.find(h.of(Some(u)), |&x| x == f).is_some())
     }
 }
 
@@ -582,7 +568,6 @@ impl Index {
         };
         let (st, h) = (&self.store, &self.hashes);
         let (uid, rv) = (Key::id(&q.uid), Key::rv(&q.resource_version));
-        let by_uid = uid.and_then(|u| s.uid(st, h, u));
         let exact = match (uid, rv) {
             (Some(u), Some(r)) => self.live(s.exact(st, h, u, r), now_ms),
             _ => None,
@@ -594,6 +579,7 @@ impl Index {
             // A fact about the deletion, filed under any key, ends the wait;
             // a write fact is only ever held as a fallback.
             let mut fallback = None;
+            let by_uid = uid.and_then(|u| s.uid(st, h, u));
             if let Some(f) = by_uid.map(|e| e.sticky).filter(|&f| f != NONE) {
                 // Not TTL-bound: a uid is unique across space and time.
                 return (Some((Tier::DeleteSticky, f)), true);
