@@ -17,7 +17,7 @@
 //! was filed ([`StoredFact`]), built for the answer only.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -27,10 +27,12 @@ use super::{Fact, Scope, Tier};
 
 pub mod order;
 mod packed;
+mod queue;
 mod slab;
 mod store;
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;
+use queue::Queue;
 use store::{Fid, Hashes, Key, NONE, SlotRef, Store};
 
 /// Caps and horizons of the index. Defaults are the sidecar's.
@@ -198,9 +200,9 @@ struct ScopeIndex {
     /// Collection facts by interned namespace.
     collections: HashMap<u32, Vec<Fid>>,
     /// TTL-bound facts in arrival order.
-    live: VecDeque<Fid>,
+    live: Queue,
     /// Removal facts past their TTL, still held by the sticky pointer.
-    sticky_only: VecDeque<Fid>,
+    sticky_only: Queue,
     /// Held facts by auditID, to recognise a re-delivery.
     audit_ids: HashTable<Fid>,
 }
@@ -267,8 +269,8 @@ impl ScopeIndex {
     }
 
     fn oldest_seq(&self, st: &Store) -> Option<u64> {
-        let a = self.live.front().map(|&f| st.get(f).seq());
-        let b = self.sticky_only.front().map(|&f| st.get(f).seq());
+        let a = self.live.front().map(|f| st.get(f).seq());
+        let b = self.sticky_only.front().map(|f| st.get(f).seq());
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -482,7 +484,7 @@ impl Index {
             self.total -= 1;
             self.evictions.per_type += 1;
         }
-        s.live.push_back(f);
+        s.live.push_back(st, f);
         self.total += 1;
         while self.total > self.config.max_facts.max(1) {
             if !self.evict_globally_oldest() {
@@ -496,12 +498,12 @@ impl Index {
     /// Evicts the oldest fact of `s` entirely (caps): every key, sticky included.
     fn evict_oldest(st: &mut Store, h: &Hashes, s: &mut ScopeIndex) -> bool {
         let from_live = match (s.live.front(), s.sticky_only.front()) {
-            (Some(&a), Some(&b)) => st.get(a).seq() < st.get(b).seq(),
+            (Some(a), Some(b)) => st.get(a).seq() < st.get(b).seq(),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return false,
         };
-        let f = if from_live { s.live.pop_front() } else { s.sticky_only.pop_front() };
+        let f = if from_live { s.live.pop_front(st) } else { s.sticky_only.pop_front(st) };
         if let Some(f) = f {
             s.unfile(st, h, f, true);
             s.forget_audit_id(st, h, f);
@@ -528,13 +530,11 @@ impl Index {
         let (st, h) = (&mut self.store, &self.hashes);
         let mut dropped = 0;
         for s in &mut self.scopes {
-            while let Some(&f) = s.live.front().filter(|&&f| st.get(f).at_ms().saturating_add(ttl) <= now_ms) {
-                s.live.pop_front();
+            while let Some(f) = s.live.front().filter(|&f| st.get(f).at_ms().saturating_add(ttl) <= now_ms) {
+                s.live.pop_front(st);
                 s.unfile(st, h, f, false);
                 if s.holds_sticky(st, h, f) {
-                    let seq = st.get(f).seq();
-                    let at = s.sticky_only.partition_point(|&x| st.get(x).seq() < seq);
-                    s.sticky_only.insert(at, f);
+                    s.sticky_only.insert_by_seq(st, f);
                 } else {
                     s.forget_audit_id(st, h, f);
                     st.free(f);

@@ -5,7 +5,7 @@
 //! rounding (a 37-byte part took a 64-byte chunk). Here a string up to
 //! [`MAX_SMALL`] bytes is an item of the size class its length rounds up to
 //! (8-byte steps), and the caller keeps the exact length beside the item
-//! number ([`Item`], 8 bytes). A class is a list of fixed-size chunks, so a
+//! number ([`Item`], 6 bytes). A class is a list of fixed-size chunks, so a
 //! growth allocates one more chunk and never moves what is held (no copy of
 //! tens of MB under the index's write lock). A freed item goes on its
 //! class's free list, threaded through the freed items themselves, and the
@@ -33,16 +33,28 @@ const _: () = assert!(MAX_SMALL < BIG as usize && MAX_SMALL.is_multiple_of(STEP)
 
 /// Where a string is held: its item number in the class its length picks
 /// (in the boxed side store when `len` is [`BIG`]), and its exact length.
+/// 6 bytes, 2-aligned (the number as two halves), so it fits beside a
+/// slot's 2-byte flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) struct Item {
-    idx: u32,
+    idx: [u16; 2],
     len: u16,
 }
 
 impl Item {
     /// The empty string, which holds nothing.
-    pub const EMPTY: Item = Item { idx: 0, len: 0 };
+    pub const EMPTY: Item = Item { idx: [0; 2], len: 0 };
+
+    fn new(idx: u32, len: u16) -> Self {
+        Self { idx: [idx as u16, (idx >> 16) as u16], len }
+    }
+
+    fn idx(self) -> u32 {
+        u32::from(self.idx[0]) | u32::from(self.idx[1]) << 16
+    }
 }
+
+const _: () = assert!(size_of::<Item>() == 6 && align_of::<Item>() == 2);
 
 /// One size class: items of `size` bytes in chunks of [`CHUNK_ITEMS`].
 #[derive(Debug)]
@@ -141,7 +153,7 @@ impl Slab {
     pub fn alloc(&mut self, b: &[u8]) -> Item {
         match b.len() {
             0 => Item::EMPTY,
-            n if n <= MAX_SMALL => Item { idx: self.classes[class_of(n)].alloc(b), len: n as u16 },
+            n if n <= MAX_SMALL => Item::new(self.classes[class_of(n)].alloc(b), n as u16),
             _ => {
                 let held = b.into();
                 let idx = match self.big_free.pop() {
@@ -154,7 +166,7 @@ impl Slab {
                         u32::try_from(self.big.len() - 1).expect("fewer items than u32 slot numbers")
                     }
                 };
-                Item { idx, len: BIG }
+                Item::new(idx, BIG)
             }
         }
     }
@@ -163,8 +175,8 @@ impl Slab {
     pub fn get(&self, item: Item) -> &[u8] {
         match item.len {
             0 => &[],
-            BIG => &self.big[item.idx as usize],
-            n => self.classes[class_of(n.into())].bytes(item.idx, n.into()),
+            BIG => &self.big[item.idx() as usize],
+            n => self.classes[class_of(n.into())].bytes(item.idx(), n.into()),
         }
     }
 
@@ -173,10 +185,10 @@ impl Slab {
         match item.len {
             0 => {}
             BIG => {
-                self.big[item.idx as usize] = Box::default();
-                self.big_free.push(item.idx);
+                self.big[item.idx() as usize] = Box::default();
+                self.big_free.push(item.idx());
             }
-            n => self.classes[class_of(n.into())].free(item.idx),
+            n => self.classes[class_of(n.into())].free(item.idx()),
         }
     }
 
@@ -214,17 +226,17 @@ mod tests {
         s.free(a);
         // 12 bytes round to the same 16-byte class as 10 and 11.
         let c = s.alloc(b"ABCDEFGHIJKL");
-        assert_eq!(c.idx, a.idx);
+        assert_eq!(c.idx(), a.idx());
         assert_eq!(s.get(c), b"ABCDEFGHIJKL");
         assert_eq!(s.get(b), b"abcdefghijk");
         // Another class does not take it.
         s.free(c);
         let d = s.alloc(b"0123456789abcdefg");
-        assert_eq!(d.idx, 0, "the first item of the 24-byte class");
+        assert_eq!(d.idx(), 0, "the first item of the 24-byte class");
         assert_eq!(s.get(b), b"abcdefghijk");
         let big = s.alloc(&[9; 600]);
         s.free(big);
-        assert_eq!(s.alloc(&[8; 700]).idx, big.idx);
+        assert_eq!(s.alloc(&[8; 700]).idx(), big.idx());
     }
 
     #[test]
@@ -239,7 +251,7 @@ mod tests {
             s.free(item);
         }
         assert_eq!(s.chunk_bytes(), 0);
-        assert_eq!(s.alloc(b"x").idx, 0);
+        assert_eq!(s.alloc(b"x").idx(), 0);
     }
 
     #[derive(Debug, Clone)]
@@ -276,12 +288,12 @@ mod tests {
                         if !b.is_empty() {
                             let home = home(b.len());
                             let taken = held.iter().filter(|(_, c)| !c.is_empty() && self::home(c.len()) == home);
-                            prop_assert!(taken.clone().all(|(h, _)| h.idx != item.idx), "item {} handed out twice", item.idx);
+                            prop_assert!(taken.clone().all(|(h, _)| h.idx() != item.idx()), "item {} handed out twice", item.idx());
                             let f = freed.entry(home).or_default();
                             // A freed item is reused before a new one is taken.
                             if !f.is_empty() {
-                                prop_assert!(f.contains(&item.idx), "{} not among the freed {:?}", item.idx, f);
-                                f.retain(|&i| i != item.idx);
+                                prop_assert!(f.contains(&item.idx()), "{} not among the freed {:?}", item.idx(), f);
+                                f.retain(|&i| i != item.idx());
                             }
                         }
                         held.push((item, b));
@@ -295,7 +307,7 @@ mod tests {
                                 // The class emptied: it starts over.
                                 freed.remove(&home);
                             } else {
-                                freed.entry(home).or_default().push(item.idx);
+                                freed.entry(home).or_default().push(item.idx());
                             }
                         }
                     }

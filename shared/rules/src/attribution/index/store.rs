@@ -9,13 +9,14 @@
 //!   canonical decimal resourceVersion a `u64`, a stageTimestamp that
 //!   prints back identically a count of microseconds; anything else is kept
 //!   as its text, so every fact reads back exactly as it was filed;
-//! - the slot ([`Slot`], in one `Vec`) holds what the joins read (uid,
-//!   resourceVersion, namespace, author, verb, arrival order and time);
+//! - the slot ([`Slot`], 64 bytes, in one `Vec`) holds what the joins read
+//!   (uid, resourceVersion, namespace, author, verb, arrival order and
+//!   time) and the link of its scope's arrival queue ([`super::queue`]);
 //! - the name, auditID, stageTimestamp, display name and email (and any
 //!   uid or resourceVersion kept as text) are the fact's cold part, one
 //!   byte string read for the name tier, for ordering and for `Explain`. It
 //!   sits in the [`slab`](super::slab), in a size class with no allocation
-//!   of its own: the slot keeps its item number and exact length (8 bytes,
+//!   of its own: the slot keeps its item number and exact length (6 bytes,
 //!   where a boxed slice took a 16-byte pointer and an allocator chunk
 //!   rounded up to 64 bytes);
 //! - the index's tables hold slot numbers and hash what the slot holds, so
@@ -259,8 +260,8 @@ struct Cold<'a> {
     name: &'a str,
 }
 
-/// One held fact's fixed part: what the joins read. 64 bytes, so a
-/// million facts are 64 MB of slots.
+/// One held fact's fixed part: what the joins read. 64 bytes with no
+/// padding (asserted below), so a million facts are 64 MB of slots.
 #[derive(Debug)]
 pub(super) struct Slot {
     /// Arrival order, from 1; 0 marks a free slot.
@@ -274,6 +275,8 @@ pub(super) struct Slot {
     author: u32,
     namespace: u32,
     verb: u32,
+    /// The next fact in the scope queue that holds this one ([`super::queue`]).
+    next: Fid,
     /// Which forms the fields take and what the cold part holds (`UID_UUID`..).
     flags: u16,
     /// name, auditID, stageTimestamp, display name, email and any uid or
@@ -284,8 +287,18 @@ pub(super) struct Slot {
 const _: () = assert!(size_of::<Slot>() == 64 && align_of::<Slot>() == 8);
 
 impl Slot {
-    const FREE: Slot =
-        Slot { seq: 0, at_ms: 0, rv: 0, uid: [0; 16], author: 0, namespace: 0, verb: 0, flags: 0, cold: Item::EMPTY };
+    const FREE: Slot = Slot {
+        seq: 0,
+        at_ms: 0,
+        rv: 0,
+        uid: [0; 16],
+        author: 0,
+        namespace: 0,
+        verb: 0,
+        next: NONE,
+        flags: 0,
+        cold: Item::EMPTY,
+    };
 
     fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
@@ -509,6 +522,15 @@ impl Store {
         SlotRef { slot: &self.slots[fid as usize], slab: &self.cold }
     }
 
+    /// The fact after `fid` in its scope queue.
+    pub fn next(&self, fid: Fid) -> Fid {
+        self.slots[fid as usize].next
+    }
+
+    pub fn set_next(&mut self, fid: Fid, next: Fid) {
+        self.slots[fid as usize].next = next;
+    }
+
     /// The interned id of `s`, if any held fact uses it.
     pub fn find_string(&self, s: &str) -> Option<u32> {
         self.strings.find(s)
@@ -591,6 +613,7 @@ impl Store {
             author: self.strings.intern(&f.author),
             namespace: self.strings.intern(&f.namespace),
             verb: self.strings.intern(&f.verb),
+            next: NONE,
             flags,
             cold: self.cold.alloc(&cold),
         };
