@@ -504,6 +504,9 @@ impl Interner {
     }
 }
 
+/// The largest scratch buffer [`Store::alloc`] keeps for the next fact.
+const SCRATCH_KEPT: usize = 4096;
+
 /// The slots, their cold parts, the interner, and the rare extras.
 #[derive(Debug, Default)]
 pub(super) struct Store {
@@ -513,7 +516,8 @@ pub(super) struct Store {
     strings: Interner,
     extras: HashMap<Fid, Extra>,
     /// Where [`Store::alloc`] writes a cold part before the slab copies it:
-    /// one buffer reused, not an allocation per fact.
+    /// one buffer reused, not an allocation per fact (kept only up to
+    /// [`SCRATCH_KEPT`], so one huge fact does not pin its size).
     scratch: Vec<u8>,
 }
 
@@ -617,7 +621,9 @@ impl Store {
             flags,
             cold: self.cold.alloc(&cold),
         };
-        self.scratch = cold;
+        if cold.capacity() <= SCRATCH_KEPT {
+            self.scratch = cold;
+        }
         let fid = match self.free.pop() {
             Some(fid) => {
                 self.slots[fid as usize] = slot;
