@@ -17,7 +17,7 @@
 //! was filed ([`StoredFact`]), built for the answer only.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -27,10 +27,13 @@ use super::{Fact, Scope, Tier};
 
 pub mod order;
 mod packed;
+mod queue;
+mod slab;
 mod store;
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;
-use store::{Fid, Hashes, Key, NONE, Slot, Store};
+use queue::Queue;
+use store::{Fid, Hashes, Key, NONE, SlotRef, Store};
 
 /// Caps and horizons of the index. Defaults are the sidecar's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,25 +176,22 @@ pub struct Filed {
     pub duplicate: bool,
 }
 
-/// The uid tiers of one object: `latest` and the sticky removal pointer
-/// (`exact` is its own table, keyed by uid and resourceVersion).
+/// The uid tiers of one object as a read finds them: `latest` and the
+/// sticky removal pointer, [`NONE`] where the scope holds none.
 #[derive(Debug, Clone, Copy)]
 struct UidEntry {
     latest: Fid,
     sticky: Fid,
 }
 
-impl UidEntry {
-    /// A slot naming the entry's uid (either pointer: they share it).
-    fn any(&self) -> Fid {
-        if self.latest != NONE { self.latest } else { self.sticky }
-    }
-}
-
 /// Every table holds slot numbers; a key is hashed from what its slot holds.
 #[derive(Debug, Default)]
 struct ScopeIndex {
-    by_uid: HashTable<UidEntry>,
+    /// `latest`: by uid.
+    latest: HashTable<Fid>,
+    /// The sticky removal pointer, by uid. Only removal facts fill it, so it
+    /// is its own table rather than a second pointer beside every `latest`.
+    sticky: HashTable<Fid>,
     /// `exact`: by uid + resourceVersion.
     exact: HashTable<Fid>,
     rv: HashTable<Fid>,
@@ -200,19 +200,19 @@ struct ScopeIndex {
     /// Collection facts by interned namespace.
     collections: HashMap<u32, Vec<Fid>>,
     /// TTL-bound facts in arrival order.
-    live: VecDeque<Fid>,
+    live: Queue,
     /// Removal facts past their TTL, still held by the sticky pointer.
-    sticky_only: VecDeque<Fid>,
+    sticky_only: Queue,
     /// Held facts by auditID, to recognise a re-delivery.
     audit_ids: HashTable<Fid>,
 }
 
-fn exact_hash(h: &Hashes, s: &Slot) -> u64 {
+fn exact_hash(h: &Hashes, s: SlotRef<'_>) -> u64 {
     h.of((s.uid(), s.rv()))
 }
 
-fn name_hash(h: &Hashes, s: &Slot) -> u64 {
-    h.of((s.namespace, s.name()))
+fn name_hash(h: &Hashes, s: SlotRef<'_>) -> u64 {
+    h.of((s.namespace(), s.name()))
 }
 
 /// Whether `new` may replace `cur` in a last-writer-wins slot.
@@ -245,8 +245,8 @@ fn take_entry(
     table: &mut HashTable<Fid>,
     hash: u64,
     f: Fid,
-    same: impl Fn(&Slot) -> bool,
-    rehash: impl Fn(&Slot) -> u64,
+    same: impl Fn(SlotRef<'_>) -> bool,
+    rehash: impl Fn(SlotRef<'_>) -> u64,
 ) -> bool {
     match table.find_mut(hash, |&cur| same(st.get(cur))) {
         Some(cur) => take_slot(st, cur, f),
@@ -269,16 +269,22 @@ impl ScopeIndex {
     }
 
     fn oldest_seq(&self, st: &Store) -> Option<u64> {
-        let a = self.live.front().map(|&f| st.get(f).seq);
-        let b = self.sticky_only.front().map(|&f| st.get(f).seq);
+        let a = self.live.front().map(|f| st.get(f).seq());
+        let b = self.sticky_only.front().map(|f| st.get(f).seq());
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
+    /// The uid tiers of `uid`; `None` when neither pointer is held.
     fn uid(&self, st: &Store, h: &Hashes, uid: Key<'_>) -> Option<UidEntry> {
-        self.by_uid.find(h.of(Some(uid)), |e| st.get(e.any()).uid() == Some(uid)).copied()
+        let hash = h.of(Some(uid));
+        let find = |t: &HashTable<Fid>| t.find(hash, |&f| st.get(f).uid() == Some(uid)).copied();
+        match (find(&self.latest), find(&self.sticky)) {
+            (None, None) => None,
+            (latest, sticky) => Some(UidEntry { latest: latest.unwrap_or(NONE), sticky: sticky.unwrap_or(NONE) }),
+        }
     }
 
     fn exact(&self, st: &Store, h: &Hashes, uid: Key<'_>, rv: Key<'_>) -> Option<Fid> {
@@ -292,7 +298,7 @@ impl ScopeIndex {
 
     fn name(&self, st: &Store, h: &Hashes, namespace: Option<u32>, name: &str) -> Option<Fid> {
         let ns = namespace?;
-        self.name.find(h.of((ns, name)), |&f| st.get(f).namespace == ns && st.get(f).name() == name).copied()
+        self.name.find(h.of((ns, name)), |&f| st.get(f).namespace() == ns && st.get(f).name() == name).copied()
     }
 
     /// Whether the scope holds a fact with `f`'s auditID: `f` is then a re-delivery.
@@ -323,32 +329,22 @@ impl ScopeIndex {
         let slot = st.get(f);
         let mut keys = Vec::with_capacity(2);
         if slot.is_collection() {
-            self.collections.entry(slot.namespace).or_default().push(f);
+            self.collections.entry(slot.namespace()).or_default().push(f);
             keys.push(IndexKey::Collection(fact.namespace.as_str().into()));
         } else if let Some(uid) = slot.uid() {
             if let Some(rv) = slot.rv() {
-                let same = |s: &Slot| s.uid() == Some(uid) && s.rv() == Some(rv);
+                let same = |s: SlotRef<'_>| s.uid() == Some(uid) && s.rv() == Some(rv);
                 if take_entry(st, &mut self.exact, h.of((Some(uid), Some(rv))), f, same, |s| exact_hash(h, s)) {
                     keys.push(IndexKey::Exact(fact.uid.as_str().into(), fact.resource_version.as_str().into()));
                 }
             }
             let hash = h.of(Some(uid));
-            let removal = slot.is_removal();
-            let took = match self.by_uid.find_mut(hash, |e| st.get(e.any()).uid() == Some(uid)) {
-                Some(e) => {
-                    let mut took = take_slot(st, &mut e.latest, f);
-                    if removal {
-                        // Only another removal fact may fill the sticky pointer.
-                        took |= take_slot(st, &mut e.sticky, f);
-                    }
-                    took
-                }
-                None => {
-                    let e = UidEntry { latest: f, sticky: if removal { f } else { NONE } };
-                    self.by_uid.insert_unique(hash, e, |e| h.of(st.get(e.any()).uid()));
-                    true
-                }
-            };
+            let same = |s: SlotRef<'_>| s.uid() == Some(uid);
+            let mut took = take_entry(st, &mut self.latest, hash, f, same, |s| h.of(s.uid()));
+            if slot.is_removal() {
+                // Only another removal fact may fill the sticky pointer.
+                took |= take_entry(st, &mut self.sticky, hash, f, same, |s| h.of(s.uid()));
+            }
             if took {
                 keys.push(IndexKey::Uid(fact.uid.as_str().into()));
             }
@@ -357,8 +353,8 @@ impl ScopeIndex {
                 keys.push(IndexKey::Rv(fact.resource_version.as_str().into()));
             }
         } else if !fact.name.is_empty() {
-            let (ns, name) = (slot.namespace, slot.name());
-            let same = |s: &Slot| s.namespace == ns && s.name() == name;
+            let (ns, name) = (slot.namespace(), slot.name());
+            let same = |s: SlotRef<'_>| s.namespace() == ns && s.name() == name;
             if take_entry(st, &mut self.name, h.of((ns, name)), f, same, |s| name_hash(h, s)) {
                 keys.push(IndexKey::Name(fact.namespace.as_str().into(), fact.name.as_str().into()));
             }
@@ -371,27 +367,20 @@ impl ScopeIndex {
     fn unfile(&mut self, st: &Store, h: &Hashes, f: Fid, with_sticky: bool) {
         let slot = st.get(f);
         if slot.is_collection() {
-            if let Some(v) = self.collections.get_mut(&slot.namespace) {
+            if let Some(v) = self.collections.get_mut(&slot.namespace()) {
                 v.retain(|&c| c != f);
                 if v.is_empty() {
-                    self.collections.remove(&slot.namespace);
+                    self.collections.remove(&slot.namespace());
                 }
             }
         } else if let Some(uid) = slot.uid() {
             if slot.rv().is_some() {
                 remove_entry(&mut self.exact, exact_hash(h, slot), f);
             }
-            if let Ok(mut e) = self.by_uid.find_entry(h.of(Some(uid)), |e| e.latest == f || e.sticky == f) {
-                let entry = e.get_mut();
-                if entry.latest == f {
-                    entry.latest = NONE;
-                }
-                if with_sticky && entry.sticky == f {
-                    entry.sticky = NONE;
-                }
-                if entry.latest == NONE && entry.sticky == NONE {
-                    e.remove();
-                }
+            let hash = h.of(Some(uid));
+            remove_entry(&mut self.latest, hash, f);
+            if with_sticky {
+                remove_entry(&mut self.sticky, hash, f);
             }
         } else if let Some(rv) = slot.rv() {
             remove_entry(&mut self.rv, h.of(Some(rv)), f);
@@ -401,7 +390,7 @@ impl ScopeIndex {
     }
 
     fn holds_sticky(&self, st: &Store, h: &Hashes, f: Fid) -> bool {
-        st.get(f).uid().and_then(|u| self.uid(st, h, u)).is_some_and(|e| e.sticky == f)
+        st.get(f).uid().is_some_and(|u| self.sticky.find(h.of(Some(u)), |&x| x == f).is_some())
     }
 }
 
@@ -495,7 +484,7 @@ impl Index {
             self.total -= 1;
             self.evictions.per_type += 1;
         }
-        s.live.push_back(f);
+        s.live.push_back(st, f);
         self.total += 1;
         while self.total > self.config.max_facts.max(1) {
             if !self.evict_globally_oldest() {
@@ -509,12 +498,12 @@ impl Index {
     /// Evicts the oldest fact of `s` entirely (caps): every key, sticky included.
     fn evict_oldest(st: &mut Store, h: &Hashes, s: &mut ScopeIndex) -> bool {
         let from_live = match (s.live.front(), s.sticky_only.front()) {
-            (Some(&a), Some(&b)) => st.get(a).seq < st.get(b).seq,
+            (Some(a), Some(b)) => st.get(a).seq() < st.get(b).seq(),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => return false,
         };
-        let f = if from_live { s.live.pop_front() } else { s.sticky_only.pop_front() };
+        let f = if from_live { s.live.pop_front(st) } else { s.sticky_only.pop_front(st) };
         if let Some(f) = f {
             s.unfile(st, h, f, true);
             s.forget_audit_id(st, h, f);
@@ -541,13 +530,11 @@ impl Index {
         let (st, h) = (&mut self.store, &self.hashes);
         let mut dropped = 0;
         for s in &mut self.scopes {
-            while let Some(&f) = s.live.front().filter(|&&f| st.get(f).at_ms.saturating_add(ttl) <= now_ms) {
-                s.live.pop_front();
+            while let Some(f) = s.live.front().filter(|&f| st.get(f).at_ms().saturating_add(ttl) <= now_ms) {
+                s.live.pop_front(st);
                 s.unfile(st, h, f, false);
                 if s.holds_sticky(st, h, f) {
-                    let seq = st.get(f).seq;
-                    let at = s.sticky_only.partition_point(|&x| st.get(x).seq < seq);
-                    s.sticky_only.insert(at, f);
+                    s.sticky_only.insert_by_seq(st, f);
                 } else {
                     s.forget_audit_id(st, h, f);
                     st.free(f);
@@ -559,13 +546,13 @@ impl Index {
     }
 
     fn live(&self, f: Option<Fid>, now_ms: u64) -> Option<Fid> {
-        f.filter(|&f| self.store.get(f).at_ms.saturating_add(self.config.ttl_ms) > now_ms)
+        f.filter(|&f| self.store.get(f).at_ms().saturating_add(self.config.ttl_ms) > now_ms)
     }
 
     /// The fact in slot `f`, as it was filed.
     fn stored(&self, f: Fid) -> FactRef {
         let s = self.store.get(f);
-        Arc::new(StoredFact { fact: self.store.fact(f), at_ms: s.at_ms, seq: s.seq })
+        Arc::new(StoredFact { fact: self.store.fact(f), at_ms: s.at_ms(), seq: s.seq() })
     }
 
     /// Reads the tiers for `q` in the spec's precedence (§4 flowchart).
@@ -581,7 +568,6 @@ impl Index {
         };
         let (st, h) = (&self.store, &self.hashes);
         let (uid, rv) = (Key::id(&q.uid), Key::rv(&q.resource_version));
-        let by_uid = uid.and_then(|u| s.uid(st, h, u));
         let exact = match (uid, rv) {
             (Some(u), Some(r)) => self.live(s.exact(st, h, u, r), now_ms),
             _ => None,
@@ -593,6 +579,7 @@ impl Index {
             // A fact about the deletion, filed under any key, ends the wait;
             // a write fact is only ever held as a fallback.
             let mut fallback = None;
+            let by_uid = uid.and_then(|u| s.uid(st, h, u));
             if let Some(f) = by_uid.map(|e| e.sticky).filter(|&f| f != NONE) {
                 // Not TTL-bound: a uid is unique across space and time.
                 return (Some((Tier::DeleteSticky, f)), true);
@@ -666,7 +653,7 @@ impl Index {
             let extra = self.store.extra(c);
             self.live(Some(c), now_ms).is_some()
                 && extra.is_none_or(|e| e.uids.is_none())
-                && self.store.get(c).at_ms.abs_diff(q.observed_at_ms) <= window
+                && self.store.get(c).at_ms().abs_diff(q.observed_at_ms) <= window
                 && extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels))
         });
         latest(&self.store, held)
@@ -680,7 +667,7 @@ impl Index {
         };
         let (st, h) = (&self.store, &self.hashes);
         let mut out = Vec::new();
-        let expired = |f: Fid| st.get(f).at_ms.saturating_add(self.config.ttl_ms) <= now_ms;
+        let expired = |f: Fid| st.get(f).at_ms().saturating_add(self.config.ttl_ms) <= now_ms;
         let mut push = |tier: Tier, f: Fid, rule: Option<&'static str>| {
             let excluded =
                 if expired(f) && tier != Tier::DeleteSticky { Some("expired: older than the TTL") } else { rule };
@@ -708,7 +695,7 @@ impl Index {
                 Some(WRITE_GATE)
             } else if extra.is_some_and(|e| e.uids.is_some()) {
                 Some("the collection's uid set does not name this object")
-            } else if st.get(c).at_ms.abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
+            } else if st.get(c).at_ms().abs_diff(q.observed_at_ms) > self.config.collection_window_ms {
                 Some("outside the collection window")
             } else if !extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels)) {
                 Some("the collection's selector does not select this object")

@@ -1,5 +1,5 @@
 //! The compact fact store behind the index: every held fact is one fixed
-//! slot in a slab plus one allocation for what is never joined on.
+//! 64-byte slot plus one item in a byte slab for what is never joined on.
 //!
 //! A million facts is the default cap and a sidecar runs beside every
 //! watcher, so a fact is held as small as it round-trips:
@@ -9,12 +9,20 @@
 //!   canonical decimal resourceVersion a `u64`, a stageTimestamp that
 //!   prints back identically a count of microseconds; anything else is kept
 //!   as its text, so every fact reads back exactly as it was filed;
-//! - the slot holds what the joins read (uid, resourceVersion, namespace,
-//!   author, verb); the name, auditID, stageTimestamp, display name and
-//!   email sit in the slot's one allocation, read for the name tier, for
-//!   ordering and for `Explain`;
+//! - the slot ([`Slot`], 64 bytes, in one `Vec`) holds what the joins read
+//!   (uid, resourceVersion, namespace, author, verb, arrival order and
+//!   time) and the link of its scope's arrival queue ([`super::queue`]);
+//! - the name, auditID, stageTimestamp, display name and email (and any
+//!   uid or resourceVersion kept as text) are the fact's cold part, one
+//!   byte string read for the name tier, for ordering and for `Explain`. It
+//!   sits in the [`slab`](super::slab), in a size class with no allocation
+//!   of its own: the slot keeps its item number and exact length (6 bytes,
+//!   where a boxed slice took a 16-byte pointer and an allocator chunk
+//!   rounded up to 64 bytes);
 //! - the index's tables hold slot numbers and hash what the slot holds, so
 //!   no key is a copy of a fact's strings.
+//!
+//! A freed slot and a freed cold item are reused by the next fact filed.
 
 use std::collections::HashMap;
 use std::collections::hash_map::RandomState;
@@ -23,6 +31,7 @@ use std::hash::{BuildHasher, Hash};
 use hashbrown::HashTable;
 
 use super::order::stage_time_us;
+use super::slab::{Item, Slab};
 use crate::attribution::Fact;
 use crate::attribution::selector::Selector;
 
@@ -251,27 +260,76 @@ struct Cold<'a> {
     name: &'a str,
 }
 
-/// One held fact.
+/// One held fact's fixed part: what the joins read. 64 bytes with no
+/// padding (asserted below), so a million facts are 64 MB of slots.
 #[derive(Debug)]
 pub(super) struct Slot {
     /// Arrival order, from 1; 0 marks a free slot.
-    pub seq: u64,
+    seq: u64,
     /// When the fact was appended to its stream (the clock it ages on).
-    pub at_ms: u64,
+    at_ms: u64,
+    /// The resourceVersion when `RV_NUM`.
     rv: u64,
+    /// The uid when `UID_UUID`.
     uid: [u8; 16],
-    pub author: u32,
-    pub namespace: u32,
+    author: u32,
+    namespace: u32,
     verb: u32,
+    /// The next fact in the scope queue that holds this one ([`super::queue`]).
+    next: Fid,
+    /// Which forms the fields take and what the cold part holds (`UID_UUID`..).
     flags: u16,
     /// name, auditID, stageTimestamp, display name, email and any uid or
-    /// resourceVersion kept as text (see [`Slot::cold`]).
-    cold: Box<[u8]>,
+    /// resourceVersion kept as text, in the store's slab (see [`SlotRef::cold`]).
+    cold: Item,
 }
 
+const _: () = assert!(size_of::<Slot>() == 64 && align_of::<Slot>() == 8);
+
 impl Slot {
+    const FREE: Slot = Slot {
+        seq: 0,
+        at_ms: 0,
+        rv: 0,
+        uid: [0; 16],
+        author: 0,
+        namespace: 0,
+        verb: 0,
+        next: NONE,
+        flags: 0,
+        cold: Item::EMPTY,
+    };
+
     fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
+    }
+}
+
+/// A held fact as the index reads it: its slot and, on demand, its cold part.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SlotRef<'a> {
+    slot: &'a Slot,
+    slab: &'a Slab,
+}
+
+impl<'a> SlotRef<'a> {
+    fn has(&self, flag: u16) -> bool {
+        self.slot.has(flag)
+    }
+
+    /// Arrival order: unique per held fact.
+    pub fn seq(&self) -> u64 {
+        self.slot.seq
+    }
+
+    /// When the fact was appended to its stream.
+    pub fn at_ms(&self) -> u64 {
+        self.slot.at_ms
+    }
+
+    /// The interned namespace.
+    pub fn namespace(&self) -> u32 {
+        self.slot.namespace
     }
 
     pub fn is_removal(&self) -> bool {
@@ -282,9 +340,9 @@ impl Slot {
         self.has(COLLECTION)
     }
 
-    pub fn uid(&self) -> Option<Key<'_>> {
+    pub fn uid(&self) -> Option<Key<'a>> {
         if self.has(UID_UUID) {
-            Some(Key::Uuid(self.uid))
+            Some(Key::Uuid(self.slot.uid))
         } else if self.has(UID_TEXT) {
             Some(Key::Text(self.cold().uid_text))
         } else {
@@ -292,9 +350,9 @@ impl Slot {
         }
     }
 
-    pub fn rv(&self) -> Option<Key<'_>> {
+    pub fn rv(&self) -> Option<Key<'a>> {
         if self.has(RV_NUM) {
-            Some(Key::Num(self.rv))
+            Some(Key::Num(self.slot.rv))
         } else if self.has(RV_TEXT) {
             Some(Key::Text(self.cold().rv_text))
         } else {
@@ -302,11 +360,11 @@ impl Slot {
         }
     }
 
-    pub fn audit(&self) -> Option<Key<'_>> {
+    pub fn audit(&self) -> Option<Key<'a>> {
         if self.has(AUDIT_UUID | AUDIT_TEXT) { self.cold().audit } else { None }
     }
 
-    pub fn name(&self) -> &str {
+    pub fn name(&self) -> &'a str {
         self.cold().name
     }
 
@@ -314,12 +372,12 @@ impl Slot {
     /// integer and the stageTimestamp in microseconds, where they are.
     pub fn order(&self) -> (Option<u64>, Option<i64>) {
         let c = self.cold();
-        let rv = if self.has(RV_NUM) { Some(self.rv) } else { c.rv_text.parse().ok() };
+        let rv = if self.has(RV_NUM) { Some(self.slot.rv) } else { c.rv_text.parse().ok() };
         (rv, c.ts_micros.or_else(|| stage_time_us(c.ts_text)))
     }
 
-    fn cold(&self) -> Cold<'_> {
-        let mut r = Reader { b: &self.cold };
+    fn cold(&self) -> Cold<'a> {
+        let mut r = Reader { b: self.slab.get(self.slot.cold) };
         let mut c = Cold {
             display: 0,
             email: 0,
@@ -446,18 +504,35 @@ impl Interner {
     }
 }
 
-/// The slab of slots, the interner, and the rare extras.
+/// The largest scratch buffer [`Store::alloc`] keeps for the next fact.
+const SCRATCH_KEPT: usize = 4096;
+
+/// The slots, their cold parts, the interner, and the rare extras.
 #[derive(Debug, Default)]
 pub(super) struct Store {
     slots: Vec<Slot>,
     free: Vec<Fid>,
+    cold: Slab,
     strings: Interner,
     extras: HashMap<Fid, Extra>,
+    /// Where [`Store::alloc`] writes a cold part before the slab copies it:
+    /// one buffer reused, not an allocation per fact (kept only up to
+    /// [`SCRATCH_KEPT`], so one huge fact does not pin its size).
+    scratch: Vec<u8>,
 }
 
 impl Store {
-    pub fn get(&self, fid: Fid) -> &Slot {
-        &self.slots[fid as usize]
+    pub fn get(&self, fid: Fid) -> SlotRef<'_> {
+        SlotRef { slot: &self.slots[fid as usize], slab: &self.cold }
+    }
+
+    /// The fact after `fid` in its scope queue.
+    pub fn next(&self, fid: Fid) -> Fid {
+        self.slots[fid as usize].next
+    }
+
+    pub fn set_next(&mut self, fid: Fid, next: Fid) {
+        self.slots[fid as usize].next = next;
     }
 
     /// The interned id of `s`, if any held fact uses it.
@@ -466,13 +541,14 @@ impl Store {
     }
 
     pub fn extra(&self, fid: Fid) -> Option<&Extra> {
-        if self.get(fid).has(EXTRA) { self.extras.get(&fid) } else { None }
+        if self.slots[fid as usize].has(EXTRA) { self.extras.get(&fid) } else { None }
     }
 
     /// Holds `f`; `selector` is the parsed selector of a collection fact.
     pub fn alloc(&mut self, f: &Fact, at_ms: u64, seq: u64, selector: Option<Selector>) -> Fid {
         let mut flags = 0u16;
-        let mut cold = Vec::with_capacity(32 + f.name.len());
+        let mut cold = std::mem::take(&mut self.scratch);
+        cold.clear();
         let (mut uid, mut rv) = ([0u8; 16], 0u64);
         match Key::id(&f.uid) {
             Some(Key::Uuid(b)) => (flags, uid) = (flags | UID_UUID, b),
@@ -541,9 +617,13 @@ impl Store {
             author: self.strings.intern(&f.author),
             namespace: self.strings.intern(&f.namespace),
             verb: self.strings.intern(&f.verb),
+            next: NONE,
             flags,
-            cold: cold.into_boxed_slice(),
+            cold: self.cold.alloc(&cold),
         };
+        if cold.capacity() <= SCRATCH_KEPT {
+            self.scratch = cold;
+        }
         let fid = match self.free.pop() {
             Some(fid) => {
                 self.slots[fid as usize] = slot;
@@ -562,22 +642,12 @@ impl Store {
 
     /// Lets the slot go (every table must have forgotten it already).
     pub fn free(&mut self, fid: Fid) {
-        let free = Slot {
-            seq: 0,
-            at_ms: 0,
-            rv: 0,
-            uid: [0; 16],
-            author: 0,
-            namespace: 0,
-            verb: 0,
-            flags: 0,
-            cold: Box::default(),
-        };
-        let s = std::mem::replace(&mut self.slots[fid as usize], free);
-        let c = s.cold();
+        let s = std::mem::replace(&mut self.slots[fid as usize], Slot::FREE);
+        let c = SlotRef { slot: &s, slab: &self.cold }.cold();
         for id in [s.author, s.namespace, s.verb, c.display, c.email] {
             self.strings.release(id);
         }
+        self.cold.free(s.cold);
         if s.has(EXTRA) {
             self.extras.remove(&fid);
         }
@@ -590,14 +660,14 @@ impl Store {
         let c = s.cold();
         let extra = self.extra(fid);
         Fact {
-            author: self.strings.get(s.author).to_owned(),
-            namespace: self.strings.get(s.namespace).to_owned(),
+            author: self.strings.get(s.slot.author).to_owned(),
+            namespace: self.strings.get(s.slot.namespace).to_owned(),
             name: c.name.to_owned(),
             uid: s.uid().map(Key::to_text).unwrap_or_default(),
             resource_version: s.rv().map(Key::to_text).unwrap_or_default(),
             display_name: self.strings.get(c.display).to_owned(),
             email: self.strings.get(c.email).to_owned(),
-            verb: self.strings.get(s.verb).to_owned(),
+            verb: self.strings.get(s.slot.verb).to_owned(),
             audit_id: c.audit.map(Key::to_text).unwrap_or_default(),
             stage_timestamp: match c.ts_micros {
                 Some(us) => format_micros(us).unwrap_or_default(),
@@ -717,6 +787,32 @@ mod tests {
                 audit_id: audit, stage_timestamp: ts, label_selector: selector, uids,
             };
             prop_assert_eq!(round_trip(&f), f);
+        }
+
+        #[test]
+        fn facts_filed_and_freed_in_any_order_read_back_as_filed(
+            ops in prop::collection::vec(
+                (any::<bool>(), any::<usize>(), "[a-c]{0,2}", "[a-z0-9.-]{0,60}", text_of(), text_of()), 0..60,
+            ),
+        ) {
+            // Freed slots and cold items are reused by later facts of other
+            // shapes: every fact still held reads back exactly.
+            let mut st = Store::default();
+            let mut held: Vec<(Fid, Fact)> = Vec::new();
+            for (seq, (free, pick, author, name, uid, audit)) in ops.into_iter().enumerate() {
+                if free && !held.is_empty() {
+                    let (fid, _) = held.swap_remove(pick % held.len());
+                    st.free(fid);
+                } else {
+                    let f = Fact { author, namespace: "ns".into(), name, uid, audit_id: audit, ..Fact::default() };
+                    let fid = st.alloc(&f, seq as u64, seq as u64 + 1, None);
+                    prop_assert_eq!(&st.fact(fid), &f);
+                    held.push((fid, f));
+                }
+            }
+            for (fid, f) in &held {
+                prop_assert_eq!(&st.fact(*fid), f);
+            }
         }
     }
 }
