@@ -9,8 +9,9 @@
 //!   `EventList` JSON;
 //! - `Resolve` round trips over the Unix socket (p50, p99) beside a minimal
 //!   tonic unary echo over a Unix socket in another process (same runtime
-//!   settings, same request and response sizes), and a raw Unix-socket echo
-//!   in another process.
+//!   settings as the sidecar's socket API: a current-thread runtime of its
+//!   own; same request and response sizes), and a raw Unix-socket echo in
+//!   a third process; one call to each in turn.
 //!
 //! The baselines run as this same executable in another process
 //! (`SIDECAR_BENCH_ROLE`): bench-only code, not in the product.
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{client_config, connect, percentile, post, rss_kib};
+use common::{client_config, connect, cpu_and_switches, percentile, post, rss_kib};
 use prost::Message;
 use runtime::proto::ResolveRequest;
 use runtime::proto::attribution_client::AttributionClient;
@@ -227,48 +228,52 @@ async fn bench() {
     let canned = dir.path().join("response.bin");
     std::fs::write(&canned, sample.encode_to_vec()).unwrap();
     let (mut echo, _) = helper("echo", &[("SOCKETS", dir.path()), ("RESPONSE", &canned)]);
+    let (mut raw_echo, _) = helper("raw", &[("SOCKETS", dir.path())]);
     let mut echo_client = AttributionClient::new(channel(&dir.path().join("grpc.sock")).await);
     let mut raw = tokio::net::UnixStream::connect(dir.path().join("raw.sock")).await.unwrap();
     let (req_len, resp_len) = (request(0).encoded_len(), sample.encoded_len());
 
-    let (rounds, per_round) = (10, 2_000);
+    // One call to each in turn, 20,000 times after 2,000 uncounted: the
+    // machine's slow spells (2 shared cores) land on all three alike, and
+    // each server answers a call after idling between its calls, as a
+    // sidecar does. What each server spends per call is read around the
+    // counted calls: on-CPU time and context switches of all its threads
+    // (each is busy only with its own calls).
+    let (warm, counted) = (2_000, 20_000);
     let (mut lat, mut lat_echo, mut lat_raw) = (Vec::new(), Vec::new(), Vec::new());
     let msg = vec![7u8; req_len];
     let mut back = vec![0u8; req_len];
-    for round in 0..=rounds {
-        // Round 0 warms every path up and is not counted.
-        let keep = round > 0;
-        for j in 0..per_round {
-            let k = ((round * per_round + j) * 7919) % facts;
-            let req = request(k);
-            let t = Instant::now();
-            let r = client.resolve(req).await.unwrap().into_inner();
-            let took = t.elapsed();
-            assert_eq!(r.tier, "exact");
-            if keep {
-                lat.push(took);
-            }
+    let echo_pid = echo.id();
+    let (mut before, mut before_echo) = ((0, 0), (0, 0));
+    for j in 0..warm + counted {
+        if j == warm {
+            (before, before_echo) = (cpu_and_switches(pid), cpu_and_switches(echo_pid));
         }
-        for j in 0..per_round {
-            let req = request(((round * per_round + j) * 7919) % facts);
-            let t = Instant::now();
-            let r = echo_client.resolve(req).await.unwrap().into_inner();
-            let took = t.elapsed();
-            assert_eq!(r.encoded_len(), resp_len);
-            if keep {
-                lat_echo.push(took);
-            }
-        }
-        for _ in 0..per_round {
-            let t = Instant::now();
-            raw.write_all(&msg).await.unwrap();
-            raw.read_exact(&mut back).await.unwrap();
-            if keep {
-                lat_raw.push(t.elapsed());
-            }
+        let keep = j >= warm;
+        let k = (j * 7919) % facts;
+        let t = Instant::now();
+        let r = client.resolve(request(k)).await.unwrap().into_inner();
+        let took = t.elapsed();
+        assert_eq!(r.tier, "exact");
+        let req = request(k);
+        let t = Instant::now();
+        let e = echo_client.resolve(req).await.unwrap().into_inner();
+        let took_echo = t.elapsed();
+        assert_eq!(e.encoded_len(), resp_len);
+        let t = Instant::now();
+        raw.write_all(&msg).await.unwrap();
+        raw.read_exact(&mut back).await.unwrap();
+        let took_raw = t.elapsed();
+        if keep {
+            lat.push(took);
+            lat_echo.push(took_echo);
+            lat_raw.push(took_raw);
         }
     }
+    let delta = |b: (u64, u64), a: (u64, u64)| (a.0.saturating_sub(b.0), a.1.saturating_sub(b.1));
+    let (cpu, cpu_echo) = (delta(before, cpu_and_switches(pid)), delta(before_echo, cpu_and_switches(echo_pid)));
     let _ = echo.kill();
+    let _ = raw_echo.kill();
     for v in [&mut lat, &mut lat_echo, &mut lat_raw] {
         v.sort_unstable();
     }
@@ -302,7 +307,7 @@ async fn bench() {
     println!("| ratio | {:.2}x |", ours_rate / theirs_rate);
     println!();
     println!(
-        "| round trip over a Unix socket ({} calls each, interleaved; request {req_len} B, response {resp_len} B) | p50 | p99 |",
+        "| round trip over a Unix socket ({} calls each, one to each in turn; request {req_len} B, response {resp_len} B) | p50 | p99 |",
         lat.len()
     );
     println!("|---|---|---|");
@@ -314,7 +319,17 @@ async fn bench() {
         r50.as_secs_f64() / e50.as_secs_f64(),
         r99.as_secs_f64() / e99.as_secs_f64()
     );
-    s.sigterm();
+    let calls = lat.len() as f64;
+    println!();
+    println!("| per call, server side (all threads) | CPU | context switches |");
+    println!("|---|---|---|");
+    println!("| `serve` answering `Resolve` | {:.1} us | {:.2} |", cpu.0 as f64 / 1e3 / calls, cpu.1 as f64 / calls);
+    println!("| tonic echo | {:.1} us | {:.2} |", cpu_echo.0 as f64 / 1e3 / calls, cpu_echo.1 as f64 / calls);
+    // Off this runtime, which must go on to close the connections: one left
+    // open would hold the socket API until the shutdown deadline.
+    drop((client, echo_client, raw));
+    let status = tokio::task::spawn_blocking(move || s.sigterm()).await.unwrap();
+    assert!(status.success(), "serve exited with {status}");
 }
 
 /// The baselines, each run as another process of this executable.
@@ -340,11 +355,16 @@ mod baselines {
     }
 
     pub fn run(role: &str) {
-        // The sidecar's own runtime settings (`reverser-sidecar`'s main).
-        let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        // The sidecar's own runtime settings for the same work: its receiver
+        // runs on the shared multi-threaded runtime (`reverser-sidecar`'s
+        // main), its socket API on a current-thread runtime of its own
+        // (`Tasks::spawn_on_own_thread`).
+        let multi = || tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        let own = || tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         match role {
-            "parse" => rt.block_on(parse_only(env("CERTS"))),
-            "echo" => rt.block_on(echo(env("SOCKETS"), env("RESPONSE"))),
+            "parse" => multi().block_on(parse_only(env("CERTS"))),
+            "echo" => own().block_on(echo(env("SOCKETS"), env("RESPONSE"))),
+            "raw" => own().block_on(raw(env("SOCKETS"))),
             other => panic!("unknown role {other}"),
         }
     }
@@ -421,30 +441,33 @@ mod baselines {
         }
     }
 
-    /// A tonic unary echo on `grpc.sock` and a raw echo on `raw.sock`.
+    /// A tonic unary echo on `grpc.sock`.
     async fn echo(dir: PathBuf, response: PathBuf) {
         let canned = ResolveResponse::decode(std::fs::read(response).unwrap().as_slice()).unwrap();
         let grpc = tokio::net::UnixListener::bind(dir.join("grpc.sock")).unwrap();
-        let raw = tokio::net::UnixListener::bind(dir.join("raw.sock")).unwrap();
-        tokio::spawn(async move {
-            loop {
-                let (mut sock, _) = raw.accept().await.unwrap();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    loop {
-                        let Ok(k) = sock.read(&mut buf).await else { return };
-                        if k == 0 || sock.write_all(&buf[..k]).await.is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
         println!("ready");
         tonic::transport::Server::builder()
             .add_service(AttributionServer::new(Echo(canned)))
             .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(grpc))
             .await
             .unwrap();
+    }
+
+    /// A raw echo of whatever arrives on `raw.sock`.
+    async fn raw(dir: PathBuf) {
+        let raw = tokio::net::UnixListener::bind(dir.join("raw.sock")).unwrap();
+        println!("ready");
+        loop {
+            let (mut sock, _) = raw.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                loop {
+                    let Ok(k) = sock.read(&mut buf).await else { return };
+                    if k == 0 || sock.write_all(&buf[..k]).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
     }
 }

@@ -77,6 +77,23 @@ pub fn rss_kib(pid: u32) -> u64 {
     testkit::process::rss_kib(pid).unwrap_or(0)
 }
 
+/// CPU time and context switches of every thread of `pid` so far: (on-CPU
+/// nanoseconds from `schedstat`, voluntary + involuntary switches).
+pub fn cpu_and_switches(pid: u32) -> (u64, u64) {
+    let (mut ns, mut switches) = (0, 0);
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return (0, 0) };
+    for task in tasks.flatten() {
+        let read = |f: &str| std::fs::read_to_string(task.path().join(f)).unwrap_or_default();
+        ns += read("schedstat").split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        switches += read("status")
+            .lines()
+            .filter(|l| l.contains("ctxt_switches:"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    (ns, switches)
+}
+
 /// The `p` quantile of sorted durations.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
