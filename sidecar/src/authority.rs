@@ -41,11 +41,23 @@ pub struct AnyAuthority<S> {
     skip_left: usize,
     /// Past a header block too large to hold: everything passes untouched.
     passthrough: bool,
+    /// What each read of `inner` lands in, zeroed once per connection (a
+    /// fresh array per read would zero 8 KiB on every call, a read that
+    /// finds nothing included).
+    scratch: Box<[u8]>,
 }
 
 impl<S> AnyAuthority<S> {
     pub fn new(inner: S) -> Self {
-        Self { inner, buf: Vec::new(), ready: 0, preface_left: PREFACE_LEN, skip_left: 0, passthrough: false }
+        Self {
+            inner,
+            buf: Vec::new(),
+            ready: 0,
+            preface_left: PREFACE_LEN,
+            skip_left: 0,
+            passthrough: false,
+            scratch: vec![0; 8192].into_boxed_slice(),
+        }
     }
 
     /// Marks as final every byte the parser can decide on now.
@@ -291,8 +303,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for AnyAuthority<S> {
                 this.ready -= n;
                 return Poll::Ready(Ok(()));
             }
-            let mut chunk = [0u8; 8192];
-            let mut rb = ReadBuf::new(&mut chunk);
+            let mut rb = ReadBuf::new(&mut this.scratch);
             match Pin::new(&mut this.inner).poll_read(cx, &mut rb) {
                 Poll::Ready(Ok(())) if rb.filled().is_empty() => {
                     // End of stream: hand on whatever is held, as it is.
@@ -331,11 +342,6 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AnyAuthority<S> {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
-}
-
-impl<S> tonic::transport::server::Connected for AnyAuthority<S> {
-    type ConnectInfo = ();
-    fn connect_info(&self) -> Self::ConnectInfo {}
 }
 
 #[cfg(test)]

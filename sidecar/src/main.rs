@@ -15,6 +15,7 @@ mod ops;
 mod receiver;
 mod replay;
 mod serve;
+mod socket;
 mod target;
 mod tls;
 mod watch;

@@ -241,27 +241,23 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
     start_ops(args.ops.metrics_listen, ops, &mut tasks).await?;
 
-    // Unix socket API.
+    // Unix socket API, on a thread of its own (see `spawn_on_own_thread`):
+    // a Resolve is a short burst of work, and the hand-offs between the
+    // shared runtime's workers cost more than the burst.
     let socket = args.socket.clone();
-    let uds = bind_socket(&socket, args.socket_mode)?;
+    let uds = bind_socket(&socket, args.socket_mode)?.into_std().map_err(Error::io("preparing the socket"))?;
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AttributionServer<Api>>().await;
     let stopping = tasks.stopping();
     let api_service = AttributionServer::from_arc(api);
-    tasks.spawn("socket API", async move {
-        // Any :authority: a socket has no host (see `authority`).
-        use tokio_stream::StreamExt;
-        let incoming =
-            tokio_stream::wrappers::UnixListenerStream::new(uds).map(|s| s.map(crate::authority::AnyAuthority::new));
-        if let Err(e) = tonic::transport::Server::builder()
-            .add_service(health_service)
-            .add_service(api_service)
-            .serve_with_incoming_shutdown(incoming, stopping)
-            .await
-        {
-            tracing::error!(error = %e, "socket API failed");
-        }
-    });
+    tasks
+        .spawn_on_own_thread("socket API", move || async move {
+            match UnixListener::from_std(uds) {
+                Ok(uds) => crate::socket::serve(uds, api_service, health_service, stopping).await,
+                Err(e) => tracing::error!(error = %e, "socket API failed: the socket cannot be served"),
+            }
+        })
+        .map_err(Error::io("starting the socket API's thread"))?;
     tracing::info!("socket         {} (gRPC reverser.v1 + grpc.health.v1)", abs(&socket));
 
     terminated().await;

@@ -160,3 +160,13 @@ def test_bad_input_from_a_stock_client_is_invalid_argument(sidecar: Sidecar, stu
         with pytest.raises(grpc.RpcError) as err:
             stub.Resolve(pb.ResolveRequest(type=pb.TypeRef(route="lab", version="v1", resource="configmaps"), event_type="RENAMED"), timeout=10)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_a_method_the_socket_does_not_serve_is_unimplemented(sidecar: Sidecar) -> None:
+    # The socket's server routes by path itself (not tonic's router): a
+    # method or service it does not have must still be a gRPC status.
+    with grpc.insecure_channel(f"unix://{sidecar.socket}") as channel:
+        for path in ["/reverser.v1.Attribution/Rename", "/reverser.v2.Attribution/Resolve", "/other.Service/Call"]:
+            with pytest.raises(grpc.RpcError) as err:
+                channel.unary_unary(path)(b"", timeout=10)
+            assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED, path

@@ -77,6 +77,30 @@ impl Tasks {
         self.names.push((handle.id(), name));
     }
 
+    /// Runs the future `make` builds on a runtime of its own: one thread with
+    /// its own I/O driver and timers (`make` runs there, so the sockets it
+    /// opens register with that runtime). For a request path whose every
+    /// call is a short burst of work: on the shared multi-threaded runtime,
+    /// a call is read on one worker and handed to another, each hand-off a
+    /// thread wake-up that costs more than the call's own work. Shutdown
+    /// waits for it like any other task.
+    pub fn spawn_on_own_thread<M, F>(&mut self, name: &'static str, make: M) -> std::io::Result<()>
+    where
+        M: FnOnce() -> F + Send + 'static,
+        F: Future<Output = ()> + 'static,
+    {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        let (done, ended) = tokio::sync::oneshot::channel::<()>();
+        std::thread::Builder::new().name(name.replace(' ', "-")).spawn(move || {
+            rt.block_on(make());
+            let _ = done.send(());
+        })?;
+        self.spawn(name, async move {
+            let _ = ended.await;
+        });
+        Ok(())
+    }
+
     /// Begins shutdown and waits for every task, at most `deadline`; the
     /// tasks still running then are aborted and named in a warning.
     pub async fn shutdown(mut self, deadline: Duration) {
@@ -107,6 +131,26 @@ impl Tasks {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_task_on_its_own_thread_runs_there_and_shutdown_waits_for_it() {
+        let mut tasks = Tasks::new();
+        let stopping = tasks.stopping();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
+        let here = std::thread::current().id();
+        tasks
+            .spawn_on_own_thread("own thread", move || async move {
+                // Its own runtime: timers and I/O work, on another thread.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let name = std::thread::current().name().unwrap_or_default().to_owned();
+                assert_ne!(std::thread::current().id(), here);
+                stopping.await;
+                tx.send(name).await.unwrap();
+            })
+            .unwrap();
+        tasks.shutdown(Duration::from_secs(5)).await;
+        assert_eq!(rx.recv().await.as_deref(), Some("own-thread"), "ended before shutdown returned");
+    }
 
     #[tokio::test]
     async fn stop_ends_looping_tasks_and_the_deadline_aborts_stuck_ones() {
