@@ -573,6 +573,12 @@ impl Index {
             _ => None,
         };
         let removal = |f: Fid| st.get(f).is_removal();
+        if !q.removal
+            && let Some(f) = exact
+        {
+            // A write's own version: nothing below is read.
+            return (Some((Tier::Exact, f)), true);
+        }
         let ns = st.find_string(&q.namespace);
 
         if q.removal {
@@ -611,8 +617,6 @@ impl Index {
             if let Some(f) = self.collection_covering(s, ns, q, now_ms) {
                 return (Some((Tier::DeletecollectionScope, f)), true);
             }
-        } else if let Some(f) = exact {
-            return (Some((Tier::Exact, f)), true);
         }
 
         // The rv hatch and the name tier: all an exact-capable event may

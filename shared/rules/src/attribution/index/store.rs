@@ -122,15 +122,22 @@ fn uuid(s: &str) -> Option<[u8; 16]> {
 
 pub(super) fn uuid_string(b: &[u8; 16]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(36);
+    let mut out = [b'-'; 36];
+    let mut at = 0;
     for (j, byte) in b.iter().enumerate() {
         if matches!(j, 4 | 6 | 8 | 10) {
-            s.push('-');
+            at += 1;
         }
-        s.push(HEX[usize::from(byte >> 4)] as char);
-        s.push(HEX[usize::from(byte & 15)] as char);
+        out[at] = HEX[usize::from(byte >> 4)];
+        out[at + 1] = HEX[usize::from(byte & 15)];
+        at += 2;
     }
-    s
+    ascii(&out)
+}
+
+/// Bytes known to be ASCII as a `String`: checked, never lossy.
+fn ascii(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A decimal that prints back identically (no sign, no leading zero).
@@ -150,28 +157,32 @@ pub(super) fn format_micros(us: i64) -> Option<String> {
     if !(0..=9999).contains(&y) {
         return None;
     }
-    let (secs, micros) = (rem / 1_000_000, rem % 1_000_000);
-    // Digit by digit into one buffer of the exact length: every read of a
-    // fact and every filing (which checks the stamp prints back) formats one,
-    // and `format!` costs several times more.
-    let mut out = String::with_capacity(27);
-    for (n, width, then) in [
-        (y, 4, '-'),
-        (m, 2, '-'),
-        (d, 2, 'T'),
-        (secs / 3600, 2, ':'),
-        (secs / 60 % 60, 2, ':'),
-        (secs % 60, 2, '.'),
-        (micros, 6, 'Z'),
+    let (secs, micros) = ((rem / 1_000_000) as u32, (rem % 1_000_000) as u32);
+    // Digit by digit into a fixed buffer: every read of a fact and every
+    // filing (which checks the stamp prints back) formats one, and `format!`
+    // costs several times more. Divisions by the constant 10 compile to
+    // multiplications.
+    let mut b = *b"0000-00-00T00:00:00.000000Z";
+    for (n, at) in [
+        (y as u32, 0..4),
+        (m as u32, 5..7),
+        (d as u32, 8..10),
+        (secs / 3600, 11..13),
+        (secs / 60 % 60, 14..16),
+        (secs % 60, 17..19),
+        (micros, 20..26),
     ] {
-        let mut div = 10i64.pow(width - 1);
-        while div > 0 {
-            out.push(char::from(b'0' + (n / div % 10) as u8));
-            div /= 10;
-        }
-        out.push(then);
+        digits(&mut b[at], n);
     }
-    Some(out)
+    Some(ascii(&b))
+}
+
+/// `n` in decimal, right-aligned and zero-padded across `into`.
+fn digits(into: &mut [u8], mut n: u32) {
+    for c in into.iter_mut().rev() {
+        *c = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
 }
 
 /// Inverse of `days_from_civil` (Howard Hinnant's `civil_from_days`).
