@@ -2,7 +2,7 @@
 //! rendered as Prometheus text. One [`Metrics`] per process, shared by the
 //! publish side, the index, the resolver, the transports and the commit writer.
 
-use std::collections::HashSet;
+use std::collections::hash_map::RandomState;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -14,8 +14,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use rules::attribution::audit::{Event, Published, publish};
 
-/// Labels of a resolution: fixed words, and the type's names shared from
-/// [`Metrics`]'s label values, so counting one allocates nothing.
+/// Labels of a resolution: fixed words and the type's names.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ResolutionLabels {
     pub tier: &'static str,
@@ -115,24 +114,43 @@ pub struct Metrics {
     pub mirror_excluded: Family<ReasonLabel, Counter>,
     /// Pushes that failed (the commits stay in the clone for the next push).
     pub mirror_push_failures: Counter,
-    /// The label values resolutions repeat (types' group, version, resource).
-    values: LabelValues,
+    /// Each resolution label set's counter and histogram, found by one lookup.
+    handles: ResolutionHandles,
 }
 
-/// Label values held once and shared (a process sees a few types, each
-/// resolution names one).
+/// The counter and wait histogram of every resolution label set seen, so
+/// that counting a resolution takes one lookup under one lock; the families'
+/// own `get_or_create` takes a lock and hashes five labels, twice per
+/// resolution, and `Resolve` is a short burst of work. The handles share
+/// their values with the families, which render them.
 #[derive(Debug, Default)]
-struct LabelValues(Mutex<HashSet<Arc<str>>>);
+struct ResolutionHandles(Mutex<hashbrown::HashMap<HandleKey, (Counter, Histogram), RandomState>>);
 
-impl LabelValues {
-    fn get(&self, s: &str) -> Arc<str> {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = held.get(s) {
-            return v.clone();
-        }
-        let v: Arc<str> = s.into();
-        held.insert(v.clone());
-        v
+/// Hashes as [`HandleQuery`] does: the same fields in the same order.
+#[derive(Debug, Hash, PartialEq, Eq)]
+struct HandleKey {
+    tier: &'static str,
+    actor_kind: &'static str,
+    removal: bool,
+    group: Box<str>,
+    version: Box<str>,
+    resource: Box<str>,
+}
+
+#[derive(Hash)]
+struct HandleQuery<'a> {
+    tier: &'static str,
+    actor_kind: &'static str,
+    removal: bool,
+    group: &'a str,
+    version: &'a str,
+    resource: &'a str,
+}
+
+impl hashbrown::Equivalent<HandleKey> for HandleQuery<'_> {
+    fn equivalent(&self, k: &HandleKey) -> bool {
+        (self.tier, self.actor_kind, self.removal, self.group, self.version, self.resource)
+            == (k.tier, k.actor_kind, k.removal, &*k.group, &*k.version, &*k.resource)
     }
 }
 
@@ -162,7 +180,7 @@ impl Default for Metrics {
             mirror_sensitive_skipped: Counter::default(),
             mirror_excluded: Family::default(),
             mirror_push_failures: Counter::default(),
-            values: LabelValues::default(),
+            handles: ResolutionHandles::default(),
         }
     }
 }
@@ -195,12 +213,40 @@ impl Metrics {
         removal: bool,
         waited_seconds: f64,
     ) {
-        let (group, version, resource) = (self.values.get(group), self.values.get(version), self.values.get(resource));
+        let q = HandleQuery { tier, actor_kind, removal, group, version, resource };
+        let mut held = self.handles.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((count, wait)) = held.get(&q) {
+            count.inc();
+            wait.observe(waited_seconds);
+            return;
+        }
+        let (g, v, r): (Arc<str>, Arc<str>, Arc<str>) = (group.into(), version.into(), resource.into());
         let event_kind = if removal { "removal" } else { "write" };
-        let wait =
-            WaitLabels { tier, event_kind, group: group.clone(), version: version.clone(), resource: resource.clone() };
-        self.resolutions.get_or_create(&ResolutionLabels { tier, actor_kind, group, version, resource }).inc();
-        self.resolution_wait_seconds.get_or_create(&wait).observe(waited_seconds);
+        let count = self
+            .resolutions
+            .get_or_create(&ResolutionLabels {
+                tier,
+                actor_kind,
+                group: g.clone(),
+                version: v.clone(),
+                resource: r.clone(),
+            })
+            .clone();
+        let wait = self
+            .resolution_wait_seconds
+            .get_or_create(&WaitLabels { tier, event_kind, group: g, version: v, resource: r })
+            .clone();
+        count.inc();
+        wait.observe(waited_seconds);
+        let key = HandleKey {
+            tier,
+            actor_kind,
+            removal,
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+        };
+        held.insert(key, (count, wait));
     }
 
     pub fn collection_without_uidset(&self, reason: &str) {
@@ -382,5 +428,35 @@ mod tests {
         ] {
             assert!(text.contains(name), "missing {name} in\n{text}");
         }
+    }
+
+    #[test]
+    fn each_resolution_counts_once_under_its_own_labels() {
+        let m = Metrics::new();
+        let cm = ("", "v1", "configmaps");
+        m.resolution(cm, "exact", "user", false, 0.0);
+        m.resolution(cm, "exact", "user", false, 0.3);
+        m.resolution(cm, "exact", "serviceaccount", false, 0.0);
+        m.resolution(cm, "absent", "none", true, 2.0);
+        m.resolution(("apps", "v1", "deployments"), "exact", "user", false, 0.0);
+        let text = m.render();
+        let labels = |tier: &str, kind: &str, g: &str, r: &str| {
+            format!("tier=\"{tier}\",actor_kind=\"{kind}\",group=\"{g}\",version=\"v1\",resource=\"{r}\"")
+        };
+        for (line, n) in [
+            (labels("exact", "user", "", "configmaps"), 2),
+            (labels("exact", "serviceaccount", "", "configmaps"), 1),
+            (labels("absent", "none", "", "configmaps"), 1),
+            (labels("exact", "user", "apps", "deployments"), 1),
+        ] {
+            let want = format!("gitopsreverser_attribution_resolutions_total{{{line}}} {n}");
+            assert!(text.contains(&want), "missing {want} in\n{text}");
+        }
+        // One wait histogram per (tier, write or removal, type): both actor
+        // kinds of an exact write of a ConfigMap land in the same one.
+        let wait = "gitopsreverser_attribution_resolution_wait_seconds_count{tier=\"exact\",event_kind=\"write\",group=\"\",version=\"v1\",resource=\"configmaps\"} 3";
+        assert!(text.contains(wait), "missing {wait} in\n{text}");
+        let removal = "gitopsreverser_attribution_resolution_wait_seconds_bucket{le=\"2.0\",tier=\"absent\",event_kind=\"removal\"";
+        assert!(text.contains(removal), "missing {removal} in\n{text}");
     }
 }
