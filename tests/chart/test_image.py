@@ -242,11 +242,15 @@ def test_the_build_context_has_what_the_build_reads(tmp_path: pathlib.Path) -> N
     needed = {p for p in tracked for m in WORKSPACE["members"] if p.startswith(f"{m}/")}
     needed |= {"Cargo.toml", "Cargo.lock", "scripts/build-release", "LICENSE", "NOTICE"}
     assert needed <= set(kept), sorted(needed - set(kept))
-    # Cargo loads the workspace from the context alone, with the locked versions.
+    # Cargo loads the workspace from the context alone, with the locked
+    # versions. Not --offline: metadata reads the manifest of every locked
+    # package, those of other platforms too (android_system_properties,
+    # windows-sys), which a fresh machine's registry cache does not hold
+    # until something fetches them; the image build fetches as well.
     for p in kept:
         (tmp_path / p).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / p, tmp_path / p)
     meta = subprocess.run(
-        ["cargo", "metadata", "--locked", "--offline", "--format-version", "1"], cwd=tmp_path, capture_output=True, text=True
+        ["cargo", "metadata", "--locked", "--format-version", "1"], cwd=tmp_path, capture_output=True, text=True
     )
     assert meta.returncode == 0, meta.stderr
