@@ -147,6 +147,13 @@ struct HandleQuery<'a> {
     resource: &'a str,
 }
 
+impl From<&HandleQuery<'_>> for HandleKey {
+    fn from(q: &HandleQuery<'_>) -> Self {
+        let &HandleQuery { tier, actor_kind, removal, group, version, resource } = q;
+        Self { tier, actor_kind, removal, group: group.into(), version: version.into(), resource: resource.into() }
+    }
+}
+
 impl hashbrown::Equivalent<HandleKey> for HandleQuery<'_> {
     fn equivalent(&self, k: &HandleKey) -> bool {
         (self.tier, self.actor_kind, self.removal, self.group, self.version, self.resource)
@@ -215,38 +222,22 @@ impl Metrics {
     ) {
         let q = HandleQuery { tier, actor_kind, removal, group, version, resource };
         let mut held = self.handles.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((count, wait)) = held.get(&q) {
-            count.inc();
-            wait.observe(waited_seconds);
-            return;
-        }
-        let (g, v, r): (Arc<str>, Arc<str>, Arc<str>) = (group.into(), version.into(), resource.into());
-        let event_kind = if removal { "removal" } else { "write" };
-        let count = self
-            .resolutions
-            .get_or_create(&ResolutionLabels {
-                tier,
-                actor_kind,
-                group: g.clone(),
-                version: v.clone(),
-                resource: r.clone(),
-            })
-            .clone();
-        let wait = self
-            .resolution_wait_seconds
-            .get_or_create(&WaitLabels { tier, event_kind, group: g, version: v, resource: r })
-            .clone();
+        let (count, wait) = held.entry_ref(&q).or_insert_with(|| self.resolution_handles(&q));
         count.inc();
         wait.observe(waited_seconds);
-        let key = HandleKey {
-            tier,
-            actor_kind,
-            removal,
-            group: group.into(),
-            version: version.into(),
-            resource: resource.into(),
-        };
-        held.insert(key, (count, wait));
+    }
+
+    /// The families' counter and wait histogram of a label set not seen yet.
+    fn resolution_handles(&self, q: &HandleQuery<'_>) -> (Counter, Histogram) {
+        let &HandleQuery { tier, actor_kind, removal, group, version, resource } = q;
+        let (group, version, resource): (Arc<str>, Arc<str>, Arc<str>) =
+            (group.into(), version.into(), resource.into());
+        let event_kind = if removal { "removal" } else { "write" };
+        let wait =
+            WaitLabels { tier, event_kind, group: group.clone(), version: version.clone(), resource: resource.clone() };
+        let count =
+            self.resolutions.get_or_create(&ResolutionLabels { tier, actor_kind, group, version, resource }).clone();
+        (count, self.resolution_wait_seconds.get_or_create(&wait).clone())
     }
 
     pub fn collection_without_uidset(&self, reason: &str) {
