@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod accept;
 mod api;
 mod authority;
 mod devcerts;

@@ -11,7 +11,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::time::Duration;
 
 use futures::future::{Either, Ready, ready};
 use hyper::body::Incoming;
@@ -79,20 +78,7 @@ pub async fn serve(listener: UnixListener, api: impl Grpc, health: impl Grpc, sh
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     http2.timer(TokioTimer::new());
     tokio::pin!(shutdown);
-    loop {
-        let stream = tokio::select! {
-            biased;
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    // Out of descriptors, most likely: let some close.
-                    tracing::warn!(error = %e, "socket API: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
+    while let Some((stream, _)) = crate::accept::next("socket API", || listener.accept(), shutdown.as_mut()).await {
         // Any :authority: a socket has no host (see `authority`).
         let conn = http2.serve_connection(TokioIo::new(AnyAuthority::new(stream)), routes.clone());
         let conn = graceful.watch(conn);

@@ -143,19 +143,7 @@ pub async fn serve(
     let acceptor = TlsAcceptor::from(config);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
-    loop {
-        let (tcp, peer) = tokio::select! {
-            biased;
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
+    while let Some((tcp, peer)) = crate::accept::next("HTTPS", || listener.accept(), shutdown.as_mut()).await {
         let acceptor = acceptor.clone();
         let activity = Arc::new(Activity::new());
         let service = {
