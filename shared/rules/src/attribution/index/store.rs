@@ -91,31 +91,39 @@ impl<'a> Key<'a> {
     }
 }
 
-fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
+/// Where each of a UUID's 16 bytes sits in its `8-4-4-4-12` text.
+const UUID_AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/// Every byte's lowercase hex digit value, 16 for what is not one: a read
+/// parses two of these per uuid byte, so a table rather than a match.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [16u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
     }
-}
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 /// A lowercase `8-4-4-4-12` UUID as its 16 bytes.
 fn uuid(s: &str) -> Option<[u8; 16]> {
     let b = s.as_bytes();
-    if b.len() != 36 {
+    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
         return None;
     }
-    let (mut out, mut i, mut j) = ([0u8; 16], 0, 0);
-    while i < 36 {
-        if matches!(i, 8 | 13 | 18 | 23) {
-            if b[i] != b'-' {
-                return None;
-            }
-            i += 1;
-            continue;
+    let mut out = [0u8; 16];
+    for (o, &at) in out.iter_mut().zip(&UUID_AT) {
+        let (hi, lo) = (HEX_VALUE[usize::from(b[at])], HEX_VALUE[usize::from(b[at + 1])]);
+        if (hi | lo) > 15 {
+            return None;
         }
-        out[j] = hex(b[i])? << 4 | hex(b[i + 1])?;
-        (i, j) = (i + 2, j + 1);
+        *o = hi << 4 | lo;
     }
     Some(out)
 }
@@ -123,21 +131,17 @@ fn uuid(s: &str) -> Option<[u8; 16]> {
 pub(super) fn uuid_string(b: &[u8; 16]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut out = [b'-'; 36];
-    let mut at = 0;
-    for (j, byte) in b.iter().enumerate() {
-        if matches!(j, 4 | 6 | 8 | 10) {
-            at += 1;
-        }
+    for (&byte, &at) in b.iter().zip(&UUID_AT) {
         out[at] = HEX[usize::from(byte >> 4)];
         out[at + 1] = HEX[usize::from(byte & 15)];
-        at += 2;
     }
     ascii(&out)
 }
 
-/// Bytes known to be ASCII as a `String`: checked, never lossy.
+/// Bytes known to be ASCII as a `String`: checked (the fast ASCII path of
+/// `from_utf8`), never lossy.
 fn ascii(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    std::str::from_utf8(b).map_or_else(|_| String::from_utf8_lossy(b).into_owned(), str::to_owned)
 }
 
 /// A decimal that prints back identically (no sign, no leading zero).
@@ -808,6 +812,22 @@ mod tests {
             assert_eq!(format_micros(stage_time_us(s).unwrap()).as_deref(), Some(s));
         }
         assert_eq!(compact_timestamp("2026-11-29T12:00:00+01:00"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn a_uuid_parses_back_from_its_text_and_no_other_spelling_does(
+            bytes in any::<[u8; 16]>(), at in 0usize..36, c in any::<char>(),
+        ) {
+            let text = uuid_string(&bytes);
+            prop_assert_eq!(uuid(&text), Some(bytes));
+            // One character changed: still a uuid only if it is another
+            // lowercase hex digit in a digit's place.
+            let changed: String =
+                text.chars().enumerate().map(|(i, t)| if i == at { c } else { t }).collect();
+            let still = if [8, 13, 18, 23].contains(&at) { c == '-' } else { c.is_ascii_digit() || ('a'..='f').contains(&c) };
+            prop_assert_eq!(uuid(&changed).is_some(), still, "{}", changed);
+        }
     }
 
     fn text_of() -> impl Strategy<Value = String> {
