@@ -59,15 +59,17 @@ pub struct Api {
     /// type covers it), with when a Resolve last asked, on the engine's
     /// clock: released once nobody asked for a TTL, so routes that only
     /// junk ever named stop costing Redis reads.
-    implicit: Mutex<HashMap<Scope, u64>>,
+    /// foldhash: the watcher names these keys, on every Resolve.
+    implicit: Mutex<HashMap<Scope, u64, foldhash::fast::RandomState>>,
 }
 
-fn scope_of(t: Option<&proto::TypeRef>) -> Result<(Scope, String), Status> {
+/// The request's type, taken (not copied) out of it.
+fn scope_of(t: Option<proto::TypeRef>) -> Result<(Scope, String), Status> {
     let t = t.ok_or_else(|| Status::invalid_argument("type is required: route, group, version, resource"))?;
     if t.resource.is_empty() {
         return Err(Status::invalid_argument("type.resource is required (e.g. \"configmaps\")"));
     }
-    Ok((Scope::new(&t.route, GroupResource::new(&t.group, &t.resource)), t.version.clone()))
+    Ok((Scope::new(t.route, GroupResource::new(t.group, t.resource)), t.version))
 }
 
 fn watch_kind(s: &str) -> Result<WatchKind, Status> {
@@ -123,7 +125,7 @@ impl Api {
             policy,
             follower,
             refs: Mutex::new(HashMap::new()),
-            implicit: Mutex::new(HashMap::new()),
+            implicit: Mutex::default(),
         }
     }
 
@@ -132,8 +134,8 @@ impl Api {
     }
 
     /// Deletion intent, then (for a write or a removal) the author.
-    async fn resolve_event(&self, req: proto::ResolveRequest, keep: Object) -> Result<Attributed1, Status> {
-        let (scope, version) = scope_of(req.r#type.as_ref())?;
+    async fn resolve_event(&self, mut req: proto::ResolveRequest, keep: Object) -> Result<Attributed1, Status> {
+        let (scope, version) = scope_of(req.r#type.take())?;
         let kind = watch_kind(&req.event_type)?;
         // `Resolve` reads the object's metadata alone, parsed without
         // building the object (a ConfigMap's or Secret's data, or
@@ -413,8 +415,9 @@ impl Attribution for Api {
                 objects.push(object);
             }
         }
-        let header = header.ok_or_else(|| Status::invalid_argument("the first reconcile message carries no header"))?;
-        let (scope, version) = scope_of(header.r#type.as_ref())?;
+        let mut header =
+            header.ok_or_else(|| Status::invalid_argument("the first reconcile message carries no header"))?;
+        let (scope, version) = scope_of(header.r#type.take())?;
         let gr = &scope.group_resource;
         let prefix = self.writer()?.lock().unwrap_or_else(|e| e.into_inner()).config().prefix.clone();
         let scopes: Vec<WatchScope> = if header.namespaces.is_empty() {
@@ -499,8 +502,8 @@ impl Attribution for Api {
     }
 
     async fn explain(&self, req: Request<proto::ExplainRequest>) -> Result<Response<proto::ExplainResponse>, Status> {
-        let req = req.into_inner();
-        let (scope, _) = scope_of(req.r#type.as_ref())?;
+        let mut req = req.into_inner();
+        let (scope, _) = scope_of(req.r#type.take())?;
         if req.follow {
             self.follow_and_read(&scope).await;
         }

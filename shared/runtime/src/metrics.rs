@@ -2,9 +2,10 @@
 //! rendered as Prometheus text. One [`Metrics`] per process, shared by the
 //! publish side, the index, the resolver, the transports and the commit writer.
 
-use std::collections::hash_map::RandomState;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use foldhash::fast::RandomState;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -116,6 +117,8 @@ pub struct Metrics {
     pub mirror_push_failures: Counter,
     /// Each resolution label set's counter and histogram, found by one lookup.
     handles: ResolutionHandles,
+    /// `facts_total{op="matched"}`, counted once per answered resolution.
+    matched: OnceLock<Counter>,
 }
 
 /// The counter and wait histogram of every resolution label set seen, so
@@ -188,6 +191,7 @@ impl Default for Metrics {
             mirror_excluded: Family::default(),
             mirror_push_failures: Counter::default(),
             handles: ResolutionHandles::default(),
+            matched: OnceLock::new(),
         }
     }
 }
@@ -253,6 +257,12 @@ impl Metrics {
 
     pub fn fact_op(&self, op: &'static str, n: u64) {
         self.facts.get_or_create(&OpLabel { op }).inc_by(n);
+    }
+
+    /// [`Metrics::fact_op`] `matched` by one: a resolution's, so its handle
+    /// is kept rather than found under the family's lock each time.
+    pub fn fact_matched(&self) {
+        self.matched.get_or_init(|| self.facts.get_or_create(&OpLabel { op: "matched" }).clone()).inc();
     }
 
     pub fn eviction(&self, reason: &str) {

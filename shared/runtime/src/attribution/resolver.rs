@@ -7,7 +7,6 @@
 //! Resolutions are independent futures: a removal waiting out its grace
 //! delays no other resolution (no head-of-line blocking).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -79,7 +78,7 @@ pub struct Engine {
     waiters: WaiterRegistry,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
-    routes: Mutex<HashMap<String, RouteHealth>>,
+    routes: Mutex<hashbrown::HashMap<String, RouteHealth, foldhash::fast::RandomState>>,
     /// Runs of misses per (route, type), when the grace adapts.
     streaks: Option<Mutex<Streaks>>,
     shutdown: watch::Sender<bool>,
@@ -104,7 +103,7 @@ impl Engine {
             waiters: WaiterRegistry::new(),
             clock,
             metrics,
-            routes: Mutex::new(HashMap::new()),
+            routes: Mutex::default(),
             streaks: config.adaptive.map(|a| Mutex::new(Streaks::new(a))),
             shutdown: watch::channel(false).0,
             last_sweep_ms: Mutex::new(now),
@@ -356,7 +355,7 @@ impl Engine {
             r.waited.as_secs_f64(),
         );
         if r.fact.is_some() {
-            self.metrics.fact_op("matched", 1);
+            self.metrics.fact_matched();
         }
         self.track_route(&scope.route, r.tier != Tier::Absent);
         if let Some(mut streaks) = self.streaks() {
@@ -366,10 +365,8 @@ impl Engine {
 
     fn track_route(&self, route: &str, resolved: bool) {
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
-        if !routes.contains_key(route) {
-            routes.insert(route.to_owned(), RouteHealth::default());
-        }
-        let h = routes.get_mut(route).expect("inserted above");
+        // One lookup; the route is copied only the first time it is seen.
+        let h = routes.entry_ref(route).or_default();
         if resolved {
             h.ever_resolved = true;
             h.unresolved_in_a_row = 0;
