@@ -398,7 +398,11 @@ impl ScopeIndex {
 #[derive(Debug, Default)]
 pub struct Index {
     config: IndexConfig,
-    scope_ids: HashMap<Scope, u32>,
+    /// foldhash, unlike the fact tables' SipHash: a scope is a route and a
+    /// type, a few dozen per cluster and chosen by its operators, where a
+    /// fact's names and uids are chosen by every API user. Every read hashes
+    /// one.
+    scope_ids: HashMap<Scope, u32, foldhash::fast::RandomState>,
     scopes: Vec<ScopeIndex>,
     store: Store,
     hashes: Hashes,
