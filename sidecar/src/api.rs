@@ -9,7 +9,7 @@ use rules::attribution::index::Query;
 use rules::attribution::intent::Action;
 use rules::attribution::render::{ObjectKey, is_logically_absent};
 use rules::attribution::watch::{ObjectMeta, WatchEvent, WatchKind};
-use rules::attribution::{GroupResource, Scope};
+use rules::attribution::{GroupResource, Scope, ScopeHasher};
 use rules::mirror::config::PruneMode;
 use rules::mirror::message::CommitKind;
 use rules::mirror::reconcile::{self, Doc};
@@ -59,8 +59,7 @@ pub struct Api {
     /// type covers it), with when a Resolve last asked, on the engine's
     /// clock: released once nobody asked for a TTL, so routes that only
     /// junk ever named stop costing Redis reads.
-    /// foldhash: the watcher names these keys, on every Resolve.
-    implicit: Mutex<HashMap<Scope, u64, foldhash::fast::RandomState>>,
+    implicit: Mutex<HashMap<Scope, u64, ScopeHasher>>,
 }
 
 /// The request's type, taken (not copied) out of it.

@@ -5,14 +5,13 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use foldhash::fast::RandomState;
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use rules::attribution::ScopeHasher;
 use rules::attribution::audit::{Event, Published, publish};
 
 /// Labels of a resolution: fixed words and the type's names.
@@ -127,7 +126,7 @@ pub struct Metrics {
 /// resolution, and `Resolve` is a short burst of work. The handles share
 /// their values with the families, which render them.
 #[derive(Debug, Default)]
-struct ResolutionHandles(Mutex<hashbrown::HashMap<HandleKey, (Counter, Histogram), RandomState>>);
+struct ResolutionHandles(Mutex<hashbrown::HashMap<HandleKey, (Counter, Histogram), ScopeHasher>>);
 
 /// Hashes as [`HandleQuery`] does: the same fields in the same order.
 #[derive(Debug, Hash, PartialEq, Eq)]

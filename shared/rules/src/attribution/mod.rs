@@ -17,4 +17,4 @@ pub mod watch;
 pub mod why;
 
 pub use fact::{ActorKind, Fact, Tier, is_removal_verb};
-pub use scope::{DEFAULT_ROUTE, DEFAULT_STREAM_PREFIX, GroupResource, Scope};
+pub use scope::{DEFAULT_ROUTE, DEFAULT_STREAM_PREFIX, GroupResource, Scope, ScopeHasher};

@@ -40,6 +40,13 @@ impl fmt::Display for GroupResource {
     }
 }
 
+/// The hasher of the maps every `Resolve` hashes whose keys no API user
+/// chooses: scopes (a route and a type, a few dozen per cluster, named by its
+/// operators), routes, and the labels of a type's metrics. foldhash, seeded
+/// per process; the fact tables, keyed by the uids and names every API user
+/// chooses, keep SipHash.
+pub type ScopeHasher = foldhash::fast::RandomState;
+
 /// `factScope{route, groupResource}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Scope {

@@ -14,7 +14,7 @@ use rules::attribution::audit::{Event, Published};
 use rules::attribution::grace::{AdaptiveGrace, Streaks, Wait};
 use rules::attribution::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
 use rules::attribution::why::{CandidateView, EvidenceFact, Explanation, RouteHealthView};
-use rules::attribution::{ActorKind, Scope, Tier};
+use rules::attribution::{ActorKind, Scope, ScopeHasher, Tier};
 use tokio::sync::watch;
 
 use super::clock::Clock;
@@ -78,7 +78,7 @@ pub struct Engine {
     waiters: WaiterRegistry,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
-    routes: Mutex<hashbrown::HashMap<String, RouteHealth, foldhash::fast::RandomState>>,
+    routes: Mutex<hashbrown::HashMap<String, RouteHealth, ScopeHasher>>,
     /// Runs of misses per (route, type), when the grace adapts.
     streaks: Option<Mutex<Streaks>>,
     shutdown: watch::Sender<bool>,

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 use super::selector::Selector;
-use super::{Fact, Scope, Tier};
+use super::{Fact, Scope, ScopeHasher, Tier};
 
 pub mod order;
 mod packed;
@@ -398,11 +398,8 @@ impl ScopeIndex {
 #[derive(Debug, Default)]
 pub struct Index {
     config: IndexConfig,
-    /// foldhash, unlike the fact tables' SipHash: a scope is a route and a
-    /// type, a few dozen per cluster and chosen by its operators, where a
-    /// fact's names and uids are chosen by every API user. Every read hashes
-    /// one.
-    scope_ids: HashMap<Scope, u32, foldhash::fast::RandomState>,
+    /// Every read hashes one (see [`ScopeHasher`] for why not SipHash).
+    scope_ids: HashMap<Scope, u32, ScopeHasher>,
     scopes: Vec<ScopeIndex>,
     store: Store,
     hashes: Hashes,

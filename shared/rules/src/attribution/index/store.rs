@@ -93,6 +93,8 @@ impl<'a> Key<'a> {
 
 /// Where each of a UUID's 16 bytes sits in its `8-4-4-4-12` text.
 const UUID_AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+/// Where its dashes sit.
+const UUID_DASHES: [usize; 4] = [8, 13, 18, 23];
 
 /// Every byte's lowercase hex digit value, 16 for what is not one: a read
 /// parses two of these per uuid byte, so a table rather than a match.
@@ -114,7 +116,7 @@ const HEX_VALUE: [u8; 256] = {
 /// A lowercase `8-4-4-4-12` UUID as its 16 bytes.
 fn uuid(s: &str) -> Option<[u8; 16]> {
     let b = s.as_bytes();
-    if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+    if b.len() != 36 || UUID_DASHES.iter().any(|&i| b[i] != b'-') {
         return None;
     }
     let mut out = [0u8; 16];
@@ -825,7 +827,7 @@ mod tests {
             // lowercase hex digit in a digit's place.
             let changed: String =
                 text.chars().enumerate().map(|(i, t)| if i == at { c } else { t }).collect();
-            let still = if [8, 13, 18, 23].contains(&at) { c == '-' } else { c.is_ascii_digit() || ('a'..='f').contains(&c) };
+            let still = if UUID_DASHES.contains(&at) { c == '-' } else { c.is_ascii_digit() || ('a'..='f').contains(&c) };
             prop_assert_eq!(uuid(&changed).is_some(), still, "{}", changed);
         }
     }
