@@ -1,7 +1,8 @@
 //! Fake API: an in-memory Kubernetes API server speaking the real wire
 //! format over HTTP for any registered resource type: the built-ins
-//! (core/v1 configmaps, secrets, namespaces, pods, serviceaccounts;
-//! apps/v1 deployments) and every CRD loaded from a directory (the vendored
+//! (core/v1 configmaps, secrets, namespaces, pods, services and more;
+//! apps/v1, batch/v1 and the other groups the chart produces:
+//! [`Registry::builtin`]) and every CRD loaded from a directory (the vendored
 //! tatara.dev and configbutler.ai CRDs by default), writes checked against
 //! the CRD schema.
 //!

@@ -4,6 +4,7 @@
 //! commit, which author, which message) are the rules'
 //! (`rules::attribution::commit`), re-exported here.
 
+pub mod encryption;
 mod known_hosts;
 mod push;
 pub mod signing;

@@ -239,7 +239,12 @@ impl Registry {
     }
 
     /// The built-ins: core/v1 configmaps, secrets, namespaces, pods,
-    /// serviceaccounts; apps/v1 deployments.
+    /// serviceaccounts, services, endpoints, events,
+    /// persistentvolumeclaims; apps/v1 deployments, statefulsets,
+    /// daemonsets, replicasets, controllerrevisions; batch/v1 jobs,
+    /// cronjobs; and the other types the chart produces or a `*` rule
+    /// excludes (events.k8s.io, coordination, discovery, flowcontrol,
+    /// policy, rbac, networking, admissionregistration).
     pub fn builtin() -> Self {
         let core =
             |plural: &str, kind: &str, namespaced: bool| ResourceType::builtin("", "v1", plural, kind, namespaced);
@@ -264,6 +269,61 @@ impl Registry {
             .sub("scale", "Scale", &["get", "patch", "update"], Some(("autoscaling", "v1")));
         deploy.generation = true;
         r.register(deploy);
+        // What the chart and `inject` produce, and what a mirror's `*` rule
+        // must leave out (gitops-reverser's default watch exclusions), so
+        // both can be tried against the fake API.
+        r.register(core("services", "Service", true).short(&["svc"]).category_all().with_status());
+        r.register(core("endpoints", "Endpoints", true).short(&["ep"]));
+        r.register(core("events", "Event", true).short(&["ev"]));
+        r.register(core("persistentvolumeclaims", "PersistentVolumeClaim", true).short(&["pvc"]).with_status());
+        let generational = |group: &str, version: &str, plural: &str, kind: &str, namespaced: bool| {
+            let mut t = ResourceType::builtin(group, version, plural, kind, namespaced);
+            t.generation = true;
+            t
+        };
+        for (plural, kind, short) in [
+            ("statefulsets", "StatefulSet", "sts"),
+            ("daemonsets", "DaemonSet", "ds"),
+            ("replicasets", "ReplicaSet", "rs"),
+        ] {
+            r.register(generational("apps", "v1", plural, kind, true).short(&[short]).category_all().with_status());
+        }
+        r.register(ResourceType::builtin("apps", "v1", "controllerrevisions", "ControllerRevision", true));
+        r.register(generational("batch", "v1", "jobs", "Job", true).category_all().with_status());
+        r.register(
+            generational("batch", "v1", "cronjobs", "CronJob", true).short(&["cj"]).category_all().with_status(),
+        );
+        r.register(ResourceType::builtin("events.k8s.io", "v1", "events", "Event", true).short(&["ev"]));
+        r.register(ResourceType::builtin("coordination.k8s.io", "v1", "leases", "Lease", true));
+        r.register(ResourceType::builtin("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true));
+        for (plural, kind) in
+            [("flowschemas", "FlowSchema"), ("prioritylevelconfigurations", "PriorityLevelConfiguration")]
+        {
+            r.register(ResourceType::builtin("flowcontrol.apiserver.k8s.io", "v1", plural, kind, false).with_status());
+        }
+        r.register(
+            generational("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true)
+                .short(&["pdb"])
+                .with_status(),
+        );
+        for (plural, kind, namespaced) in [
+            ("roles", "Role", true),
+            ("rolebindings", "RoleBinding", true),
+            ("clusterroles", "ClusterRole", false),
+            ("clusterrolebindings", "ClusterRoleBinding", false),
+        ] {
+            r.register(ResourceType::builtin("rbac.authorization.k8s.io", "v1", plural, kind, namespaced));
+        }
+        r.register(generational("networking.k8s.io", "v1", "ingresses", "Ingress", true).short(&["ing"]).with_status());
+        r.register(
+            generational("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true).short(&["netpol"]),
+        );
+        for (plural, kind) in [
+            ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration"),
+            ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+        ] {
+            r.register(generational("admissionregistration.k8s.io", "v1", plural, kind, false));
+        }
         r
     }
 

@@ -45,6 +45,9 @@ pub struct WriterConfig {
     pub messages: Option<Messages>,
     /// Signs every commit (the GitProvider's `commit.signing`).
     pub signer: Option<Arc<SshSigner>>,
+    /// Seals sensitive manifests (the GitTarget's `spec.encryption`);
+    /// `None` skips sensitive writes (counted), never writing them in clear.
+    pub encryption: Option<Arc<dyn super::encryption::Encryptor>>,
 }
 
 impl WriterConfig {
@@ -59,6 +62,7 @@ impl WriterConfig {
             prefix: String::new(),
             messages: None,
             signer: None,
+            encryption: None,
         }
     }
 }
