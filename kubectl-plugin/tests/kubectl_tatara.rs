@@ -7,7 +7,7 @@
 
 use std::process::{Child, Command, Output};
 
-use rules::ownership::naming::{review_task_name, takeover_task_name};
+use rules::ownership::naming::review_task_name;
 use serde_json::{Value, json};
 use testkit::fake_github::{self, Comment, FakeGitHub, IssueData, PullData};
 use testkit::fakeapi::{self, FakeApi, Store};
@@ -15,7 +15,6 @@ use testkit::kubectl::{KUBECTL, Kubectl};
 
 const NS: &str = "tatara";
 const REPO: &str = "acme/tatara-operator";
-const REFUSAL: &str = "author not in maintainer set: only a project maintainer may hand this merge request over";
 
 /// The fake API, the fake GitHub, and kubectl with only the plugin on its
 /// PATH and a kubeconfig for the fake API.
@@ -107,9 +106,10 @@ fn ok_json(out: &Output) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
-/// The `pullRequests` line of `tatara-operator#<n>` in a sweep's JSON.
+/// The `pullRequests` line of `tatara-operator!<n>` (the operator's MRKey)
+/// in a sweep's JSON.
 fn pull_line(r: &Value, n: u64) -> Value {
-    let key = format!("tatara-operator#{n}");
+    let key = format!("tatara-operator!{n}");
     r["pullRequests"].as_array().unwrap().iter().find(|l| l["key"] == key.as_str()).cloned().unwrap_or(Value::Null)
 }
 
@@ -589,7 +589,7 @@ fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
     }
     assert_eq!(minted_all.len(), 151, "every allowed open orphan minted once");
     // The review mint shares the budget: the last pass minted 1 orphan + it.
-    assert_eq!(reviews_all, vec!["tatara-operator#3003"]);
+    assert_eq!(reviews_all, vec!["tatara-operator!3003"]);
     assert_eq!(passes, 32);
     // Every minted Task is parked(backlog-sweep) and controls its Issue CR.
     let tasks = w.all("tasks");
@@ -617,132 +617,6 @@ fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
     assert!(w.all("issues").iter().all(|i| i["spec"]["number"] != json!(2000)));
     // The sweep never writes to the forge.
     assert_eq!(w.gh.writes(), vec![]);
-}
-
-/// The seeded MR #9 as an external MR a human pushed to: the state a
-/// takeover exists for.
-fn external_mr(s: &mut Store) {
-    let patch = json!({"status": {"ownership": "external", "ownershipReason": "external-push:fff000",
-        "headSHA": "fff000", "lastBotHeadSHA": "abc123"}});
-    s.patch("mergerequests", NS, "mr-tatara-operator-9", &patch, true).unwrap();
-}
-
-fn takeover_gh() -> fake_github::State {
-    let mut s = gh_state(&[("tok-maint", "maint"), ("tok-mallory", "mallory")]);
-    s.pulls.insert(
-        REPO.into(),
-        vec![PullData {
-            head_sha: "fff000fff000fff000fff000fff000fff000fff0".into(),
-            ..pull(9, "tatara-bot", "task/member-b", Some(REPO))
-        }],
-    );
-    s
-}
-
-#[test]
-fn a_non_maintainer_takeover_changes_nothing_and_exits_with_the_403_text() {
-    let w = World::new(external_mr, takeover_gh());
-    let before = w.everything();
-    let out = w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "json"], "tok-mallory");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    // Exit 4: forbidden (not a maintainer), as documented.
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
-    assert!(stderr.contains("HTTP 403") && stderr.contains(REFUSAL), "{stderr}");
-    assert!(out.stdout.is_empty(), "{out:?}");
-    assert_eq!(w.everything(), before, "a refused takeover changed the cluster");
-    assert_eq!(w.gh.writes(), vec![], "a refused takeover wrote to the forge");
-    // No token at all: a clear error, nothing changed either.
-    let out = w.tatara(&["takeover", "tatara-operator#9", "--project", "tatara", "--forge-url", &w.gh.url()], None);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("GITHUB_TOKEN"), "{out:?}");
-    assert_eq!(w.everything(), before);
-}
-
-#[test]
-fn a_maintainer_takeover_leaves_exactly_the_spec_state_and_reuses_its_task() {
-    let w = World::new(external_mr, takeover_gh());
-    let live = "fff000fff000fff000fff000fff000fff000fff0";
-    let task_name = takeover_task_name("tatara", "tatara-operator", 9);
-    let tasks_before = w.all("tasks").len();
-    let issues_before = w.all("issues");
-    let r =
-        ok_json(&w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "json"], "tok-maint"));
-    assert_eq!(r["caller"], "maint");
-    assert_eq!(r["taskStep"], "mint");
-    assert_eq!(r["task"], task_name.as_str());
-
-    // The MergeRequest: ownership tatara, takeover-requested-by:<login>,
-    // lastBotHeadSHA bumped to the live head; everything else kept.
-    let mr = w.get("mergerequests", "mr-tatara-operator-9");
-    assert_eq!(mr["status"]["ownership"], "tatara");
-    assert_eq!(mr["status"]["ownershipReason"], "takeover-requested-by:maint");
-    assert_eq!(mr["status"]["lastBotHeadSHA"], live);
-    assert!(mr["status"]["ownershipChangedAt"].is_string());
-    assert_eq!(mr["status"]["ciStatus"], "green");
-    assert_eq!(controllers(&mr), vec!["member-b"], "owner references are not the takeover's business");
-
-    // The one takeover Task: straight into under-implementation, bound to
-    // the MR's head branch, owning nothing.
-    let t = w.get("tasks", &task_name);
-    assert_eq!(t["spec"]["kind"], "takeover");
-    assert_eq!(t["spec"]["initialState"], "under-implementation");
-    assert_eq!(t["spec"]["repositoryRef"], "tatara-operator");
-    assert_eq!(t["metadata"]["annotations"]["tatara.dev/takeover-head-branch"], "task/member-b");
-    assert_eq!(w.all("tasks").len(), tasks_before + 1);
-    let uid = t["metadata"]["uid"].as_str().unwrap();
-    assert!(!w.everything().iter().any(|o| o["metadata"]["ownerReferences"].to_string().contains(uid)));
-    assert_eq!(w.all("issues"), issues_before);
-
-    // The forge: exactly one write, the caller's comment on the PR.
-    let writes = w.gh.writes();
-    assert_eq!(writes.len(), 1, "{writes:?}");
-    assert_eq!(writes[0].method, "POST");
-    assert_eq!(writes[0].path, "/repos/acme/tatara-operator/issues/9/comments");
-    assert_eq!(writes[0].login, "maint");
-
-    // Again at the same head: nothing to do, no second comment.
-    let r =
-        ok_json(&w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara", "-o", "json"], "tok-maint"));
-    assert_eq!(r["comment"], Value::Null);
-    assert_eq!(r["taskStep"], "leave");
-    assert_eq!(w.gh.writes().len(), 1);
-
-    // A later round: stood down (parked ownership-lost, external push); the
-    // same Task is un-parked, never re-minted.
-    {
-        let mut s = w.api.store.lock().unwrap();
-        s.patch(
-            "tasks",
-            NS,
-            &task_name,
-            &json!({"status": {"state": "under-implementation",
-            "parkReason": "ownership-lost", "parkedAt": "2026-11-29T00:00:00Z"}}),
-            true,
-        )
-        .unwrap();
-        s.patch(
-            "mergerequests",
-            NS,
-            "mr-tatara-operator-9",
-            &json!({"status": {"ownership": "external",
-            "ownershipReason": "external-push:aaa111"}}),
-            true,
-        )
-        .unwrap();
-    }
-    // (table output this time)
-    let out = w.tatara_forge(&["takeover", "tatara-operator#9", "--project", "tatara"], "tok-maint");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{out:?}");
-    assert!(text.contains("unpark") && text.contains("commented on the pull request"), "{text}");
-    let t2 = w.get("tasks", &task_name);
-    assert_eq!(t2["metadata"]["uid"], t["metadata"]["uid"], "the takeover Task was re-minted");
-    assert!(t2["status"].get("parkReason").is_none(), "{t2}");
-    assert_eq!(t2["status"]["state"], "under-implementation");
-    let mr = w.get("mergerequests", "mr-tatara-operator-9");
-    assert_eq!(mr["status"]["ownershipReason"], "takeover-requested-by:maint");
-    assert_eq!(w.all("tasks").len(), tasks_before + 1);
-    assert_eq!(w.gh.writes().len(), 2);
 }
 
 #[test]
@@ -1106,7 +980,7 @@ fn a_human_pull_request_from_a_trusted_insider_gets_a_review_task() {
     let again = sweep_json(&w, true);
     let l = pull_line(&again, 40);
     assert_eq!((&l["decision"], &l["outcome"]), (&json!("skip"), &Value::Null), "{l}");
-    assert!(l["why"].as_str().unwrap().ends_with("reviews tatara-operator#40 and controls its mirror"), "{l}");
+    assert!(l["why"].as_str().unwrap().ends_with("reviews tatara-operator!40 and controls its mirror"), "{l}");
     assert_eq!(w.everything(), after);
 }
 

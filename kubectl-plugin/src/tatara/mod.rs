@@ -1,9 +1,8 @@
 //! `kubectl tatara`: the ownership plugin's command line (`spec/ownership.md`).
 //! Each subcommand is a module here; they read the tatara CRs, ask
 //! `rules::ownership` for decisions, print the plan (every line says why),
-//! and change something only with `--apply` (or, for `takeover`, only once
-//! the caller is proven a maintainer), through the shared executor's guarded
-//! writes.
+//! and change something only with `--apply`, through the shared executor's
+//! guarded writes. `takeover` writes nothing: it asks the operator's REST API.
 
 use clap::{Parser, Subcommand};
 use kube::Api;
@@ -29,7 +28,7 @@ mod tests;
     after_help = common::top_level_help("Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
                   kubectl tatara repair -A --exit-code\n  \
                   GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
-                  kubectl tatara takeover tatara-operator#9 -n tatara"),
+                  GITHUB_TOKEN=... TATARA_OPERATOR_URL=... kubectl tatara takeover tatara-operator!9 -n tatara"),
     about = "Ownership of tatara's SCM artifacts: show, repair, sweep, take over"
 )]
 pub struct Cli {
@@ -51,7 +50,8 @@ pub enum Command {
     /// Run the sweep for a project against the forge: orphans, mint stages,
     /// pull-request dispositions, both budgets; with --apply mint them.
     Sweep(sweep::Args),
-    /// Hand a merge request over to tatara as a maintainer (REPO#NUMBER).
+    /// Ask the tatara operator to take a merge request over, as a maintainer
+    /// (REPO!NUMBER); writes nothing to the cluster.
     Takeover(takeover::Args),
     /// Print a shell completion script for kubectl-tatara.
     Completion(CompletionArgs),

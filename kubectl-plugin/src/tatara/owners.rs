@@ -17,11 +17,12 @@ use crate::common::{self, Cell, CliError, Human, KubeArgs, Node, Offers, OutputA
 /// The flags of `kubectl tatara owners`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
-                  kubectl tatara owners tatara-operator#9\n  kubectl tatara owners task/umbrella -o json")]
+                  kubectl tatara owners tatara-operator!9\n  kubectl tatara owners task/umbrella -o json")]
 pub struct Args {
     /// The object: an Issue or MergeRequest by name or by its natural key
-    /// REPO#NUMBER, a Task by name; prefix issue/, mr/ or task/ to pick the
-    /// kind when names collide.
+    /// (REPO#NUMBER for an Issue, REPO!NUMBER for a MergeRequest; # is
+    /// accepted for either), a Task by name; prefix issue/, mr/ or task/ to
+    /// pick the kind when names collide.
     #[arg(value_name = "ISSUE|MR|TASK")]
     pub target: String,
     #[command(flatten)]
@@ -69,7 +70,8 @@ pub struct Tree {
     /// `Issue`, `MergeRequest` or `Task`.
     pub kind: String,
     pub name: String,
-    /// Natural key `<repositoryRef>#<number>` of an artifact.
+    /// Natural key of an artifact: `<repositoryRef>#<number>` (Issue),
+    /// `<repositoryRef>!<number>` (MergeRequest).
     pub key: Option<String>,
     /// A Task's stage (or an artifact's mirrored state).
     pub stage: Option<String>,
@@ -221,17 +223,24 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
             other => Err(Lookup::Invalid(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/"))),
         };
     }
-    if let Some((repo, number)) = target.rsplit_once('#') {
-        let number: i64 = number
-            .parse()
-            .map_err(|_| Lookup::Invalid(format!("{target:?} is not REPO#NUMBER: {number:?} is not a number")))?;
-        let found: Vec<&Artifact> =
-            artifacts.iter().filter(|a| a.repository_ref == repo && a.number == number).collect();
+    if let Some((repo, number)) = target.rsplit_once(['!', '#']) {
+        let number: i64 = number.parse().map_err(|_| {
+            Lookup::Invalid(format!("{target:?} is not REPO#NUMBER or REPO!NUMBER: {number:?} is not a number"))
+        })?;
+        // `!` is the operator's MergeRequest key (`MRKey`); `#` names an
+        // Issue, and is accepted for a MergeRequest too.
+        let mr_only = target.len() > repo.len() && target.as_bytes()[repo.len()] == b'!';
+        let found: Vec<&Artifact> = artifacts
+            .iter()
+            .filter(|a| a.repository_ref == repo && a.number == number)
+            .filter(|a| !mr_only || a.kind == ArtifactKind::MergeRequest)
+            .collect();
         return match found.as_slice() {
             [] => Err(not_found(&format!("Issue or MergeRequest with key {target}"))),
             [one] => Ok(artifact_tree(snap, one)),
             _ => Err(Lookup::Invalid(format!(
-                "{target} names both an Issue and a MergeRequest; pick one with issue/NAME or mr/NAME ({})",
+                "{target} names both an Issue and a MergeRequest; pick one with issue/NAME, mr/NAME or \
+                 {repo}!{number} for the MergeRequest ({})",
                 found.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join(", ")
             ))),
         };

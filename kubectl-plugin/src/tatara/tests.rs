@@ -4,7 +4,6 @@ use rules::ownership::decision::Snapshot;
 use rules::ownership::types::{Issue, Project, Repository, Task, task_owner_ref};
 
 use super::owners::{stage_text, tree};
-use super::takeover::parse_target;
 use super::*;
 use runtime::ownership::forge::{RepoCoords, repo_coords};
 
@@ -34,15 +33,6 @@ fn repository_coordinates_come_from_the_url_then_the_project_owner() {
     assert_eq!(repo_coords(&project, &repo).unwrap().full_name(), "acme/tatara-operator");
     project.spec.scm.extra.remove("owner");
     assert_eq!(repo_coords(&project, &repo), None);
-}
-
-#[test]
-fn takeover_targets_are_repo_hash_number() {
-    assert_eq!(parse_target("tatara-operator#9"), Ok(("tatara-operator".into(), 9)));
-    assert!(parse_target("tatara-operator").is_err());
-    assert!(parse_target("#9").is_err());
-    assert!(parse_target("r#x").is_err());
-    assert!(parse_target("r#0").is_err());
 }
 
 fn task(name: &str, uid: &str) -> Task {

@@ -29,9 +29,13 @@ pub struct Artifact {
 }
 
 impl Artifact {
-    /// Natural key `<repositoryRef>#<number>`.
+    /// Natural key: `<repositoryRef>#<number>` for an Issue,
+    /// `<repositoryRef>!<number>` for a MergeRequest.
     pub fn key(&self) -> String {
-        super::naming::natural_key(&self.repository_ref, self.number)
+        match self.kind {
+            ArtifactKind::Issue => super::naming::natural_key(&self.repository_ref, self.number),
+            ArtifactKind::MergeRequest => super::naming::merge_request_key(&self.repository_ref, self.number),
+        }
     }
     /// The owner reference carrying `controller: true`, if exactly one does.
     pub fn controller(&self) -> Option<&OwnerReference> {

@@ -15,14 +15,18 @@
 //! - [`fold`]: the refine fold. [`reap`]: retention, settling, the terminal
 //!   path. [`sweep`]: orphans, mint, budgets, pull requests.
 //! - [`merge_request`]: MR ownership and the merge gate. [`takeover`].
+//! - [`logins`]: maintainer and reporter sets (the bot stripped). [`park`]:
+//!   park reasons and their unpark classes.
 //! - [`budget`]: the 800,000-byte object guard.
 
 pub mod budget;
 pub mod decision;
 pub mod fold;
+pub mod logins;
 pub mod merge_request;
 pub mod naming;
 pub mod owners;
+pub mod park;
 pub mod reap;
 pub mod sweep;
 pub mod takeover;

@@ -5,7 +5,7 @@
 //! ([`pull_requests`]: adopt, ignore, or review, and the writes of the two
 //! that write).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
@@ -56,36 +56,7 @@ impl IssueKeyIndex {
     }
 }
 
-/// Effective maintainer set: the repository's list when set (an explicit
-/// `[]` clears it), else the project's. "closed by default": none is empty.
-pub fn effective_maintainers(project: &Project, repo: Option<&Repository>) -> BTreeSet<String> {
-    repo.and_then(|r| r.spec.maintainer_logins.clone())
-        .or_else(|| project.spec.scm.maintainer_logins.clone())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
-/// `IsAllowedReporter(project, repo, issue.author)`: "closed-by-default when
-/// configured: an empty allowlist preserves the open default, and an empty
-/// login fails closed under an active gate". Under an active gate the bot, a
-/// maintainer, or a listed account is accepted (the CRD's reporterLogins).
-pub fn is_allowed_reporter(project: &Project, repo: Option<&Repository>, author: &str) -> bool {
-    let list = repo
-        .and_then(|r| r.spec.reporter_logins.clone())
-        .or_else(|| project.spec.scm.reporter_logins.clone())
-        .unwrap_or_default();
-    if list.is_empty() {
-        return true;
-    }
-    if author.is_empty() {
-        return false;
-    }
-    author == project.spec.scm.bot_login
-        || effective_maintainers(project, repo).contains(author)
-        || list.iter().any(|l| l == author)
-}
+pub use super::logins::{effective_maintainers, is_allowed_reporter};
 
 /// The orphan predicate with the clause that decided it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -189,7 +160,7 @@ impl MintSource {
     pub fn key(&self) -> String {
         match self {
             MintSource::Issue(i) => natural_key(&i.repository_ref, i.number),
-            MintSource::Review(p) => natural_key(&p.repository_ref, p.number),
+            MintSource::Review(p) => p.key(),
         }
     }
     /// The Repository CR it belongs to.

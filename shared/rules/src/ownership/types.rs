@@ -422,9 +422,9 @@ impl Issue {
 }
 
 impl MergeRequest {
-    /// Natural key `<repositoryRef>#<number>`.
+    /// Natural key `<repositoryRef>!<number>` (the operator's `MRKey`).
     pub fn key(&self) -> String {
-        crate::ownership::naming::natural_key(&self.spec.repository_ref, self.spec.number)
+        crate::ownership::naming::merge_request_key(&self.spec.repository_ref, self.spec.number)
     }
     /// `status.state == "open"`.
     pub fn is_open(&self) -> bool {

@@ -162,6 +162,10 @@ impl GitHub {
         })?;
         let crab = Octocrab::builder()
             .personal_token(token)
+            // No retries: octocrab's default retries a timed-out request, so
+            // one call took several times its timeout (`--request-timeout 1s`
+            // took 4 s). A call is one request, bounded by its timeouts.
+            .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None)
             .set_connect_timeout(Some(timeouts.connect))
             .set_read_timeout(Some(timeouts.read))
             .set_write_timeout(Some(timeouts.read))
@@ -306,6 +310,36 @@ impl GitHub {
             .map_err(|e| forge_err("get pull request", &target, e))?;
         let open = matches!(p.state, Some(octocrab::models::IssueState::Open));
         Ok((p.head.sha.clone(), open))
+    }
+
+    /// Every comment on issue or pull request `number`, oldest first,
+    /// following pages: the id (as the operator mirrors it, in decimal), the
+    /// author's login and the body.
+    pub async fn comments(&self, c: &RepoCoords, number: i64) -> Result<Vec<(String, String, String)>, ForgeError> {
+        let target = format!("{}#{number}", c.full_name());
+        let first = self
+            .crab
+            .issues(&c.owner, &c.repo)
+            .list_comments(forge_number(number))
+            .per_page(100)
+            .send()
+            .await
+            .map_err(|e| forge_err("list comments", &target, e))?;
+        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list comments", &target, e))?;
+        Ok(all.into_iter().map(|cm| (cm.id.to_string(), cm.user.login, cm.body.unwrap_or_default())).collect())
+    }
+
+    /// Post `body` as a comment on issue or pull request `number`; the new
+    /// comment's id.
+    pub async fn post_comment(&self, c: &RepoCoords, number: i64, body: &str) -> Result<String, ForgeError> {
+        let target = format!("{}#{number}", c.full_name());
+        let cm = self
+            .crab
+            .issues(&c.owner, &c.repo)
+            .create_comment(forge_number(number), body)
+            .await
+            .map_err(|e| forge_err("post comment", &target, e))?;
+        Ok(cm.id.to_string())
     }
 
     /// Post `body` as a comment on issue or pull request `number`.

@@ -21,7 +21,7 @@ use super::{MintStage, OrphanVerdict, effective_maintainers, minted_task, with_c
 use crate::ownership::budget::{OBJECT_BUDGET_BYTES, object_bytes};
 use crate::ownership::decision::{Action, Snapshot, is_controller};
 use crate::ownership::merge_request::{TATARA, ownership_for_author};
-use crate::ownership::naming::{REVIEW_KIND, merge_request_cr_name, natural_key, review_task_name};
+use crate::ownership::naming::{REVIEW_KIND, merge_request_cr_name, merge_request_key, natural_key, review_task_name};
 use crate::ownership::types::{
     ArtifactKind, IssueSpec, MR_REFS_MAX_ITEMS, MergeRequest, MergeRequestStatus, Project, Repository, Task,
     task_owner_ref,
@@ -53,9 +53,9 @@ pub struct ForgePullRequest {
 }
 
 impl ForgePullRequest {
-    /// Natural key `<repositoryRef>#<number>` (the `mrKey` index).
+    /// Natural key `<repositoryRef>!<number>` (the `mrKey` index).
     pub fn key(&self) -> String {
-        natural_key(&self.repository_ref, self.number)
+        merge_request_key(&self.repository_ref, self.number)
     }
 }
 
@@ -356,7 +356,10 @@ pub fn decide_adopt(
     let Some(task) = snap.task(&task_name) else {
         return PrDecision::Nothing { why: format!("Task {task_name} is gone") };
     };
-    let key = pr.key();
+    // mrRefs keeps the `#` key it always held here: the operator stores CR
+    // names (`mr-<repo>-<n>`, sweep.go:2209-2221), which is issue 28's sweep
+    // item, not the key vocabulary.
+    let key = natural_key(&pr.repository_ref, pr.number);
     let uid = task.metadata.uid.as_deref().unwrap_or("");
     if let Some((mirror, c)) = mirror_controller(snap, pr).filter(|(_, c)| c.uid != uid) {
         return PrDecision::Nothing {

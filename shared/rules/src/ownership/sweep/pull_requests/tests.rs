@@ -221,7 +221,7 @@ fn a_review_mint_creates_the_review_task_then_its_external_mirror() {
     let t = snap.task(&name).unwrap();
     assert_eq!(t.spec.kind.as_deref(), Some("review"));
     assert_eq!(t.spec.initial_park_reason.as_deref(), Some("backlog-sweep"));
-    assert_eq!(t.spec.goal, "Review repo#8");
+    assert_eq!(t.spec.goal, "Review repo!8");
     assert_eq!(t.mr_refs(), &[] as &[String], "a mint writes no status, as the issue mint");
     let m = mirror(&snap, 8);
     assert_eq!(m.owner_refs(), &[oref(&name, true)]);
