@@ -1,6 +1,7 @@
 //! Real parts and fakes for every crate's tests and benchmarks: a real
 //! `redis-server` on a free loopback port ([`RedisServer`]), the fake
-//! Kubernetes API ([`fakeapi`]), a fake GitHub ([`fake_github`]), a smart-HTTP
+//! Kubernetes API ([`fakeapi`]), a fake GitHub ([`fake_github`]), a fake tatara
+//! operator REST API ([`fake_operator`]), a smart-HTTP
 //! Git server behind token auth ([`git_http`]), a real `sshd` serving Git
 //! over SSH ([`ssh_git`]), the
 //! vendored fixtures ([`fixtures`]), audit-event builders ([`audit`]) and
@@ -9,6 +10,7 @@
 
 pub mod audit;
 pub mod fake_github;
+pub mod fake_operator;
 pub mod fakeapi;
 pub mod fixtures;
 pub mod git_http;
