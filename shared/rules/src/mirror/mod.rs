@@ -13,7 +13,9 @@
 //!   Go text/template strings, checked when the provider is read.
 
 pub mod config;
+pub mod document;
 pub mod message;
+pub mod placement;
 pub mod reconcile;
 pub mod select;
 pub mod template;
