@@ -246,17 +246,20 @@ impl Api {
         Ok((outcome, push_error.unwrap_or_default()))
     }
 
-    /// Reconcile's first half, on the clone: the documents under the listed
-    /// scopes and the live objects' documents.
+    /// Reconcile's first half, on the clone: the type's documents anywhere
+    /// under the target's path in the listed scopes, found by identity, and
+    /// the live objects' documents.
     async fn reconcile_docs(
         &self,
-        dirs: Vec<String>,
+        (group, resource): (String, String),
+        scopes: Vec<WatchScope>,
         live: Vec<(ObjectKey, serde_json::Value)>,
     ) -> Result<(Vec<Doc>, Vec<Doc>), Status> {
         let git = self.writer()?;
         tokio::task::spawn_blocking(move || {
-            let writer = git.lock().unwrap_or_else(|e| e.into_inner());
-            let tree = writer.documents_under(&dirs)?;
+            let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
+            let kind = live.iter().find_map(|(_, o)| o.get("kind").and_then(|k| k.as_str())).map(str::to_owned);
+            let tree = writer.documents_of_type(&group, &resource, kind.as_deref(), &scopes)?;
             let docs = live.iter().map(|(k, o)| writer.document(k, o)).collect::<Result<Vec<_>, _>>()?;
             Ok::<_, runtime::attribution::commit::GitError>((tree, docs))
         })
@@ -349,22 +352,6 @@ fn response(
     }
 }
 
-/// The object a document path names: `<prefix>/<group or core>/<version>/
-/// <resource>/<namespace or _cluster>/<name>.yaml`.
-fn key_of_path(path: &str, prefix: &str) -> Option<ObjectKey> {
-    let rest = if prefix.is_empty() { path } else { path.strip_prefix(prefix)?.strip_prefix('/')? };
-    let [group, version, resource, namespace, file] = rest.split('/').collect::<Vec<_>>()[..] else {
-        return None;
-    };
-    Some(ObjectKey {
-        group: if group == "core" { String::new() } else { group.to_owned() },
-        version: version.to_owned(),
-        resource: resource.to_owned(),
-        namespace: if namespace == "_cluster" { String::new() } else { namespace.to_owned() },
-        name: file.strip_suffix(".yaml")?.to_owned(),
-    })
-}
-
 #[tonic::async_trait]
 impl Attribution for Api {
     async fn resolve(&self, req: Request<proto::ResolveRequest>) -> Result<Response<proto::ResolveResponse>, Status> {
@@ -418,14 +405,11 @@ impl Attribution for Api {
             header.ok_or_else(|| Status::invalid_argument("the first reconcile message carries no header"))?;
         let (scope, version) = scope_of(header.r#type.take())?;
         let gr = &scope.group_resource;
-        let prefix = self.writer()?.lock().unwrap_or_else(|e| e.into_inner()).config().prefix.clone();
         let scopes: Vec<WatchScope> = if header.namespaces.is_empty() {
             vec![WatchScope::Everywhere]
         } else {
             header.namespaces.iter().cloned().map(WatchScope::Namespace).collect()
         };
-        let dirs: Vec<String> =
-            scopes.iter().map(|s| reconcile::directory(&prefix, &gr.group, &version, &gr.resource, s)).collect();
 
         // A terminating object is logically absent (spec §1): not live.
         let (dying, live): (Vec<serde_json::Value>, Vec<serde_json::Value>) =
@@ -438,16 +422,15 @@ impl Attribution for Api {
             name: rules::attribution::audit::meta_field(o, "name"),
         };
         let keyed: Vec<(ObjectKey, serde_json::Value)> = live.into_iter().map(|o| (key(&o), o)).collect();
-        let (mut tree, docs) = self.reconcile_docs(dirs, keyed.clone()).await?;
+        let (mut tree, docs) =
+            self.reconcile_docs((gr.group.clone(), gr.resource.clone()), scopes, keyed.clone()).await?;
         // A terminating object's document goes as an observed deletion
         // (prune mode OnEvent suffices), not as a vanished object.
         let dying: Vec<serde_json::Value> = dying
             .into_iter()
             .filter(|o| {
-                let Ok(path) = rules::attribution::render::layout_path(&key(o)) else {
-                    return false;
-                };
-                let path = reconcile::under(&prefix, &path);
+                let k = key(o);
+                let path = format!("{}/{}", k.namespace, k.name);
                 let held = tree.iter().any(|d| d.path == path);
                 tree.retain(|d| d.path != path);
                 held
@@ -465,9 +448,10 @@ impl Attribution for Api {
         let mut events: Vec<WatchEvent> =
             plan.write.iter().map(|&i| WatchEvent { kind: WatchKind::Modified, object: keyed[i].1.clone() }).collect();
         events.extend(dying.into_iter().map(|object| WatchEvent { kind: WatchKind::Modified, object }));
-        events.extend(plan.remove.iter().filter_map(|p| key_of_path(p, &prefix)).map(|k| WatchEvent {
+        // A document is named `<namespace>/<name>` (documents_of_type).
+        events.extend(plan.remove.iter().filter_map(|p| p.split_once('/')).map(|(namespace, name)| WatchEvent {
             kind: WatchKind::Deleted,
-            object: serde_json::json!({"metadata": {"name": k.name, "namespace": k.namespace}}),
+            object: serde_json::json!({"metadata": {"name": name, "namespace": namespace}}),
         }));
         let attributed = futures::future::join_all(
             events.into_iter().map(|e| self.attribute(&scope, version.clone(), e.kind, e.meta(), Some(e.object))),

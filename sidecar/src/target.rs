@@ -57,6 +57,8 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
         .map_err(|e| Error::Config(format!("{provider_name} spec.commit.message: {e}; fix the template")))?;
     provider.commit_window().map_err(|e| Error::Config(format!("{provider_name} spec.push.commitWindow: {e}")))?;
     let prefix = normalize_prefix(&loaded.target.spec.path)?;
+    let placement = loaded.target.spec.placement.clone().unwrap_or_default();
+    placement.validate().map_err(|e| Error::Config(format!("GitTarget {ns}/{name}: {e}")))?;
 
     let mut remote = RemoteConfig::new(provider.url.clone());
     if let Some(secret_ref) = &provider.secret_ref {
@@ -103,6 +105,7 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
         prefix,
         messages: Some(messages),
         signer,
+        placement,
         ..WriterConfig::new(repo_dir, loaded.target.spec.branch.clone(), Identity::new(committer.name, committer.email))
     };
     let policy = MirrorPolicy { prune: Some(loaded.target.spec.prune_mode()) };

@@ -1,8 +1,9 @@
 //! The render layer (`spec/attribution.md` §1): what a watched object looks
 //! like in the Git mirror. [`sanitize`] keeps the object's intent and drops
 //! what the server owns; [`to_stable_yaml`] gives the same object the same
-//! bytes; [`layout_path`] gives it one file,
-//! `<group or core>/<version>/<resource>/<namespace or _cluster>/<name>.yaml`.
+//! bytes; [`layout_path`] gives a new object its default file,
+//! gitops-reverser's `<namespace or _cluster>/[<group>/]<resource>/<name>.yaml`
+//! (`crate::mirror::placement`).
 //!
 //! Every function here is pure: plain data in, bytes or a path out.
 
@@ -135,14 +136,17 @@ pub fn render_manifest(key: &ObjectKey, object: &Value) -> Result<Vec<u8>> {
     Ok(to_stable_yaml(key, &clean)?.into_bytes())
 }
 
-/// The layout: `<group or core>/<version>/<resource>/<namespace or _cluster>/<name>.yaml`.
+/// The default layout, gitops-reverser's canonical path
+/// `<namespace or _cluster>/[<group>/]<resource>/<name>.yaml` (core group and
+/// version omitted: a preferred-version bump moves no file). Where a file
+/// already holds the object, the mirror edits it there instead
+/// (`crate::mirror::document`); `spec.placement` may choose other paths.
 ///
-/// Every component must be one safe path segment: non-empty, no `/`, `\`,
+/// Every coordinate must be one safe path segment: non-empty, no `/`, `\`,
 /// NUL or control character, not `.`, `..` or `.git`. Kubernetes names never
 /// are, so a refusal means corrupt input, and it is refused rather than
-/// allowed to write outside its directory. `core` and `_cluster` cannot
-/// collide with real values: the core group is the empty string and a
-/// namespace is a DNS label (no `_`).
+/// allowed to write outside its directory. `_cluster` cannot collide with a
+/// namespace, which is a DNS label (no `_`).
 pub fn layout_path(key: &ObjectKey) -> Result<String> {
     let group = if key.group.is_empty() { "core" } else { key.group.as_str() };
     let namespace = if key.namespace.is_empty() { "_cluster" } else { key.namespace.as_str() };
@@ -155,7 +159,7 @@ pub fn layout_path(key: &ObjectKey) -> Result<String> {
     ] {
         check_segment(key, what, value)?;
     }
-    Ok(format!("{group}/{}/{}/{namespace}/{}.yaml", key.version, key.resource, key.name))
+    Ok(crate::mirror::placement::canonical_path(key, false))
 }
 
 fn check_segment(key: &ObjectKey, what: &'static str, value: &str) -> Result<()> {

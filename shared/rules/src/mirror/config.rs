@@ -64,6 +64,9 @@ pub struct GitTargetSpec {
     /// encrypt, so Secrets stay skipped even then (and it says so).
     #[serde(default)]
     pub encryption: Option<serde_json::Value>,
+    /// Where new objects' files go (`super::placement`).
+    #[serde(default)]
+    pub placement: Option<super::placement::Placement>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

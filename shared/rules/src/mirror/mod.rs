@@ -9,11 +9,20 @@
 //!   managers and actors, sensitive types).
 //! - [`window`]: when a commit window flushes.
 //! - [`reconcile`]: what a list changes in Git.
+//! - [`placement`]: where a new object's file goes (gitops-reverser's
+//!   layout, or the target's `spec.placement` templates).
+//! - [`document`]: the documents a tree's files hold, found by identity and
+//!   edited in place.
+//! - [`bootstrap`]: the files a target's first write stages, and the
+//!   `.gittargetignore` they leave.
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
+pub mod bootstrap;
 pub mod config;
+pub mod document;
 pub mod message;
+pub mod placement;
 pub mod reconcile;
 pub mod select;
 pub mod template;

@@ -5,12 +5,13 @@
 //! written; documents of objects that no longer exist are removed only when
 //! the target's prune mode allows it.
 //!
-//! Pure: the documents arrive as (path, blob id) pairs, the live objects
-//! already rendered and hashed by the caller.
+//! Pure: the documents arrive as (name, digest) pairs — the tree's found by
+//! identity anywhere under the target's path, so a file another tool wrote,
+//! or placed elsewhere, is compared rather than duplicated — and the live
+//! objects already rendered and digested by the caller.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::watch_rules::WatchScope;
 use crate::{Error, Result};
 
 /// One document: its path in the tree and the git blob id of its bytes.
@@ -78,19 +79,6 @@ pub fn under(prefix: &str, rest: &str) -> String {
     if prefix.is_empty() { rest.to_owned() } else { format!("{prefix}/{rest}") }
 }
 
-/// The directory a reconcile of a type covers for one watch scope, relative
-/// to the repository root: `<prefix>/<group or core>/<version>/<resource>`
-/// for a cluster-scoped type or a watch everywhere, plus `/<namespace>` for
-/// a watch in one namespace.
-pub fn directory(prefix: &str, group: &str, version: &str, resource: &str, scope: &WatchScope) -> String {
-    let group = if group.is_empty() { "core" } else { group };
-    let base = under(prefix, &format!("{group}/{version}/{resource}"));
-    match scope {
-        WatchScope::Everywhere => base,
-        WatchScope::Namespace(ns) => format!("{base}/{ns}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,12 +112,5 @@ mod tests {
         assert!(normalize_prefix("a/.git/hooks").is_err());
         assert_eq!(under("", "core/v1"), "core/v1");
         assert_eq!(under("p", "core/v1"), "p/core/v1");
-    }
-
-    #[test]
-    fn directories_follow_the_layout() {
-        let ns = WatchScope::Namespace("shop".into());
-        assert_eq!(directory("p", "", "v1", "configmaps", &ns), "p/core/v1/configmaps/shop");
-        assert_eq!(directory("", "apps", "v1", "deployments", &WatchScope::Everywhere), "apps/v1/deployments");
     }
 }

@@ -4,7 +4,9 @@
 //! commit, which author, which message) are the rules'
 //! (`rules::attribution::commit`), re-exported here.
 
+mod apply;
 pub mod encryption;
+mod index;
 mod known_hosts;
 mod push;
 pub mod signing;

@@ -132,7 +132,8 @@ fn stable_yaml_orders_keys_the_same_whatever_the_input_order() {
 
 #[test]
 fn layout_path_follows_the_spec_layout() {
-    assert_eq!(layout_path(&cm_key()).unwrap(), "core/v1/configmaps/shop/web.yaml");
+    // gitops-reverser internal/types/identifier.go:96-112.
+    assert_eq!(layout_path(&cm_key()).unwrap(), "shop/configmaps/web.yaml");
     assert_eq!(
         layout_path(&ObjectKey {
             group: "rbac.authorization.k8s.io".into(),
@@ -142,7 +143,7 @@ fn layout_path_follows_the_spec_layout() {
             name: "system:controller:x".into(),
         })
         .unwrap(),
-        "rbac.authorization.k8s.io/v1/clusterroles/_cluster/system:controller:x.yaml"
+        "_cluster/rbac.authorization.k8s.io/clusterroles/system:controller:x.yaml"
     );
 }
 

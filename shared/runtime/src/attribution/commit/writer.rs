@@ -12,12 +12,17 @@ use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
 use rules::attribution::commit::plan::{
     Applied, CommitGroup, Effect, author_identity, commit_message, plan_commits, plan_each,
 };
-use rules::attribution::commit::{Action, Change, Identity};
-use rules::attribution::render::{ObjectKey, layout_path, render_manifest};
+use rules::attribution::commit::{Change, Identity};
+use rules::attribution::render::{ObjectKey, render_manifest};
+use rules::mirror::bootstrap;
+use rules::mirror::document::Identity as DocIdentity;
 use rules::mirror::message::{CommitKind, Messages};
+use rules::mirror::placement::Placement;
 use rules::mirror::reconcile::{Doc, under};
-use rules::mirror::select::is_sensitive;
+use rules::mirror::watch_rules::WatchScope;
 
+use super::apply::{Context, Files, Outcome, digest, documents_in};
+use super::index::{DocIndex, KindMatch, read_blob};
 use super::signing::{SIGNATURE_FIELD, SshSigner};
 use super::{GitError as Error, Result};
 use crate::metrics::{CommitLabels, Metrics};
@@ -48,6 +53,12 @@ pub struct WriterConfig {
     /// Seals sensitive manifests (the GitTarget's `spec.encryption`);
     /// `None` skips sensitive writes (counted), never writing them in clear.
     pub encryption: Option<Arc<dyn super::encryption::Encryptor>>,
+    /// Where a new object's file goes (the GitTarget's `spec.placement`;
+    /// empty: gitops-reverser's canonical layout).
+    pub placement: Placement,
+    /// The age recipients the bootstrap `.sops.yaml` names, when encryption
+    /// is on.
+    pub age_recipients: Vec<String>,
 }
 
 impl WriterConfig {
@@ -63,6 +74,8 @@ impl WriterConfig {
             messages: None,
             signer: None,
             encryption: None,
+            placement: Placement::default(),
+            age_recipients: Vec::new(),
         }
     }
 }
@@ -149,6 +162,9 @@ pub struct CommitOutcome {
     pub sensitive_skipped: usize,
     /// The push, when a remote is configured.
     pub push: Option<PushOutcome>,
+    /// Documents under the target's path that do not parse: left alone,
+    /// never rewritten.
+    pub unparsable: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,6 +199,10 @@ pub struct GitWriter {
     pub(super) repo: Repository,
     pub(super) config: WriterConfig,
     metrics: Option<Arc<Metrics>>,
+    /// Every document under the prefix by identity.
+    index: DocIndex,
+    /// (group, resource) → kind, learned from the objects seen.
+    kinds: HashMap<(String, String), String>,
 }
 
 impl std::fmt::Debug for GitWriter {
@@ -219,7 +239,8 @@ impl GitWriter {
             })?;
             Repository::init_bare(dir).map_err(git(format!("initializing a bare clone at {}", dir.display())))?
         };
-        let mut writer = Self { repo, config, metrics: None };
+        let index = DocIndex::new(&config.prefix);
+        let mut writer = Self { repo, config, metrics: None, index, kinds: HashMap::new() };
         if let Err(error) = writer.sync() {
             // An unreachable remote must not stop the mirror: windows are
             // committed in the clone and pushed once the remote answers.
@@ -323,31 +344,16 @@ impl GitWriter {
     }
 
     fn commit_local_as(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
-        let mut outcome = CommitOutcome::default();
-        // Render first: a change that cannot be rendered is refused alone.
-        let mut rendered: Vec<Option<(String, Option<Vec<u8>>)>> = Vec::with_capacity(changes.len());
-        for (index, change) in changes.iter().enumerate() {
-            if is_sensitive(&change.object.group, &change.object.resource) && matches!(change.action, Action::Write(_))
-            {
-                // Never in clear text: without encryption, skipped (a removal
-                // still goes through, it carries no secret).
-                outcome.sensitive_skipped += 1;
-                if let Some(metrics) = &self.metrics {
-                    metrics.mirror_sensitive_skipped.inc();
-                }
-                rendered.push(None);
-                continue;
-            }
-            match render(change, &self.config.prefix) {
-                Ok(r) => rendered.push(Some(r)),
-                Err(error) => {
-                    tracing::warn!(object = %change.object.display(), %error, "change refused, not committed");
-                    outcome.rejected.push(RejectedChange { index, error });
-                    rendered.push(None);
-                }
-            }
+        let result = self.commit_local_inner(changes, kind);
+        if result.is_err() {
+            // The index may describe edits that never became a commit.
+            self.index.invalidate();
         }
+        result
+    }
 
+    fn commit_local_inner(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
+        let mut outcome = CommitOutcome::default();
         // A large window's objects are written in memory and land as one
         // pack: one file instead of one per blob and tree. A small one's are
         // written loose, as git itself does below `unpackLimit`, because
@@ -372,68 +378,77 @@ impl GitWriter {
         };
         let start = self.local_head()?;
         let mut head = start;
+        let bootstrap_files = self.bootstrap_files();
         let groups: Vec<CommitGroup> =
             if *kind == CommitKind::PerEvent { plan_each(changes) } else { plan_commits(changes) };
         for group in groups {
             let base_tree = tree_of(work, head)?;
-            // The running state of each touched path within this commit.
-            let mut overlay: HashMap<&str, Option<Oid>> = HashMap::new();
-            let mut applied: Vec<Applied<'_>> = Vec::new();
+            self.index.refresh(work, &base_tree)?;
+            let mut files = Files::new(work, &base_tree);
+            let mut done: Vec<(Effect, String, usize)> = Vec::new();
+            let mut cx = Context {
+                prefix: &self.config.prefix,
+                placement: &self.config.placement,
+                encryptor: self.config.encryption.as_deref(),
+                index: &mut self.index,
+                kinds: &mut self.kinds,
+            };
             for &i in &group.changes {
-                let Some((path, content)) = &rendered[i] else {
-                    continue;
-                };
-                let current = match overlay.get(path.as_str()) {
-                    Some(state) => *state,
-                    None => entry_id(&base_tree, path),
-                };
-                // Hashed, not yet written: a no-op stores nothing.
-                let next = match content {
-                    Some(bytes) => {
-                        Some(Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(git("hashing a manifest"))?)
+                match cx.apply(&mut files, &changes[i])? {
+                    Outcome::Unchanged => outcome.unchanged += 1,
+                    Outcome::Applied { effect, path } => done.push((effect, path, i)),
+                    Outcome::SensitiveSkipped => {
+                        outcome.sensitive_skipped += 1;
+                        if let Some(metrics) = &self.metrics {
+                            metrics.mirror_sensitive_skipped.inc();
+                        }
                     }
-                    None => None,
-                };
-                // A delete of an absent file, a write of the same bytes: the
-                // tree stays identical, so nothing is recorded.
-                let effect = match (current, next) {
-                    (a, b) if a == b => {
-                        outcome.unchanged += 1;
-                        continue;
+                    Outcome::Rejected(error) => {
+                        tracing::warn!(object = %changes[i].object.display(), %error, "change refused, not committed");
+                        outcome.rejected.push(RejectedChange { index: i, error });
                     }
-                    (None, Some(_)) => Effect::Create,
-                    (Some(_), Some(_)) => Effect::Update,
-                    (_, None) => Effect::Delete,
-                };
-                if let Some(bytes) = content {
-                    work.blob(bytes)
-                        .map_err(git(format!("writing the manifest of {}", changes[i].object.display())))?;
                 }
-                overlay.insert(path.as_str(), next);
-                applied.push(Applied { effect, path: path.as_str(), change: &changes[i] });
             }
-            if applied.is_empty() {
+            if done.is_empty() {
                 continue;
             }
             let mut update = TreeUpdateBuilder::new();
-            for (path, state) in &overlay {
+            let mut touched = false;
+            for (path, state) in &files.overlay {
                 match state {
-                    Some(id) => {
-                        update.upsert(*path, *id, FileMode::Blob);
+                    Some(bytes) => {
+                        let id = work.blob(bytes).map_err(git(format!("writing {path}")))?;
+                        if entry_id(&base_tree, path) != Some(id) {
+                            update.upsert(path, id, FileMode::Blob);
+                            touched = true;
+                        }
                     }
                     None if entry_id(&base_tree, path).is_some() => {
-                        update.remove(*path);
+                        update.remove(path);
+                        touched = true;
                     }
                     None => {}
                 }
             }
-            let tree_id = update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?;
-            if tree_id == base_tree.id() {
+            if !touched {
                 // e.g. a create and a delete of one object in one window.
-                outcome.unchanged += applied.len();
+                outcome.unchanged += done.len();
+                self.index.describe(base_tree.id());
                 continue;
             }
+            // The target's first write stages the bootstrap files; one that
+            // exists is never overwritten.
+            for (name, content) in &bootstrap_files {
+                let path = under(&self.config.prefix, name);
+                if !files.exists(&path) {
+                    let id = work.blob(content.as_bytes()).map_err(git(format!("writing {path}")))?;
+                    update.upsert(&path, id, FileMode::Blob);
+                }
+            }
+            let tree_id = update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?;
             let tree = work.find_tree(tree_id).map_err(git("reading the tree just built"))?;
+            let applied: Vec<Applied<'_>> =
+                done.iter().map(|(effect, path, i)| Applied { effect: *effect, path, change: &changes[*i] }).collect();
             let author = author_identity(group.author.as_ref());
             let observed = applied.iter().map(|a| a.change.observed_at).max().unwrap_or_else(SystemTime::now);
             let author_sig = signature(&author, Some(observed))?;
@@ -457,6 +472,7 @@ impl GitWriter {
                 Error::Git { source, .. } => git(format!("committing as {} <{}>", author.name, author.email))(source),
                 other => other,
             })?;
+            self.index.describe(tree_id);
             tracing::debug!(commit = %id, author = %author.name, changes = applied.len(), "committed");
             if let Some(metrics) = &self.metrics {
                 let kind = group.author.as_ref().map_or("none", |a| a.actor_kind.label());
@@ -465,6 +481,7 @@ impl GitWriter {
             outcome.commits.push(CommitSummary { id: id.to_string(), author, changes: applied.len() });
             head = Some(id);
         }
+        outcome.unparsable = self.index.unparsable();
         if let Some(id) = head
             && head != start
         {
@@ -486,6 +503,20 @@ impl GitWriter {
         Ok(outcome)
     }
 
+    /// The files a target's first write stages (`.sops.yaml` only when
+    /// encryption is on and names its recipients).
+    fn bootstrap_files(&self) -> Vec<(&'static str, String)> {
+        let recipients = (self.config.encryption.is_some() && !self.config.age_recipients.is_empty())
+            .then_some(self.config.age_recipients.as_slice());
+        if self.config.encryption.is_some() && recipients.is_none() {
+            tracing::warn!("encryption is on but names no age recipient: no .sops.yaml is staged");
+        }
+        bootstrap::files(recipients).unwrap_or_else(|error| {
+            tracing::warn!(%error, "the bootstrap .sops.yaml cannot be written; staging the other files");
+            bootstrap::files(None).unwrap_or_default()
+        })
+    }
+
     /// The message of one commit: the provider's template for the window's
     /// kind when configured, else a title from what changed. A template that
     /// fails to render (a value it cannot format) never loses the commit: it
@@ -505,39 +536,54 @@ impl GitWriter {
         }
     }
 
-    /// The documents the tree holds under each of `dirs` (paths relative to
-    /// the repository root), with their blob ids: what a reconcile compares
-    /// the live objects with.
-    pub fn documents_under(&self, dirs: &[String]) -> Result<Vec<Doc>> {
-        let tree = self.tree_of(self.local_head()?)?;
-        let mut out = Vec::new();
-        for dir in dirs {
-            let sub = match tree.get_path(Path::new(dir)) {
-                Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => {
-                    self.repo.find_tree(entry.id()).map_err(git(format!("reading the tree {dir}")))?
+    /// The documents of one type the tree holds anywhere under the prefix,
+    /// in the watched scopes (none: everywhere), each as
+    /// `<namespace>/<name>` with the digest of its content: what a
+    /// reconcile compares the live objects with. `kind` is the type's kind
+    /// when a listed object named it.
+    pub fn documents_of_type(
+        &mut self,
+        group: &str,
+        resource: &str,
+        kind: Option<&str>,
+        scopes: &[WatchScope],
+    ) -> Result<Vec<Doc>> {
+        let type_key = (group.to_owned(), resource.to_owned());
+        if let Some(k) = kind {
+            self.kinds.insert(type_key.clone(), k.to_owned());
+        }
+        let head = self.local_head()?;
+        let tree = tree_of(&self.repo, head)?;
+        self.index.refresh(&self.repo, &tree)?;
+        let matching = match self.kinds.get(&type_key) {
+            Some(k) => KindMatch::Kind(k),
+            None => KindMatch::Resource(resource),
+        };
+        let wanted: std::collections::HashSet<DocIdentity> =
+            self.index.identities_of(group, matching, scopes).cloned().collect();
+        let mut paths: Vec<&str> = wanted.iter().filter_map(|id| self.index.find(id)).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        let mut out = Vec::with_capacity(wanted.len());
+        for path in paths {
+            let Some(id) = entry_id(&tree, path) else { continue };
+            let Some(text) = read_blob(&self.repo, id, path)? else { continue };
+            for (identity, value) in documents_in(&text) {
+                if wanted.contains(&identity) && self.index.find(&identity) == Some(path) {
+                    let blob = digest(&value)?;
+                    out.push(Doc { path: format!("{}/{}", identity.namespace, identity.name), blob });
                 }
-                _ => continue,
-            };
-            sub.walk(git2::TreeWalkMode::PreOrder, |parent, entry| {
-                if entry.kind() == Some(git2::ObjectType::Blob)
-                    && let Some(name) = entry.name()
-                {
-                    out.push(Doc { path: format!("{dir}/{parent}{name}"), blob: entry.id().to_string() });
-                }
-                git2::TreeWalkResult::Ok
-            })
-            .map_err(git(format!("listing {dir}")))?;
+            }
         }
         Ok(out)
     }
 
-    /// The document an object renders to under this writer's prefix: its
-    /// path and the blob id of its bytes.
+    /// A live object as [`GitWriter::documents_of_type`] names and digests
+    /// its document.
     pub fn document(&self, key: &ObjectKey, object: &serde_json::Value) -> Result<Doc> {
-        let path = under(&self.config.prefix, &layout_path(key)?);
         let bytes = render_manifest(key, object)?;
         let blob = Oid::hash_object(git2::ObjectType::Blob, &bytes).map_err(git("hashing a manifest"))?;
-        Ok(Doc { path, blob: blob.to_string() })
+        Ok(Doc { path: format!("{}/{}", key.namespace, key.name), blob: blob.to_string() })
     }
 
     pub(super) fn local_ref(&self) -> String {
@@ -605,16 +651,6 @@ pub(super) fn make_commit(
     let text = std::str::from_utf8(&buffer)
         .map_err(|_| git("reading the commit buffer")(git2::Error::from_str("the commit buffer is not UTF-8")))?;
     repo.commit_signed(text, &signature, Some(SIGNATURE_FIELD)).map_err(git("writing the signed commit"))
-}
-
-/// The file a change addresses and, for a write, its bytes.
-fn render(change: &Change, prefix: &str) -> Result<(String, Option<Vec<u8>>)> {
-    let path = under(prefix, &layout_path(&change.object)?);
-    let content = match &change.action {
-        Action::Write(object) => Some(render_manifest(&change.object, object)?),
-        Action::Delete => None,
-    };
-    Ok((path, content))
 }
 
 pub(super) fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
