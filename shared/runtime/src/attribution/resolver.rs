@@ -262,6 +262,13 @@ impl Engine {
         self.read().lookup(scope, q, self.clock.now_ms())
     }
 
+    /// A resolution's read: as of now, with what answered the object last
+    /// (read afresh each time: another resolution of it may have ended).
+    fn read_for(&self, scope: &Scope, q: &Query) -> Lookup {
+        let q = self.with_previous(scope, q);
+        self.lookup(scope, &q)
+    }
+
     /// Every fact the index holds for the object, and why each would lose.
     pub fn explain(&self, scope: &Scope, q: &Query) -> Vec<Candidate> {
         self.read().explain(scope, q, self.clock.now_ms())
@@ -313,8 +320,6 @@ impl Engine {
 
     /// Resolves one watch event's author. `version` only labels metrics.
     pub async fn resolve(&self, scope: &Scope, version: &str, q: &Query) -> Resolution {
-        let q = self.with_previous(scope, q);
-        let q = &*q;
         let start = self.clock.monotonic();
         let deadline_ms = self.clock.now_ms().saturating_add(self.config.grace.as_millis() as u64);
         match self.answer_now(scope, version, q, start) {
@@ -329,7 +334,7 @@ impl Engine {
     /// first read settles, or the adaptive grace skips the wait.
     fn answer_now(&self, scope: &Scope, version: &str, q: &Query, start: Duration) -> Option<Resolution> {
         // Fast path: a read that settles needs no waiter (nothing to wait for).
-        let first = self.lookup(scope, q);
+        let first = self.read_for(scope, q);
         if first.settled {
             return Some(self.finish(scope, version, q, first.best, start));
         }
@@ -350,7 +355,7 @@ impl Engine {
         let mut waiter = self.waiters.register(scope, &q.waiter_keys());
         let mut grace_over = self.clock.sleep_until(deadline_ms);
         let best = loop {
-            let l = self.lookup(scope, q);
+            let l = self.read_for(scope, q);
             if l.settled || *shutdown.borrow_and_update() {
                 break l.best;
             }
@@ -361,7 +366,7 @@ impl Engine {
                 _ = &mut grace_over => {}
             }
             // Grace over or shutting down: what is there now is the answer.
-            break self.lookup(scope, q).best;
+            break self.read_for(scope, q).best;
         };
         drop(waiter);
         self.finish(scope, version, q, best, start)
