@@ -498,6 +498,8 @@ impl Attribution for Api {
             labels: req.labels.into_iter().collect(),
             removal: req.removal,
             observed_at_ms: self.engine().clock().now_ms(),
+            created_at_us: rules::attribution::index::order::stage_time_us(&req.creation_timestamp),
+            previous: None,
         };
         let e = self.engine().explanation(&scope, &q, self.follower.subscriptions().contains(&scope));
         Ok(Response::new(proto::ExplainResponse::from(&e)))

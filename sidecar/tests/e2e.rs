@@ -87,6 +87,7 @@ async fn posted_event_list_resolves_and_explains(d: Deployment) {
             removal: true,
             labels: Default::default(),
             follow: false,
+            creation_timestamp: String::new(),
         })
         .await
         .unwrap()
@@ -367,6 +368,7 @@ async fn adaptive_grace_stops_waiting_for_a_type_with_no_facts_and_a_fact_restor
         removal: false,
         labels: Default::default(),
         follow: false,
+        creation_timestamp: String::new(),
     };
     let g = c.explain(explain.clone()).await.unwrap().into_inner().grace.expect("the grace state is explained");
     assert_eq!((g.misses_in_a_row, g.after_misses, g.skipping), (3, 2, true));

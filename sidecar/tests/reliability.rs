@@ -550,3 +550,88 @@ fn evictions_of_acknowledged_facts_are_logged() {
     });
     assert_eq!(std::fs::read_to_string(&log).unwrap().matches("the fact index is full").count(), 1);
 }
+
+/// A name-only fact (Metadata level: no body, so no uid or rv), as the
+/// documented policy audits Secrets and an aggregated API sends every write.
+fn name_only(verb: &str, user: &str, name: &str, stamp: &str) -> serde_json::Value {
+    let mut e = audit_event(verb, user, "ns", name, "", "");
+    e["level"] = "Metadata".into();
+    e["auditID"] = format!("audit-{verb}-{user}-{stamp}").into();
+    e["stageTimestamp"] = format!("2026-11-29T12:00:{stamp}Z").into();
+    e.as_object_mut().unwrap().remove("responseObject");
+    e
+}
+
+/// A watched ConfigMap created at `12:00:<created>Z`.
+fn created_object(name: &str, uid: &str, rv: &str, created: &str) -> Vec<u8> {
+    let meta = serde_json::json!({"name": name, "namespace": "ns", "uid": uid, "resourceVersion": rv,
+        "creationTimestamp": format!("2026-11-29T12:00:{created}Z")});
+    serde_json::to_vec(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta})).unwrap()
+}
+
+/// Resolves `object` while `lagging` (the change's own fact, still in its
+/// audit batch) is posted 300 ms later.
+async fn resolve_with_lagging_fact(
+    s: &Sidecar,
+    event_type: &str,
+    object: Vec<u8>,
+    lagging: Option<serde_json::Value>,
+) -> ResolveResponse {
+    let mut client = s.client().await;
+    let req = ResolveRequest { r#type: configmaps("lab"), event_type: event_type.into(), object_json: object };
+    let resolving = tokio::spawn(async move { client.resolve(req).await.unwrap().into_inner() });
+    if let Some(fact) = lagging {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (code, body) = tokio::task::block_in_place(|| s.post("/audit-webhook/lab", &event_list(vec![fact])));
+        assert_eq!(code, 200, "{body}");
+    }
+    resolving.await.unwrap()
+}
+
+/// Issue 30 (probe scenario 8, R8/R6/R2/R3): a weak tier never names the
+/// actor of an earlier change while this change's own fact is in its batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weak_tier_never_names_an_earlier_actor() {
+    let s = Sidecar::start("serve", &["--author-attribution-grace", "2s", "--follow", "lab:configmaps"]);
+    let post = |e: serde_json::Value| assert_eq!(s.post("/audit-webhook/lab", &event_list(vec![e])).0, 200);
+
+    // R8: mallory's Metadata-level edit attributed v10; alice's edit of v11 lags.
+    post(name_only("update", "mallory", "secret", "01.0"));
+    eventually("the fact to be filed", || s.metrics().contains("gitopsreverser_attribution_fact_index_entries 1"));
+    let v10 = resolve_on(&s, "MODIFIED", created_object("secret", "u-s", "10", "00")).await;
+    assert_eq!((v10.tier.as_str(), v10.author.as_str()), ("name", "mallory"));
+    let v11 = resolve_with_lagging_fact(
+        &s,
+        "MODIFIED",
+        created_object("secret", "u-s", "11", "00"),
+        Some(name_only("update", "alice", "secret", "05.0")),
+    )
+    .await;
+    assert_eq!((v11.tier.as_str(), v11.author.as_str()), ("name", "alice"), "{v11:?}");
+    assert!(v11.waited_ms >= 250, "it waited for alice's fact: {v11:?}");
+
+    // R2: a body-less delete by mallory, a recreate, alice's delete lagging.
+    post(name_only("delete", "mallory", "re", "01.0"));
+    let gone = resolve_with_lagging_fact(
+        &s,
+        "DELETED",
+        created_object("re", "u-re2", "20", "03"),
+        Some(name_only("delete", "alice", "re", "09.0")),
+    )
+    .await;
+    assert_eq!((gone.tier.as_str(), gone.author.as_str()), ("name", "alice"), "{gone:?}");
+
+    // R3: a body-less deletecollection names nobody created after it; with
+    // only that fact present the grace ends absent.
+    let mut coll = audit_event("deletecollection", "mallory", "ns", "", "", "");
+    coll["requestURI"] = "/api/v1/namespaces/ns/configmaps".into();
+    coll["stageTimestamp"] = "2026-11-29T12:00:01.000000Z".into();
+    coll.as_object_mut().unwrap().remove("responseObject");
+    post(coll);
+    let young = resolve_with_lagging_fact(&s, "DELETED", created_object("young", "u-y", "30", "04"), None).await;
+    assert_eq!((young.tier.as_str(), young.author.as_str()), ("absent", ""), "{young:?}");
+    assert!(young.waited_ms >= 1900, "it waited the grace: {young:?}");
+    // An object older than the request is covered by it, as before.
+    let old = resolve_on(&s, "DELETED", created_object("old", "u-o", "31", "00")).await;
+    assert_eq!((old.tier.as_str(), old.author.as_str()), ("deletecollection_scope", "mallory"));
+}

@@ -144,7 +144,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         name: name.clone(),
         ..ObjectState::default()
     };
-    let mut labels = String::new();
+    let (mut labels, mut creation_timestamp) = (String::new(), String::new());
     match get::<Value>(&target.client, &res.object_path(&namespace, &name)).await {
         Ok(obj) => {
             let meta = &obj["metadata"];
@@ -156,6 +156,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
             state.uid = s(&meta["uid"]);
             state.resource_version = s(&meta["resourceVersion"]);
             state.deleting = !meta["deletionTimestamp"].is_null();
+            creation_timestamp = s(&meta["creationTimestamp"]);
             if let Some(map) = meta["labels"].as_object() {
                 let labels_map = map.iter().map(|(k, v)| (k.clone(), s(v))).collect();
                 labels = why::explanation::format_labels(&labels_map);
@@ -221,6 +222,7 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         resource_version: state.resource_version.clone(),
         removal: state.deleting || state.deleted,
         labels,
+        creation_timestamp,
     };
     let timeout = Duration::from_secs(args.timeout.max(1));
     let (evidence, source, route_ever_fed) = if state.deleted {

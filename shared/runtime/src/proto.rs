@@ -222,6 +222,7 @@ impl From<&ExplainParams> for ExplainRequest {
             removal: p.removal,
             labels: parse_labels(&p.labels).into_iter().collect(),
             follow: false,
+            creation_timestamp: p.creation_timestamp.clone(),
         }
     }
 }

@@ -6,8 +6,15 @@
 //! - a write never resolves through a fact for a different resourceVersion
 //!   of the same uid;
 //! - the adaptive grace never changes an author the full grace would have
-//!   found when the fact arrived before the watch event.
+//!   found when the fact arrived before the watch event;
+//! - a weak tier (name, resource_version, deletecollection_scope) never names
+//!   an actor whose fact is before, in the object's order, the fact that
+//!   answered the previous resolution of the same uid (issue 30: the same
+//!   version asked again, and a later removal event of a deletion a delete
+//!   fact answered, are the same change), nor one stamped before the
+//!   object's creationTimestamp.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +22,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use rules::attribution::grace::AdaptiveGrace;
 use rules::attribution::index::Query;
-use rules::attribution::{Fact, GroupResource, Scope};
+use rules::attribution::{Fact, GroupResource, Scope, Tier};
 use runtime::attribution::clock::{Clock, TokioClock};
 use runtime::attribution::transport::FactBatch;
 use runtime::attribution::{Engine, EngineConfig};
@@ -30,7 +37,8 @@ fn scope(i: usize) -> Scope {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Fact { scope: usize, uid: u8, rv: u8, verb: &'static str, shape: u8 },
+    /// `lag_ms`: how long before it was applied its audit event was stamped.
+    Fact { scope: usize, uid: u8, rv: u8, verb: &'static str, shape: u8, lag_ms: u16 },
     Watch { scope: usize, uid: u8, rv: u8, removal: bool },
     Advance(u64),
 }
@@ -42,29 +50,46 @@ fn op() -> impl Strategy<Value = Op> {
             0..3u8,
             0..3u8,
             prop::sample::select(vec!["create", "update", "patch", "delete", "deletecollection"]),
-            0..4u8
+            0..4u8,
+            0..3000u16,
         )
-            .prop_map(|(scope, uid, rv, verb, shape)| Op::Fact { scope, uid, rv, verb, shape }),
+            .prop_map(|(scope, uid, rv, verb, shape, lag_ms)| Op::Fact { scope, uid, rv, verb, shape, lag_ms }),
         (0..4usize, 0..3u8, 0..3u8, any::<bool>())
             .prop_map(|(scope, uid, rv, removal)| { Op::Watch { scope, uid, rv, removal } }),
         (0..2500u64).prop_map(Op::Advance),
     ]
 }
 
+/// Every stamp and creationTimestamp is this many microseconds after
+/// 2026-11-29T12:00:00Z plus the virtual clock: room for a fact's lag.
+const EPOCH_US: u64 = 10_000_000;
+
+/// An audit stageTimestamp `us` microseconds after 2026-11-29T12:00:00Z.
+fn stamp(us: u64) -> String {
+    let (m, s, f) = (us / 60_000_000, us / 1_000_000 % 60, us % 1_000_000);
+    format!("2026-11-29T12:{m:02}:{s:02}.{f:06}Z")
+}
+
+/// A creationTimestamp (second precision) `s` seconds after 12:00:00Z.
+fn creation(s: u64) -> String {
+    format!("2026-11-29T12:{:02}:{:02}Z", s / 60, s % 60)
+}
+
 /// The fact `op` describes.
-fn make_fact(scope: usize, uid: u8, rv: u8, verb: &str, shape: u8, seq: u64) -> Fact {
+fn make_fact(scope: usize, uid: u8, rv: u8, verb: &str, shape: u8, seq: u64, stamp_us: u64) -> Fact {
     let (uid_s, rv_s) = (format!("u{uid}"), format!("{rv}"));
     let mut f = Fact {
         author: String::new(),
         verb: verb.into(),
         namespace: "ns".into(),
         name: format!("obj{uid}"),
+        stage_timestamp: stamp(stamp_us),
         ..Fact::default()
     };
     if verb == "deletecollection" {
         f.name.clear();
         f.uids = shape.is_multiple_of(2).then(|| vec![uid_s]);
-        f.author = format!("{scope}|{verb}|||{seq}");
+        f.author = format!("{scope}|{verb}|||{stamp_us}|{seq}");
         return f;
     }
     // shape: 0 uid+rv, 1 uid only, 2 rv only, 3 name only.
@@ -75,8 +100,8 @@ fn make_fact(scope: usize, uid: u8, rv: u8, verb: &str, shape: u8, seq: u64) -> 
         f.resource_version = rv_s;
     }
     // The author records what the fact carries, so a resolution can be
-    // traced back: `<scope>|<verb>|<uid>|<rv>|<seq>`.
-    f.author = format!("{scope}|{verb}|{}|{}|{seq}", f.uid, f.resource_version);
+    // traced back: `<scope>|<verb>|<uid>|<rv>|<stamp>|<seq>`.
+    f.author = format!("{scope}|{verb}|{}|{}|{stamp_us}|{seq}", f.uid, f.resource_version);
     f
 }
 
@@ -85,7 +110,13 @@ struct Outcome {
     uid: String,
     rv: String,
     removal: bool,
+    tier: Tier,
     author: Option<String>,
+    /// What the previous resolution of the same (scope, uid) named, and the
+    /// version it was asked for (resolutions in the order they ended).
+    previous: Option<(String, String)>,
+    /// The object's creationTimestamp, microseconds like the stamps.
+    created_us: u64,
     /// Deletes (scope, uid) applied before this resolution returned.
     deletes_before: Vec<(usize, String)>,
     /// Facts applied before the watch event was resolved (their `seq` is lower).
@@ -93,19 +124,22 @@ struct Outcome {
 }
 
 /// Plays `ops` on one engine; the outcomes are in watch-event order.
-fn run(ops: Vec<Op>, config: EngineConfig) -> Vec<Outcome> {
+/// `created[uid]`: the second (after 12:00:00Z) each object was created in.
+fn run(ops: Vec<Op>, created: [u8; 3], config: EngineConfig) -> Vec<Outcome> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     rt.block_on(async move {
         let clock = TokioClock::starting_now();
         let engine = Arc::new(Engine::new(config, Arc::new(clock), Arc::new(Metrics::new())));
         let deletes: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
+        let answered: Arc<Mutex<HashMap<(usize, String), (String, String)>>> = Arc::default();
         let seq = AtomicU64::new(0);
         let mut tasks = Vec::new();
         for op in ops {
             match op {
                 Op::Advance(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
-                Op::Fact { scope: s, uid, rv, verb, shape } => {
-                    let f = make_fact(s, uid, rv, verb, shape, seq.fetch_add(1, Ordering::Relaxed));
+                Op::Fact { scope: s, uid, rv, verb, shape, lag_ms } => {
+                    let stamp_us = EPOCH_US + clock.now_ms() * 1000 - u64::from(lag_ms) * 1000;
+                    let f = make_fact(s, uid, rv, verb, shape, seq.fetch_add(1, Ordering::Relaxed), stamp_us);
                     if verb == "delete" && !f.uid.is_empty() {
                         deletes.lock().unwrap().push((s, f.uid.clone()));
                     }
@@ -119,20 +153,33 @@ fn run(ops: Vec<Op>, config: EngineConfig) -> Vec<Outcome> {
                         name: format!("obj{uid}"),
                         removal,
                         observed_at_ms: clock.now_ms(),
+                        created_at_us: rules::attribution::index::order::stage_time_us(&creation(u64::from(
+                            created[usize::from(uid)],
+                        ))),
                         ..Query::default()
                     };
-                    let (engine, deletes) = (engine.clone(), deletes.clone());
+                    let created_us = u64::from(created[usize::from(uid)]) * 1_000_000;
+                    let (engine, deletes, answered) = (engine.clone(), deletes.clone(), answered.clone());
                     let facts_before = seq.load(Ordering::Relaxed);
                     tasks.push(tokio::spawn(async move {
                         let r = engine.resolve(&scope(s), "v1", &q).await;
                         // Nothing runs between resolve returning and this read.
                         let deletes_before = deletes.lock().unwrap().clone();
+                        let author = r.author().map(str::to_owned);
+                        let key = (s, q.uid.clone());
+                        let previous = match &author {
+                            Some(a) => answered.lock().unwrap().insert(key, (a.clone(), q.resource_version.clone())),
+                            None => answered.lock().unwrap().get(&key).cloned(),
+                        };
                         Outcome {
                             scope: s,
                             uid: q.uid,
                             rv: q.resource_version,
                             removal,
-                            author: r.author().map(str::to_owned),
+                            tier: r.tier,
+                            author,
+                            previous,
+                            created_us,
                             deletes_before,
                             facts_before,
                         }
@@ -154,9 +201,47 @@ fn seq_of(author: &str) -> u64 {
     author.rsplit('|').next().and_then(|s| s.parse().ok()).expect("authors end in their seq")
 }
 
-fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
-    for o in run(ops, EngineConfig::default()) {
+/// A traced author's place in the object's order, as the index orders two
+/// facts (`index::order`): resourceVersion where both are integers, else
+/// the stamp, else arrival.
+fn order_key(author: &str) -> (Option<u64>, u64, u64) {
+    let parts: Vec<&str> = author.split('|').collect();
+    (parts[3].parse().ok(), parts[4].parse().unwrap(), parts[5].parse().unwrap())
+}
+
+/// Whether fact `a` is before fact `b` in the object's order, or is `b`.
+fn not_after(a: &str, b: &str) -> bool {
+    let ((ra, ta, sa), (rb, tb, sb)) = (order_key(a), order_key(b));
+    match (ra, rb) {
+        (Some(ra), Some(rb)) if ra != rb => ra < rb,
+        _ if ta != tb => ta < tb,
+        _ => sa <= sb,
+    }
+}
+
+fn check(ops: Vec<Op>, created: [u8; 3]) -> Result<(), TestCaseError> {
+    for o in run(ops, created, EngineConfig::default()) {
         let Some(author) = o.author else { continue };
+        let weak = matches!(o.tier, Tier::Name | Tier::ResourceVersion | Tier::DeletecollectionScope);
+        if weak {
+            let (_, stamped, _) = order_key(&author);
+            prop_assert!(
+                stamped >= o.created_us,
+                "{:?} named {author}, stamped before {}'s creation",
+                o.tier,
+                o.uid
+            );
+            if let Some((prev, prev_rv)) = &o.previous {
+                let same_change = *prev_rv == o.rv || (o.removal && matches!(prev.split('|').nth(1), Some("delete" | "deletecollection")));
+                prop_assert!(
+                    same_change || !not_after(&author, prev),
+                    "{:?} named {author} for {} rv {}: not after {prev}, which answered rv {prev_rv}",
+                    o.tier,
+                    o.uid,
+                    o.rv
+                );
+            }
+        }
         let parts: Vec<&str> = author.split('|').collect();
         let (f_scope, f_verb, f_uid, f_rv) = (parts[0].parse::<usize>().unwrap(), parts[1], parts[2], parts[3]);
         prop_assert_eq!(f_scope, o.scope, "a resolution crossed a route or a type");
@@ -178,9 +263,10 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
 /// Adaptive grace against the full grace over the same interleaving: an
 /// author the full grace found through a fact filed before the watch event
 /// is the author the adaptive grace finds too.
-fn check_adaptive(ops: Vec<Op>, after_misses: u32) -> Result<(), TestCaseError> {
-    let full = run(ops.clone(), EngineConfig::default());
-    let adaptive = run(ops, EngineConfig { adaptive: Some(AdaptiveGrace { after_misses }), ..EngineConfig::default() });
+fn check_adaptive(ops: Vec<Op>, created: [u8; 3], after_misses: u32) -> Result<(), TestCaseError> {
+    let full = run(ops.clone(), created, EngineConfig::default());
+    let adaptive =
+        run(ops, created, EngineConfig { adaptive: Some(AdaptiveGrace { after_misses }), ..EngineConfig::default() });
     prop_assert_eq!(full.len(), adaptive.len());
     for (i, (f, a)) in full.iter().zip(&adaptive).enumerate() {
         let Some(author) = &f.author else { continue };
@@ -203,15 +289,19 @@ fn check_adaptive(ops: Vec<Op>, after_misses: u32) -> Result<(), TestCaseError> 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
     #[test]
-    fn resolutions_respect_scope_removal_and_version(ops in prop::collection::vec(op(), 1..60)) {
-        check(ops)?;
+    fn resolutions_respect_scope_removal_and_version(
+        ops in prop::collection::vec(op(), 1..60),
+        created in prop::array::uniform3(0..20u8),
+    ) {
+        check(ops, created)?;
     }
 
     #[test]
     fn adaptive_grace_keeps_every_author_whose_fact_came_first(
         ops in prop::collection::vec(op(), 1..60),
+        created in prop::array::uniform3(0..20u8),
         after_misses in 1..4u32,
     ) {
-        check_adaptive(ops, after_misses)?;
+        check_adaptive(ops, created, after_misses)?;
     }
 }

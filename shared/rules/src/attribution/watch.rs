@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::audit::meta_field;
 use super::index::Query;
+use super::index::order::stage_time_us;
 
 /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -100,6 +101,8 @@ pub struct ObjectMeta {
     pub labels: BTreeMap<String, String>,
     /// `metadata.deletionTimestamp` is set (not null).
     pub deleting: bool,
+    /// `metadata.creationTimestamp` as sent (RFC 3339, second precision).
+    pub creation_timestamp: String,
 }
 
 /// `metadata` as [`ObjectMeta::parse`] reads it: string fields only, every
@@ -138,6 +141,7 @@ impl<'de> Deserialize<'de> for StrictMeta {
                         "namespace" => Some((2, &mut m.namespace)),
                         "name" => Some((4, &mut m.name)),
                         "resourceVersion" => Some((8, &mut m.resource_version)),
+                        "creationTimestamp" => Some((64, &mut m.creation_timestamp)),
                         _ => None,
                     };
                     if let Some((bit, slot)) = text {
@@ -202,6 +206,7 @@ impl ObjectMeta {
                 .map(|l| l.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
                 .unwrap_or_default(),
             deleting: object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()),
+            creation_timestamp: meta_field(object, "creationTimestamp"),
         }
     }
 
@@ -236,6 +241,8 @@ impl ObjectMeta {
             labels: self.labels,
             removal,
             observed_at_ms,
+            created_at_us: stage_time_us(&self.creation_timestamp),
+            previous: None,
         }
     }
 }
@@ -320,7 +327,7 @@ mod tests {
     }
 
     const META: &[&str] =
-        &["uid", "name", "namespace", "resourceVersion", "labels", "deletionTimestamp", "managedFields", "nam\\u0065"];
+        &["uid", "name", "namespace", "resourceVersion", "labels", "deletionTimestamp", "creationTimestamp", "managedFields", "nam\\u0065"];
 
     fn watched_object() -> impl Strategy<Value = String> {
         let metadata = prop_oneof![

@@ -7,12 +7,13 @@
 //! Resolutions are independent futures: a removal waiting out its grace
 //! delays no other resolution (no head-of-line blocking).
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rules::attribution::audit::{Event, Published};
 use rules::attribution::grace::{AdaptiveGrace, Streaks, Wait};
-use rules::attribution::index::{Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
+use rules::attribution::index::{Answered, Candidate, FactRef, Index, IndexConfig, Lookup, Match, Query};
 use rules::attribution::why::{CandidateView, EvidenceFact, Explanation, RouteHealthView};
 use rules::attribution::{ActorKind, Scope, ScopeHasher, Tier};
 use tokio::sync::watch;
@@ -75,6 +76,9 @@ pub struct RouteHealth {
 pub struct Engine {
     config: EngineConfig,
     index: RwLock<Index>,
+    /// What answered each object last (issue 30): its own lock, so
+    /// remembering an answer never takes the index's write lock.
+    answered: Mutex<Answered>,
     waiters: WaiterRegistry,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
@@ -100,6 +104,7 @@ impl Engine {
         Self {
             config,
             index: RwLock::new(Index::new(config.index)),
+            answered: Mutex::new(Answered::new(config.index.ttl_ms, config.index.max_facts_per_type)),
             waiters: WaiterRegistry::new(),
             clock,
             metrics,
@@ -133,6 +138,27 @@ impl Engine {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Index> {
         self.index.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn answered(&self) -> std::sync::MutexGuard<'_, Answered> {
+        self.answered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Objects whose last answer is remembered (bounded by the TTL and the
+    /// per-type cap).
+    pub fn answered_len(&self) -> usize {
+        self.answered().len()
+    }
+
+    /// `q` carrying what answered its object last, unless it already does.
+    fn with_previous<'q>(&self, scope: &Scope, q: &'q Query) -> Cow<'q, Query> {
+        if q.previous.is_some() || q.uid.is_empty() {
+            return Cow::Borrowed(q);
+        }
+        match self.answered().previous(scope, &q.uid, self.clock.now_ms()) {
+            Some(p) => Cow::Owned(Query { previous: Some(p), ..q.clone() }),
+            None => Cow::Borrowed(q),
+        }
     }
 
     fn streaks(&self) -> Option<std::sync::MutexGuard<'_, Streaks>> {
@@ -178,6 +204,7 @@ impl Engine {
             let mut last = self.last_sweep_ms.lock().unwrap_or_else(|e| e.into_inner());
             if now.saturating_sub(*last) >= SWEEP_EVERY_MS {
                 ix.sweep(now);
+                self.answered().sweep(now);
                 *last = now;
             }
             (keys, ix.len(), before, ix.evictions())
@@ -226,12 +253,20 @@ impl Engine {
             ix.sweep(now);
             ix.len()
         };
+        self.answered().sweep(now);
         self.metrics.fact_index_entries.set(len as i64);
     }
 
     /// One read of the index, as of now.
     pub fn lookup(&self, scope: &Scope, q: &Query) -> Lookup {
         self.read().lookup(scope, q, self.clock.now_ms())
+    }
+
+    /// A resolution's read: as of now, with what answered the object last
+    /// (read afresh each time: another resolution of it may have ended).
+    fn read_for(&self, scope: &Scope, q: &Query) -> Lookup {
+        let q = self.with_previous(scope, q);
+        self.lookup(scope, &q)
     }
 
     /// Every fact the index holds for the object, and why each would lose.
@@ -243,6 +278,8 @@ impl Engine {
     /// answers it. `following`: whether this process follows the type.
     pub fn explanation(&self, scope: &Scope, q: &Query, following: bool) -> Explanation {
         let engine = self;
+        let q = self.with_previous(scope, q);
+        let q = &*q;
         let winner = engine.lookup(scope, q);
         let candidates = engine
             .explain(scope, q)
@@ -297,7 +334,7 @@ impl Engine {
     /// first read settles, or the adaptive grace skips the wait.
     fn answer_now(&self, scope: &Scope, version: &str, q: &Query, start: Duration) -> Option<Resolution> {
         // Fast path: a read that settles needs no waiter (nothing to wait for).
-        let first = self.lookup(scope, q);
+        let first = self.read_for(scope, q);
         if first.settled {
             return Some(self.finish(scope, version, q, first.best, start));
         }
@@ -318,7 +355,7 @@ impl Engine {
         let mut waiter = self.waiters.register(scope, &q.waiter_keys());
         let mut grace_over = self.clock.sleep_until(deadline_ms);
         let best = loop {
-            let l = self.lookup(scope, q);
+            let l = self.read_for(scope, q);
             if l.settled || *shutdown.borrow_and_update() {
                 break l.best;
             }
@@ -329,7 +366,7 @@ impl Engine {
                 _ = &mut grace_over => {}
             }
             // Grace over or shutting down: what is there now is the answer.
-            break self.lookup(scope, q).best;
+            break self.read_for(scope, q).best;
         };
         drop(waiter);
         self.finish(scope, version, q, best, start)
@@ -341,6 +378,11 @@ impl Engine {
             fact: best.map(|m| m.fact),
             waited: self.clock.monotonic().saturating_sub(start),
         };
+        if let Some(f) = &r.fact
+            && !q.uid.is_empty()
+        {
+            self.answered().record(scope, &q.uid, f.answered(q), self.clock.now_ms());
+        }
         self.observe(scope, version, q, &r);
         r
     }

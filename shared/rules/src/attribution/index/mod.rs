@@ -25,15 +25,23 @@ use hashbrown::HashTable;
 use super::selector::Selector;
 use super::{Fact, Scope, ScopeHasher, Tier};
 
+pub mod answered;
 pub mod order;
 mod packed;
 mod queue;
 mod slab;
 mod store;
+pub use answered::{Answered, Previous, version_key};
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;
 use queue::Queue;
 use store::{Fid, Hashes, Key, NONE, SlotRef, Store};
+
+/// Why a weak tier passed a fact over, as `Explain` says it.
+pub const BEFORE_CREATION: &str =
+    "stamped before the object's creationTimestamp: it is about an earlier object of that name";
+pub const ANSWERED_EARLIER: &str = "it, or a later fact, already answered an earlier version of this object: \
+     it is about an earlier change (a weak tier never names the previous actor)";
 
 /// Caps and horizons of the index. Defaults are the sidecar's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +78,18 @@ impl StoredFact {
     pub fn same(&self, other: &StoredFact) -> bool {
         self.seq == other.seq
     }
+
+    /// What the answer memory ([`Answered`]) keeps of this fact once it
+    /// answered `q`: its place in the object's order as the index reads it.
+    pub fn answered(&self, q: &Query) -> Previous {
+        let f = &self.fact;
+        Previous {
+            seq: self.seq,
+            order: (f.resource_version.parse().ok(), order::stage_time_us(&f.stage_timestamp)),
+            version: version_key(&q.resource_version),
+            removal_fact: f.is_removal(),
+        }
+    }
 }
 
 pub type FactRef = Arc<StoredFact>;
@@ -101,6 +121,13 @@ pub struct Query {
     pub removal: bool,
     /// When the watch event was observed, on the index clock.
     pub observed_at_ms: u64,
+    /// The object's `metadata.creationTimestamp` in microseconds (it has
+    /// second precision): a weak-tier fact stamped before it is about an
+    /// earlier object of the same name.
+    pub created_at_us: Option<i64>,
+    /// What answered this object's last resolution ([`Answered`]): a weak
+    /// tier may not answer a later version with it or anything before it.
+    pub previous: Option<Previous>,
 }
 
 impl Query {
@@ -609,7 +636,7 @@ impl Index {
                 fallback = fallback.or(Some((Tier::Latest, f)));
             }
             let name = self.live(s.name(st, h, ns, &q.name), now_ms);
-            if let Some(f) = name.filter(|&f| removal(f)) {
+            if let Some(f) = name.filter(|&f| removal(f) && self.passed_over(f, q).is_none()) {
                 return (Some((Tier::Name, f)), true);
             }
             if fallback.is_some() {
@@ -622,10 +649,13 @@ impl Index {
 
         // The rv hatch and the name tier: all an exact-capable event may
         // reach after `exact`, and the last resort of a removal.
+        // Both are weak: a fact about an earlier change is passed over.
+        let usable = |f: &Fid| self.passed_over(*f, q).is_none();
         let hatch = rv
             .and_then(|r| self.live(s.rv(st, h, r), now_ms))
+            .filter(usable)
             .map(|f| (Tier::ResourceVersion, f))
-            .or_else(|| self.live(s.name(st, h, ns, &q.name), now_ms).map(|f| (Tier::Name, f)));
+            .or_else(|| self.live(s.name(st, h, ns, &q.name), now_ms).filter(usable).map(|f| (Tier::Name, f)));
         match hatch {
             Some((tier, f)) => (Some((tier, f)), !q.removal || removal(f)),
             None => (None, false),
@@ -660,8 +690,30 @@ impl Index {
                 && extra.is_none_or(|e| e.uids.is_none())
                 && self.store.get(c).at_ms().abs_diff(q.observed_at_ms) <= window
                 && extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels))
+                && self.passed_over(c, q).is_none()
         });
         latest(&self.store, held)
+    }
+
+    /// Why a weak-tier fact may not answer `q` (issue 30), `None` when it
+    /// may: it was stamped before the object existed, or it (or a fact
+    /// before it) answered an earlier version of the object. The strong
+    /// tiers are keyed by what only this change carries and never ask.
+    fn passed_over(&self, f: Fid, q: &Query) -> Option<&'static str> {
+        let slot = self.store.get(f);
+        let order = slot.order();
+        // creationTimestamp is cut to the second, so an instant in that
+        // second is not "before"; the audit stamp is finer than that.
+        if let (Some(created), Some(stamped)) = (q.created_at_us, order.1)
+            && stamped < created
+        {
+            return Some(BEFORE_CREATION);
+        }
+        let version = version_key(&q.resource_version);
+        if q.previous.is_some_and(|p| p.passes_over(slot.seq(), order, version, q.removal)) {
+            return Some(ANSWERED_EARLIER);
+        }
+        None
     }
 
     /// Every fact the index holds for the object of `q`, tier by tier, with
@@ -705,7 +757,7 @@ impl Index {
             } else if !extra.and_then(|e| e.selector.as_ref()).is_some_and(|sel| sel.matches(&q.labels)) {
                 Some("the collection's selector does not select this object")
             } else {
-                None
+                self.passed_over(c, q)
             };
             push(Tier::DeletecollectionScope, c, rule);
         }
@@ -720,10 +772,10 @@ impl Index {
             push(Tier::Latest, f, rule);
         }
         if let Some(f) = rv.and_then(|r| s.rv(st, h, r)) {
-            push(Tier::ResourceVersion, f, None);
+            push(Tier::ResourceVersion, f, self.passed_over(f, q));
         }
         if let Some(f) = s.name(st, h, ns, &q.name) {
-            push(Tier::Name, f, None);
+            push(Tier::Name, f, self.passed_over(f, q));
         }
         out
     }

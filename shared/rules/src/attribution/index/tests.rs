@@ -459,3 +459,5 @@ mod reordering {
         }
     }
 }
+
+mod weak;

@@ -111,6 +111,9 @@ pub struct ExplainParams {
     /// The object's labels, `k=v` pairs joined by `,` (a collection's
     /// selector is matched against them).
     pub labels: String,
+    /// The object's `metadata.creationTimestamp`: a weak-tier fact stamped
+    /// before it is passed over (empty: not known, nothing passed over).
+    pub creation_timestamp: String,
 }
 
 impl ExplainParams {
@@ -132,6 +135,8 @@ impl ExplainParams {
             labels: parse_labels(&self.labels),
             removal: self.removal,
             observed_at_ms: now_ms,
+            created_at_us: crate::attribution::index::order::stage_time_us(&self.creation_timestamp),
+            previous: None,
         }
     }
 
@@ -149,6 +154,7 @@ impl ExplainParams {
             ("resourceVersion", &self.resource_version),
             ("removal", if self.removal { "true" } else { "false" }),
             ("labels", &self.labels),
+            ("creationTimestamp", &self.creation_timestamp),
         ];
         pairs
             .iter()
