@@ -246,6 +246,10 @@ pub struct Git {
     /// ~/.kube/config, then the in-cluster service account).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// With --git-target: how long each read of the cluster may wait for
+    /// the API server (e.g. 5s); 0: 10s to connect and 60s without a byte.
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
     /// The local clone the sidecar commits into (created when absent).
     /// Without it, `Commit` is refused and only `Resolve` is served.
     #[arg(long, env = "REVERSER_GIT_REPO")]
