@@ -11,6 +11,9 @@ use serde_norway::Value;
 use testkit::kubectl::{KUBECTL, Kubectl};
 
 const SIDECAR: &str = "reverser-sidecar";
+/// The fact source every injection here names.
+const FACTS: &str = "--redis-url-secret";
+const FACTS_SECRET: &str = "reverser-redis/url";
 
 /// kubectl with only `kubectl-reverser` added to the PATH; no cluster is
 /// needed for inject, and the runner makes sure none is consulted.
@@ -39,11 +42,15 @@ impl PluginPath {
     }
 
     /// `kubectl reverser inject -f <file> <extra>`, asserting success;
-    /// returns (stdout, stderr).
+    /// returns (stdout, stderr). The sidecar's fact source is the Redis URL
+    /// in Secret reverser-redis/url unless `extra` names a Redis URL.
     fn inject(&self, file: &Path, extra: &[&str]) -> (String, String) {
         let file = file.to_str().unwrap();
         let mut args = vec!["reverser", "inject", "-f", file];
         args.extend_from_slice(extra);
+        if !extra.iter().any(|a| a.starts_with("--redis-url-secret") || a.contains("--redis-url=")) {
+            args.extend_from_slice(&[FACTS, FACTS_SECRET]);
+        }
         let out = self.kubectl(&args);
         let stdout = String::from_utf8(out.stdout).unwrap();
         let stderr = String::from_utf8(out.stderr).unwrap();
@@ -204,7 +211,7 @@ fn inject_a_list_and_from_stdin() {
     });
 
     let text = std::fs::read_to_string(fixture("list.yaml")).unwrap();
-    let piped = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-"], Some(&text));
+    let piped = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-", FACTS, FACTS_SECRET], Some(&text));
     assert!(piped.status.success(), "{piped:?}");
     assert_eq!(String::from_utf8(piped.stdout).unwrap(), out);
     assert_eq!(String::from_utf8(piped.stderr).unwrap(), "Deployment gitops/gitops-reverser injected\n");
@@ -272,7 +279,7 @@ fn inject_errors_are_clear_and_non_zero() {
         ),
     ];
     for (extra, expected) in cases {
-        let mut args = vec!["reverser", "inject"];
+        let mut args = vec!["reverser", "inject", FACTS, FACTS_SECRET];
         args.extend(extra.iter().map(String::as_str));
         let out = plugin.kubectl(&args);
         let stderr = String::from_utf8(out.stderr).unwrap();
@@ -281,13 +288,16 @@ fn inject_errors_are_clear_and_non_zero() {
         assert!(stderr.starts_with("error: "), "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
     }
-    let out = plugin.kubectl(&["reverser", "inject", "-f", fixture("invalid.yaml").to_str().unwrap()]);
+    let out =
+        plugin.kubectl(&["reverser", "inject", FACTS, FACTS_SECRET, "-f", fixture("invalid.yaml").to_str().unwrap()]);
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(stderr.contains("document starting at line 6"), "{stderr}");
 
     let out = plugin.kubectl(&[
         "reverser",
         "inject",
+        FACTS,
+        FACTS_SECRET,
         "-f",
         fixture("deployment.yaml").to_str().unwrap(),
         "--watcher-container",
@@ -370,6 +380,10 @@ fn inject_refuses_sidecar_args_the_sidecar_refuses_and_only_those() {
         let mut args = vec!["reverser", "inject", "-f", deployment.to_str().unwrap()];
         let flags: Vec<String> = sidecar_args.iter().map(|a| format!("--sidecar-arg={a}")).collect();
         args.extend(flags.iter().map(String::as_str));
+        if refusal.is_none() {
+            // Accepted needs a fact source too (see the test below).
+            args.extend_from_slice(&[FACTS, FACTS_SECRET]);
+        }
         let out = plugin.kubectl(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         // The real sidecar agrees: what inject refuses, it refuses; what
@@ -415,7 +429,7 @@ fn inject_json_gives_json_and_refuses_a_plain_sidecar_in_a_job() {
     let pretty = serde_json::to_string_pretty(&deployment).unwrap() + "\n";
     let stream = format!("{}\n{}\n", deployment, pod);
     for (text, objects) in [(pretty, 1), (stream, 2)] {
-        let out = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-"], Some(&text));
+        let out = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-", FACTS, FACTS_SECRET], Some(&text));
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let stdout = String::from_utf8(out.stdout).unwrap();
         let values: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&stdout)
@@ -429,9 +443,90 @@ fn inject_json_gives_json_and_refuses_a_plain_sidecar_in_a_job() {
         assert_eq!(values.len(), objects, "{stdout}");
     }
     for job in ["job.yaml", "cronjob.yaml"] {
-        let out = plugin.kubectl(&["reverser", "inject", "-f", fixture(job).to_str().unwrap(), "--plain-container"]);
+        let out = plugin.kubectl(&[
+            "reverser",
+            "inject",
+            FACTS,
+            FACTS_SECRET,
+            "-f",
+            fixture(job).to_str().unwrap(),
+            "--plain-container",
+        ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && out.stdout.is_empty(), "{job}: {stderr}");
         assert!(stderr.contains("with --plain-container: the sidecar never exits"), "{job}: {stderr}");
+    }
+}
+
+#[test]
+fn inject_refuses_a_sidecar_no_fact_could_reach_or_a_password_in_the_pod_spec() {
+    let plugin = PluginPath::new();
+    let deployment = fixture("deployment.yaml");
+    let file = deployment.to_str().unwrap();
+    // No fact source: the README's headline alone.
+    let out = plugin.kubectl(&["reverser", "inject", "-f", file]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.starts_with("error: the sidecar would have no fact source")
+            && stderr.contains("--redis-url-secret NAME/KEY")
+            && stderr.contains("the chart's webhook"),
+        "{stderr}"
+    );
+    // A password through --sidecar-arg would show in the pod spec.
+    let out =
+        plugin.kubectl(&["reverser", "inject", "-f", file, "--sidecar-arg=--redis-url=redis://:hunter2@redis:6379"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("carries a password") && stderr.contains("--redis-url-secret"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "the refusal repeats the password: {stderr}");
+    // A URL without a password is a fact source.
+    let (out, _) = plugin.inject(&deployment, &["--sidecar-arg=--redis-url=redis://redis:6379"]);
+    assert!(out.contains("--redis-url=redis://redis:6379"), "{out}");
+}
+
+#[test]
+fn the_injected_sidecar_serves_its_metrics_where_why_pod_looks() {
+    let plugin = PluginPath::new();
+    let (out, _) = plugin.inject(&fixture("deployment.yaml"), &[]);
+    let docs = documents(&out);
+    let sidecar = &at(&docs[0], "spec.template.spec")["initContainers"][0];
+    let args: Vec<&str> = sidecar["args"].as_sequence().unwrap().iter().filter_map(Value::as_str).collect();
+    // The pod proxy reaches the pod's IP, at why --pod's default --pod-port.
+    assert!(args.contains(&"--metrics-listen=0.0.0.0:9090"), "{args:?}");
+    let (out, _) = plugin.inject(&fixture("deployment.yaml"), &["--metrics-port", "9191"]);
+    assert!(out.contains("--metrics-listen=0.0.0.0:9191"), "{out}");
+}
+
+#[test]
+fn inject_refuses_a_socket_the_pod_already_points_elsewhere_or_a_volume_it_would_write_into() {
+    let plugin = PluginPath::new();
+    let pod = |containers: &str, volumes: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: shop}}\nspec:\n  containers:\n{containers}  volumes:\n{volumes}"
+        )
+    };
+    let cases = [
+        (
+            pod(
+                "  - name: main\n    env:\n    - {name: REVERSER_SOCKET, value: /custom/path.sock}\n",
+                "  - {name: d, emptyDir: {}}\n",
+            ),
+            "sets REVERSER_SOCKET \"/custom/path.sock\"",
+        ),
+        (
+            pod("  - name: main\n", "  - name: reverser-socket\n    persistentVolumeClaim: {claimName: data}\n"),
+            "persistentVolumeClaim, not an emptyDir",
+        ),
+    ];
+    for (text, words) in cases {
+        let out = plugin.kubectl_with_stdin(&["reverser", "inject", "-f", "-", FACTS, FACTS_SECRET], Some(&text));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{stderr}");
+        assert!(
+            stderr.starts_with("error: stdin: cannot inject into Pod shop/p: ") && stderr.contains(words),
+            "{stderr}"
+        );
     }
 }

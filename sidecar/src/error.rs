@@ -29,6 +29,11 @@ pub enum Error {
     #[error("{0}")]
     Config(String),
 
+    /// A read of the cluster got no usable answer: the text names the
+    /// read, the API server and its bound.
+    #[error("{0}; check that the API server is up and reachable from here (--kubeconfig, --request-timeout)")]
+    ApiServer(String),
+
     /// A listener could not be bound.
     #[error("cannot listen for {what} on {addr}: {source}; stop what holds the address or choose another")]
     Listen {

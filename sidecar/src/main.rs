@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod accept;
 mod api;
+mod apiserver;
 mod authority;
 mod devcerts;
 mod error;
@@ -57,7 +58,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    runtime::telemetry::init(&cli.log, "info");
+    // kube's own lines repeat, as Debug text, each failure the commands
+    // already log as a sentence naming the server and the bound.
+    runtime::telemetry::init(&cli.log, "info,kube_client=off");
     let result = match cli.command {
         Command::Replay(args) => replay::run(args),
         Command::Serve(args) => runtime().and_then(|rt| rt.block_on(serve::serve(args))),

@@ -24,7 +24,9 @@ use runtime::attribution::commit::{Identity, RemoteAuth, RemoteConfig, WriterCon
 use runtime::mirror::{self, Loaded};
 
 use crate::api::MirrorPolicy;
+use crate::apiserver::Server;
 use crate::error::{Error, Result};
+use runtime::kubeconfig::Bounds;
 
 /// `NAMESPACE/NAME`.
 pub fn parse_target(s: &str) -> Result<(String, String)> {
@@ -46,11 +48,10 @@ fn text(what: &str, bytes: &[u8]) -> Result<String> {
 /// The writer and the removal policy for GitTarget `target`.
 pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(WriterConfig, MirrorPolicy, Loaded)> {
     let (ns, name) = parse_target(target)?;
-    let kube_config =
-        runtime::kubeconfig::load(args.kubeconfig.as_deref(), None).await.map_err(runtime::Error::from)?;
-    let client = kube::Client::try_from(kube_config)
-        .map_err(|e| Error::Config(format!("cannot build a Kubernetes client: {e}; check the kubeconfig")))?;
-    let loaded = mirror::load(&client, &ns, &name).await.map_err(runtime::Error::from)?;
+    // Bounded: a server that never answers stops the start with its name
+    // and the bound instead of a hang.
+    let (client, server) = Server::connect(args.kubeconfig.as_deref(), Bounds::new(args.request_timeout)).await?;
+    let loaded = mirror::load(&client, &ns, &name).await.map_err(|e| server.mirror_error(e))?;
     let provider = &loaded.provider.spec;
     let provider_name = format!("GitProvider {ns}/{}", loaded.provider.metadata.name);
     let messages = Messages::new(&provider.messages(), &name)
@@ -65,7 +66,7 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
         let what = format!("Secret {ns}/{} (the credentials of {provider_name})", secret_ref.name);
         let data = mirror::secret(&client, &ns, &secret_ref.name)
             .await
-            .map_err(runtime::Error::from)?
+            .map_err(|e| server.mirror_error(e))?
             .ok_or_else(|| Error::Config(format!("{what} does not exist; create it or drop spec.secretRef")))?;
         remote.auth = if let Some(key) = first(&data, &SSH_KEYS) {
             let known_hosts = match data.get("known_hosts") {

@@ -1,5 +1,9 @@
-//! What `serve` logs and reports about itself: the ready-to-paste curl in
-//! its startup banner works as logged, and /readyz follows the follower.
+//! What `serve` and `watch` log and report about themselves: the
+//! ready-to-paste curl in serve's startup banner works as logged, /readyz
+//! follows the follower; against an API server that accepts connections
+//! and never answers (`testkit hang`) every call is bounded, the bound is
+//! logged with the server, /readyz says not ready, and a stop signal ends
+//! the process; a mistyped `--resource` stops `watch` at start.
 
 mod support;
 
@@ -8,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::*;
+use testkit::process::Hang;
 use testkit::{RedisServer, free_port};
 
 #[test]
@@ -76,4 +81,152 @@ fn readyz_waits_for_the_follower_to_catch_up() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(s.metrics().contains("gitopsreverser_attribution_fact_follower_errors_total{transport=\"redis\"}"));
+}
+
+/// Waits for the file at `path` to contain every one of `wanted`.
+fn wait_for_log(path: &std::path::Path, wanted: &[&str], within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if wanted.iter().all(|w| text.contains(w)) {
+            return text;
+        }
+        assert!(Instant::now() < deadline, "the log never said {wanted:?}:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sends SIGTERM and waits up to `within` for the exit.
+fn terminate(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("still running {within:?} after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn watch_against_a_server_that_never_answers_logs_the_bound_is_not_ready_and_stops_on_sigterm() {
+    let hang = Hang::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, testkit::fakeapi::kubeconfig(&hang.url(), "shop")).unwrap();
+    let sidecar = Sidecar::start("serve", &["--audit-listen", "off"]);
+    let metrics = free_port().unwrap();
+    let log = dir.path().join("watch.log");
+    let mut watch = Command::new(BIN)
+        .args(["watch", "--resource", "configmaps", "--request-timeout", "1s", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(&sidecar.socket)
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
+        .env("NO_COLOR", "1")
+        .env_remove("REVERSER_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Discovery gives up after the bound, and says so naming the server.
+    let text = wait_for_log(
+        &log,
+        &[&format!("the API server at {} did not answer within --request-timeout 1s", hang.url())],
+        Duration::from_secs(20),
+    );
+    // Nothing is judged while the server cannot be asked.
+    assert!(!text.contains("no served resource matches"), "{text}");
+    assert!(!text.contains("Custom {") && !text.contains("ERROR"), "no Debug text, no kube ERROR lines:\n{text}");
+    let ready = http_get(metrics, "/readyz");
+    assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+    assert!(ready.contains("discovery: reading API discovery: the API server at"), "{ready}");
+    assert!(http_get(metrics, "/healthz").starts_with("HTTP/1.1 200"), "alive all the same");
+    // Several retries later the same failure is not logged again.
+    std::thread::sleep(Duration::from_secs(7));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("did not answer").count(), 1, "{text}");
+    // A stop signal ends it promptly, even with a call outstanding.
+    let started = Instant::now();
+    let status = terminate(&mut watch, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}\n{}", std::fs::read_to_string(&log).unwrap());
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn watch_waiting_for_the_sidecars_socket_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = testkit::fakeapi::spawn(testkit::fakeapi::Store::new()).unwrap();
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "shop").unwrap();
+    let log = dir.path().join("watch.log");
+    let mut watch = Command::new(BIN)
+        .args(["watch", "--resource", "configmaps", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(dir.path().join("nobody.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_log(&log, &["waiting for the sidecar's socket"], Duration::from_secs(20));
+    let status = terminate(&mut watch, Duration::from_secs(5));
+    assert!(status.success(), "{status:?}\n{}", std::fs::read_to_string(&log).unwrap());
+}
+
+#[test]
+fn serve_for_a_git_target_on_a_server_that_never_answers_stops_naming_the_server_and_the_bound() {
+    let hang = Hang::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, testkit::fakeapi::kubeconfig(&hang.url(), "shop")).unwrap();
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .args(["serve", "--audit-listen", "off", "--git-target", "shop/lab", "--request-timeout", "1s"])
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(dir.path().join("s.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    assert!(
+        stderr.contains(&format!("the API server at {} did not answer within --request-timeout 1s", hang.url()))
+            && stderr.contains("GitTarget"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_mistyped_resource_stops_watch_at_start_naming_the_close_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = testkit::fakeapi::spawn(testkit::fakeapi::Store::new()).unwrap();
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "shop").unwrap();
+    let sidecar = Sidecar::start("serve", &["--audit-listen", "off"]);
+    let out = Command::new(BIN)
+        .args(["watch", "--resource", "configmap", "--resource", "deployments.apps", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(&sidecar.socket)
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--resource configmap: no served resource matches \"configmap\"")
+            && stderr.contains("did you mean configmaps?"),
+        "{stderr}"
+    );
 }

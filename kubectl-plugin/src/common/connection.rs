@@ -15,11 +15,8 @@ use clap::Args;
 
 use super::{CliError, exit_code};
 
-/// How long to wait for a TCP (and TLS) connection to the API server.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long to wait for the next byte from a server that is answering,
-/// when `--request-timeout` is 0.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+pub use runtime::kubeconfig::bounds::{CONNECT_TIMEOUT, IDLE_TIMEOUT, humanize};
+use runtime::kubeconfig::{Bounds, Unanswered};
 
 /// The connection flags of every kubectl command. kubectl hands a plugin
 /// every argument after its name untouched, so the plugin parses these
@@ -185,12 +182,7 @@ impl KubeArgs {
 
 /// Sets the timeouts every call of the client is bounded by.
 pub fn bound(config: &mut kube::Config, request_timeout: Duration) {
-    let per_request = (!request_timeout.is_zero()).then_some(request_timeout);
-    config.connect_timeout = Some(per_request.map_or(CONNECT_TIMEOUT, |t| t.min(CONNECT_TIMEOUT)));
-    config.read_timeout = Some(per_request.unwrap_or(IDLE_TIMEOUT));
-    config.write_timeout = Some(per_request.unwrap_or(IDLE_TIMEOUT));
-    // Counted from the request, not from when a pooled connection went idle.
-    config.reset_reader_on_write = true;
+    Bounds::new(request_timeout).apply(config);
 }
 
 pub use runtime::error_chain as chain;
@@ -261,42 +253,29 @@ pub fn transport_failure(doing: &str, e: &(dyn std::error::Error + 'static)) -> 
     if let Some(exec) = exec_failure(e) {
         return CliError::new(format!("{doing}: {exec}"));
     }
-    let io = io_kinds(e);
-    let text = chain(e);
-    if io.contains(&std::io::ErrorKind::TimedOut) || text.contains("timed out") || text.contains("deadline has elapsed")
-    {
-        let limit = match CONNECTION.get().map(|c| c.request_timeout).filter(|t| !t.is_zero()) {
-            Some(t) => format!("within --request-timeout {}", humanize(t)),
-            None => format!(
-                "within {} to connect or {} between bytes (bound it with --request-timeout)",
-                humanize(CONNECT_TIMEOUT),
-                humanize(IDLE_TIMEOUT)
-            ),
-        };
-        return CliError::new(format!(
-            "{doing}: {where_} did not answer {limit}; check that the cluster is up and reachable from here \
-             (--server, --context)"
+    let bounds = Bounds::new(CONNECTION.get().map(|c| c.request_timeout).unwrap_or_default());
+    match Unanswered::classify(e) {
+        Unanswered::TimedOut => CliError::new(format!(
+            "{doing}: {where_} did not answer {}; check that the cluster is up and reachable from here \
+             (--server, --context)",
+            bounds.describe()
         ))
-        .with_code(exit_code::UNREACHABLE);
-    }
-    if io.contains(&std::io::ErrorKind::ConnectionRefused) || text.contains("onnection refused") {
-        return CliError::new(format!(
+        .with_code(exit_code::UNREACHABLE),
+        Unanswered::Refused => CliError::new(format!(
             "{doing}: cannot connect to {where_}: connection refused; check --server or --context, and that the \
              cluster is up"
         ))
-        .with_code(exit_code::UNREACHABLE);
-    }
-    if text.to_lowercase().contains("certificate") {
-        return CliError::new(format!(
+        .with_code(exit_code::UNREACHABLE),
+        Unanswered::Tls(text) => CliError::new(format!(
             "{doing}: the TLS connection to {where_} failed: {text}; pass the CA that signed the server's \
              certificate with --certificate-authority (or fix the kubeconfig's)"
         ))
-        .with_code(exit_code::UNREACHABLE);
+        .with_code(exit_code::UNREACHABLE),
+        Unanswered::Other(text) => CliError::new(format!(
+            "{doing}: cannot reach {where_}: {text}; check --kubeconfig and --context, and that the cluster is up"
+        ))
+        .with_code(exit_code::UNREACHABLE),
     }
-    CliError::new(format!(
-        "{doing}: cannot reach {where_}: {text}; check --kubeconfig and --context, and that the cluster is up"
-    ))
-    .with_code(exit_code::UNREACHABLE)
 }
 
 /// A failed exec credential plugin, as a sentence: its command, exit
@@ -361,30 +340,4 @@ fn exec_command(debug_form: &str) -> String {
     tokens.push(cur);
     let program = tokens.iter().find(|t| t.starts_with('"')).map_or(debug_form, |t| t.trim_matches('"'));
     format!("`{program}`")
-}
-
-fn io_kinds(e: &(dyn std::error::Error + 'static)) -> Vec<std::io::ErrorKind> {
-    let mut kinds = Vec::new();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            kinds.push(io.kind());
-        }
-        cur = err.source();
-    }
-    kinds
-}
-
-/// `2s`, `500ms`, `1m30s`.
-pub fn humanize(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let s = d.as_secs();
-    match (s / 60, s % 60) {
-        (0, s) => format!("{s}s"),
-        (m, 0) => format!("{m}m"),
-        (m, s) => format!("{m}m{s}s"),
-    }
 }

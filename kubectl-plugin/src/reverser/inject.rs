@@ -51,7 +51,17 @@ pub struct Args {
     /// Where the socket directory is mounted in the sidecar and watchers.
     #[arg(long, value_name = "DIR", default_value = rules::inject::DEFAULT_SOCKET_DIR)]
     pub socket_dir: String,
+
+    /// The port of the sidecar's /metrics, /healthz, /readyz and /v1/explain
+    /// on the pod's IP, where `kubectl reverser why --pod` reaches it
+    /// (`--pod-port`); pick one the watcher does not use. A
+    /// --sidecar-arg=--metrics-listen replaces it.
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_METRICS_PORT)]
+    pub metrics_port: u16,
 }
+
+/// `why --pod`'s default `--pod-port`, and `serve`'s own metrics port.
+pub const DEFAULT_METRICS_PORT: u16 = 9090;
 
 impl Args {
     /// The injection these flags ask for.
@@ -63,7 +73,7 @@ impl Args {
                 Some(name) => WatcherSelector::Named(name.clone()),
                 None => WatcherSelector::All,
             },
-            extra_args: self.sidecar_args.clone(),
+            extra_args: self.extra_args(),
             socket_dir: self.socket_dir.clone(),
             redis_url_secret: self.redis_url_secret.clone(),
             ..InjectOptions::default()
@@ -71,15 +81,32 @@ impl Args {
     }
 }
 
-/// Refuses `--sidecar-arg`s the sidecar would refuse at startup (the pod
-/// would crash-loop), with the sidecar's own words.
+impl Args {
+    /// The sidecar's extra arguments: its metrics on the pod's IP (the
+    /// pod proxy reaches nothing on loopback), then `--sidecar-arg`s.
+    fn extra_args(&self) -> Vec<String> {
+        let given = |flag: &str| self.sidecar_args.iter().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+        let mut args = Vec::new();
+        if !given("--metrics-listen") {
+            args.push(format!("--metrics-listen=0.0.0.0:{}", self.metrics_port));
+        }
+        args.extend(self.sidecar_args.iter().cloned());
+        args
+    }
+}
+
+/// Refuses a sidecar that would crash-loop (`--sidecar-arg`s `serve` would
+/// refuse, in its own words), that no fact could reach, or whose Redis
+/// password would show in the pod spec.
 pub fn check_sidecar_args(options: &InjectOptions) -> Result<(), String> {
-    runtime::cli::check_injected_sidecar(options).map_err(|why| {
-        format!(
+    use runtime::cli::InjectRefusal;
+    runtime::cli::check_injected_fact_source(options).map_err(|refusal| match refusal {
+        InjectRefusal::Args(why) => format!(
             "--sidecar-arg: reverser-sidecar serve would refuse its arguments {:?}, and the injected pod would \
              crash-loop: {why}; see `reverser-sidecar serve --help` (or docs/inject.md) for the flags it takes",
             options.extra_args
-        )
+        ),
+        other => other.to_string(),
     })
 }
 

@@ -16,7 +16,11 @@ const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  cont
 #[test]
 fn inject_flags_become_inject_options() {
     let args = inject_args(&["kubectl-reverser", "inject", "-f", "-"]);
-    assert_eq!(args.options(), InjectOptions::default());
+    // The sidecar's metrics listen on the pod's IP, where `why --pod` looks.
+    assert_eq!(
+        args.options(),
+        InjectOptions { extra_args: vec!["--metrics-listen=0.0.0.0:9090".into()], ..InjectOptions::default() }
+    );
 
     let args = inject_args(&[
         "kubectl-reverser",
@@ -41,7 +45,7 @@ fn inject_flags_become_inject_options() {
     assert_eq!(o.image, "example/sidecar:dev");
     assert_eq!(o.mode, SidecarMode::Plain);
     assert_eq!(o.watcher, WatcherSelector::Named("manager".into()));
-    assert_eq!(o.extra_args, ["--transport", "redis", "--redis-url=redis://r:6379"]);
+    assert_eq!(o.extra_args, ["--metrics-listen=0.0.0.0:9090", "--transport", "redis", "--redis-url=redis://r:6379"]);
     assert_eq!(o.socket_path(), "/run/r/reverser.sock");
 }
 
@@ -53,7 +57,7 @@ fn inject_requires_a_file() {
 
 #[test]
 fn inject_reads_stdin_writes_stdout_and_reports_on_stderr() {
-    let args = inject_args(&["kubectl-reverser", "inject", "-f", "-"]);
+    let args = inject_args(&["kubectl-reverser", "inject", "-f", "-", "--redis-url-secret", "r/url"]);
     let (mut out, mut log) = (Vec::new(), Vec::new());
     inject::run(&args, &mut POD.as_bytes(), &mut out, &mut log).unwrap();
     let out = String::from_utf8(out).unwrap();
@@ -64,12 +68,12 @@ fn inject_reads_stdin_writes_stdout_and_reports_on_stderr() {
 
 #[test]
 fn inject_errors_name_the_file_and_what_to_do() {
-    let args = inject_args(&["kubectl-reverser", "inject", "-f", "/nonexistent/x.yaml"]);
+    let args = inject_args(&["kubectl-reverser", "inject", "-f", "/nonexistent/x.yaml", "--redis-url-secret", "r/url"]);
     let err = inject::run(&args, &mut &b""[..], &mut Vec::new(), &mut Vec::new()).unwrap_err();
     assert!(err.message().starts_with("cannot read manifests from /nonexistent/x.yaml:"), "{err}");
     assert!(err.message().contains("-f"), "{err}");
 
-    let args = inject_args(&["kubectl-reverser", "inject", "-f", "-"]);
+    let args = inject_args(&["kubectl-reverser", "inject", "-f", "-", "--redis-url-secret", "r/url"]);
     let err = inject::run(&args, &mut &b"kind: [\n"[..], &mut Vec::new(), &mut Vec::new()).unwrap_err();
     assert!(err.message().starts_with("stdin: the document starting at line 1 is not valid YAML"), "{err}");
 }

@@ -48,6 +48,13 @@ pub enum Error {
     )]
     InjectWatcherNotFound { object: String, container: String, available: String },
 
+    /// The pod already uses a name or path the injection needs for
+    /// something else (a REVERSER_SOCKET pointing elsewhere, a volume named
+    /// `reverser-socket` that is not an emptyDir): injecting would leave the
+    /// watcher without the socket.
+    #[error("cannot inject into {object}: {conflict}")]
+    InjectConflict { object: String, conflict: String },
+
     /// A plain-container sidecar would keep a Job (or a CronJob's Jobs)
     /// from ever completing: it never exits.
     #[error(

@@ -246,6 +246,10 @@ pub struct Git {
     /// ~/.kube/config, then the in-cluster service account).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// With --git-target: how long each read of the cluster may wait for
+    /// the API server (e.g. 5s); 0: 10s to connect and 60s without a byte.
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
     /// The local clone the sidecar commits into (created when absent).
     /// Without it, `Commit` is refused and only `Resolve` is served.
     #[arg(long, env = "REVERSER_GIT_REPO")]
@@ -390,6 +394,11 @@ enum ServeOnly {
 /// (name, placeholder value), e.g. `REVERSER_REDIS_URL` from a Secret.
 /// Returns the sidecar's refusal, in its own words.
 pub fn check_serve_args(args: &[String], env: &[(&str, &str)]) -> Result<(), String> {
+    parse_serve_args(args, env).map(drop)
+}
+
+/// [`check_serve_args`], returning what `serve` would run with.
+fn parse_serve_args(args: &[String], env: &[(&str, &str)]) -> Result<ServeArgs, String> {
     let mut cmd = ServeLine::command().mut_args(|a| a.env(None::<&str>));
     cmd = cmd.mut_subcommand("serve", |s| s.mut_args(|a| a.env(None::<&str>)));
     let mut argv: Vec<String> = vec!["reverser-sidecar".into()];
@@ -410,7 +419,8 @@ pub fn check_serve_args(args: &[String], env: &[(&str, &str)]) -> Result<(), Str
         return Err("the sidecar's arguments must start with `serve`".into());
     };
     let parsed = ServeArgs::from_arg_matches(sub).map_err(|e| clap_message(&e))?;
-    parsed.check().map_err(|e| e.to_string())
+    parsed.check().map_err(|e| e.to_string())?;
+    Ok(parsed)
 }
 
 /// For an unknown `--flag`, the sidecar's flags whose name ends with or
@@ -436,11 +446,54 @@ fn similar_flag(e: &clap::Error, serve: &clap::Command) -> String {
 /// `serve` parses them, with the environment the injection gives it
 /// (`REVERSER_REDIS_URL` from a Secret, whose value only the pod knows).
 pub fn check_injected_sidecar(options: &rules::inject::InjectOptions) -> Result<(), String> {
+    injected_serve_args(options).map(drop)
+}
+
+fn injected_serve_args(options: &rules::inject::InjectOptions) -> Result<ServeArgs, String> {
     let env = match options.redis_url_secret {
         Some(_) => vec![(rules::inject::REDIS_URL_ENV, "redis://from-a-secret.invalid:6379")],
         None => Vec::new(),
     };
-    check_serve_args(&rules::inject::sidecar_args(options), &env)
+    parse_serve_args(&rules::inject::sidecar_args(options), &env)
+}
+
+/// [`check_injected_sidecar`], then what `kubectl reverser inject` adds: the
+/// sidecar has a fact source (without one every commit would be authored
+/// `unknown`), and no password shows in the pod spec.
+pub fn check_injected_fact_source(options: &rules::inject::InjectOptions) -> Result<(), InjectRefusal> {
+    let parsed = injected_serve_args(options).map_err(InjectRefusal::Args)?;
+    if options.redis_url_secret.is_none()
+        && let Some(url) = &parsed.attribution.redis_url
+        && crate::redact::redact_url(url) != *url
+    {
+        return Err(InjectRefusal::PasswordInSpec);
+    }
+    if parsed.attribution.redis_url.is_none() && parsed.receiver.audit_listen == "off" {
+        return Err(InjectRefusal::NoFactSource);
+    }
+    Ok(())
+}
+
+/// Why `inject` will not write a sidecar.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InjectRefusal {
+    /// `serve` would refuse its arguments: the pod would crash-loop.
+    #[error("{0}")]
+    Args(String),
+    /// Neither Redis nor an audit listener: no fact could ever arrive.
+    #[error(
+        "the sidecar would have no fact source: it listens for no audit webhook and reads no Redis, so every commit \
+         would be authored `unknown`. Pass --redis-url-secret NAME/KEY (a Secret in the workload's namespace holding \
+         the URL of the Redis the chart's receiver publishes to), or let the chart's webhook inject the pod (it \
+         wires the receiver's Redis); see docs/inject.md"
+    )]
+    NoFactSource,
+    /// The Redis URL and its password would show in the pod spec.
+    #[error(
+        "--sidecar-arg=--redis-url carries a password, which would show in the pod spec to anyone who can read \
+         it; put the URL in a Secret and pass --redis-url-secret NAME/KEY instead"
+    )]
+    PasswordInSpec,
 }
 
 /// A clap error as one line: the refusal and its tip, without the usage.

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+pub mod bounds;
+pub use bounds::{Bounds, Unanswered};
+
 /// The configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeconfigError {
@@ -22,6 +25,11 @@ pub enum KubeconfigError {
     /// A flag overriding the configuration cannot be applied.
     #[error("{flag} {value:?}: {cause}")]
     Flag { flag: &'static str, value: String, cause: String },
+
+    /// A client cannot be built from the loaded configuration (its TLS
+    /// material, say).
+    #[error("cannot build a Kubernetes client for {server}: {cause}; check the kubeconfig")]
+    Client { server: String, cause: String },
 }
 
 fn source_name(path: Option<&Path>) -> String {
@@ -106,6 +114,16 @@ pub async fn load_with(kubeconfig: Option<&Path>, overrides: &Overrides) -> Resu
     };
     apply(&mut config, overrides)?;
     Ok(config)
+}
+
+/// A client for `config` whose every call is held to `bounds`, with the
+/// server it talks to (for messages).
+pub fn bounded_client(mut config: kube::Config, bounds: &Bounds) -> Result<(kube::Client, String), KubeconfigError> {
+    bounds.apply(&mut config);
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+    let client = kube::Client::try_from(config)
+        .map_err(|e| KubeconfigError::Client { server: server.clone(), cause: crate::error_chain(&e) })?;
+    Ok((client, server))
 }
 
 /// The kubeconfig file(s) `kubeconfig` or the environment name, read and

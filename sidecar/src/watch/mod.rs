@@ -7,6 +7,7 @@
 //! types.
 
 mod metrics;
+mod readiness;
 mod stream;
 mod window;
 
@@ -27,9 +28,12 @@ use runtime::shutdown::{Tasks, terminated};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
+use crate::apiserver::Server;
 use crate::error::{Error, Result};
 use metrics::WatchMetrics;
+use readiness::{DISCOVERY, Outage, Readiness};
 use runtime::cli::parse_duration;
+use runtime::kubeconfig::Bounds;
 use stream::Shared;
 
 #[derive(Debug, clap::Args)]
@@ -74,6 +78,11 @@ pub struct Args {
     /// in-cluster service account).
     #[arg(long, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
+    /// How long each API call may wait for the server (e.g. 5s, 1m); 0: 10s
+    /// to connect and 60s without a byte. A watch counts as silent after
+    /// 2m without a byte (the API server sends a bookmark each minute).
+    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub request_timeout: Duration,
     /// /metrics, /healthz and /readyz of the watcher.
     #[arg(long, env = "REVERSER_WATCH_METRICS_LISTEN", default_value = "127.0.0.1:9091")]
     pub metrics_listen: SocketAddr,
@@ -86,6 +95,11 @@ pub struct Args {
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(20);
 /// How often discovery and namespaces are read again (new CRDs, labels).
 const REDISCOVER: Duration = Duration::from_secs(60);
+/// How long a watch may go without a byte before it is resumed: the API
+/// server sends a bookmark about every minute on a quiet type.
+const WATCH_SILENCE: Duration = Duration::from_secs(120);
+/// How long to wait before reading discovery again after it failed.
+const RETRY_DISCOVERY: Duration = Duration::from_secs(5);
 
 /// Where the watched types come from.
 enum Source {
@@ -100,36 +114,52 @@ struct Running {
 }
 
 pub async fn run(args: Args) -> Result<()> {
-    let config = runtime::kubeconfig::load(args.kubeconfig.as_deref(), None).await.map_err(runtime::Error::from)?;
-    let client = kube::Client::try_from(config)
-        .map_err(|e| Error::Config(format!("cannot build a Kubernetes client: {e}; check the kubeconfig")))?;
+    let bounds = Bounds::new(args.request_timeout);
+    let (client, server) = Server::connect(args.kubeconfig.as_deref(), bounds).await?;
+    let (watch_client, _) = Server::connect(args.kubeconfig.as_deref(), bounds.with_read(WATCH_SILENCE)).await?;
+    tracing::info!("API server     {} (a call gives up unless answered {})", server.url, bounds.describe());
     let metrics = Arc::new(WatchMetrics::default());
+    let readiness = Arc::new(Readiness::default());
     let mut tasks = Tasks::new();
-    start_ops(args.metrics_listen, metrics.clone(), &mut tasks).await?;
+    start_ops(args.metrics_listen, metrics.clone(), readiness.clone(), &mut tasks).await?;
+    // Installed first: from here a stop signal ends whatever is waiting.
+    let stop = tokio::spawn(terminated());
+    tokio::pin!(stop);
 
-    let (source, route, policy, prune) = match &args.git_target {
-        Some(t) => {
-            let (namespace, name) = crate::target::parse_target(t)?;
-            let loaded = mirror::load(&client, &namespace, &name).await.map_err(runtime::Error::from)?;
-            let window = loaded.provider.spec.commit_window().map_err(|e| {
-                Error::Config(format!(
-                    "GitProvider {namespace}/{} spec.push.commitWindow: {e}",
-                    loaded.provider.metadata.name
-                ))
-            })?;
-            let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
-            let prune = loaded.target.spec.prune_mode() == PruneMode::Always;
-            tracing::info!(target = %t, route, commit_window = ?window, prune_mode = ?loaded.target.spec.prune_mode(), "watching for GitTarget");
-            (Source::Target { namespace, name }, route, WindowPolicy::new(window), prune)
-        }
-        None => {
-            let route = args.route.clone().unwrap_or_else(|| "default".into());
-            let source = Source::Flags { resources: args.resources.clone(), namespace: args.namespace.clone() };
-            (source, route, WindowPolicy::new(args.commit_window), args.prune)
+    let started = async {
+        let (source, route, policy, prune) = match &args.git_target {
+            Some(t) => {
+                let (namespace, name) = crate::target::parse_target(t)?;
+                let loaded = mirror::load(&client, &namespace, &name).await.map_err(|e| server.mirror_error(e))?;
+                let window = loaded.provider.spec.commit_window().map_err(|e| {
+                    Error::Config(format!(
+                        "GitProvider {namespace}/{} spec.push.commitWindow: {e}",
+                        loaded.provider.metadata.name
+                    ))
+                })?;
+                let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
+                let prune = loaded.target.spec.prune_mode() == PruneMode::Always;
+                tracing::info!(target = %t, route, commit_window = ?window, prune_mode = ?loaded.target.spec.prune_mode(), "watching for GitTarget");
+                (Source::Target { namespace, name }, route, WindowPolicy::new(window), prune)
+            }
+            None => {
+                let route = args.route.clone().unwrap_or_else(|| "default".into());
+                let source = Source::Flags { resources: args.resources.clone(), namespace: args.namespace.clone() };
+                (source, route, WindowPolicy::new(args.commit_window), args.prune)
+            }
+        };
+        let channel = connect(&args.socket).await;
+        Ok::<_, Error>((source, route, policy, prune, channel))
+    };
+    let (source, route, policy, prune, channel) = tokio::select! {
+        started = started => started?,
+        _ = &mut stop => {
+            tracing::info!("shutting down before the watch started");
+            tasks.shutdown(Duration::from_secs(2)).await;
+            return Ok(());
         }
     };
 
-    let channel = connect(&args.socket).await;
     let (tx, rx) = mpsc::channel(1024);
     let settings = window::Settings {
         policy,
@@ -141,33 +171,31 @@ pub async fn run(args: Args) -> Result<()> {
     let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
     let shared = Shared {
         client: client.clone(),
+        watch_client,
+        server: server.clone(),
+        readiness: readiness.clone(),
         tx,
         metrics: metrics.clone(),
         exclude_field_managers: Arc::new(args.exclude_field_managers.clone()),
     };
 
     let mut supervisor = Supervisor { shared, running: BTreeMap::new(), last: None };
-    let mut served: Vec<Served> = Vec::new();
-    let mut discovered_at: Option<tokio::time::Instant> = None;
-    let stop = tokio::spawn(terminated());
-    tokio::pin!(stop);
+    let mut pass = Pass {
+        served: Vec::new(),
+        discovered_at: None,
+        discovery: Outage::default(),
+        rules: Outage::default(),
+        rescan: args.rescan,
+    };
     loop {
-        if discovered_at.is_none_or(|t| t.elapsed() >= REDISCOVER) {
-            match mirror::served(&client).await {
-                Ok(s) => {
-                    served = s;
-                    discovered_at = Some(tokio::time::Instant::now());
-                }
-                Err(e) => tracing::warn!(error = %e, "discovery failed; keeping the types already watched"),
-            }
-        }
-        match resolve(&client, &source, &served).await {
-            Ok(resolved) => supervisor.apply(resolved, &metrics),
-            Err(e) => tracing::warn!(error = %e, "reading the rules failed; keeping the types already watched"),
-        }
+        // Every call below is bounded, and a stop ends any of them at once.
+        let wait = tokio::select! {
+            wait = pass.run(&client, &server, &source, &readiness, &mut supervisor, &metrics) => wait?,
+            _ = &mut stop => break,
+        };
         tokio::select! {
             _ = &mut stop => break,
-            _ = tokio::time::sleep(args.rescan) => {}
+            _ = tokio::time::sleep(wait.unwrap_or(args.rescan)) => {}
         }
     }
 
@@ -180,6 +208,75 @@ pub async fn run(args: Args) -> Result<()> {
     }
     tasks.shutdown(Duration::from_secs(2)).await;
     Ok(())
+}
+
+/// One read of discovery (when due) and the rules, applied to the watches.
+struct Pass {
+    served: Vec<Served>,
+    discovered_at: Option<tokio::time::Instant>,
+    discovery: Outage,
+    rules: Outage,
+    rescan: Duration,
+}
+
+impl Pass {
+    /// Returns how soon to run again when sooner than the rescan (discovery
+    /// failed); an error ends the watcher (a `--resource` no server serves).
+    async fn run(
+        &mut self,
+        client: &kube::Client,
+        server: &Server,
+        source: &Source,
+        readiness: &Readiness,
+        supervisor: &mut Supervisor,
+        metrics: &WatchMetrics,
+    ) -> Result<Option<Duration>> {
+        if self.discovered_at.is_none_or(|t| t.elapsed() >= REDISCOVER) {
+            match mirror::served(client).await {
+                Ok(s) => {
+                    self.served = s;
+                    self.discovered_at = Some(tokio::time::Instant::now());
+                    self.discovery.recovered("API discovery");
+                    readiness.ok(DISCOVERY);
+                }
+                Err(e) => {
+                    let why = server.mirror_failure(&e);
+                    readiness.failing(DISCOVERY, &why);
+                    if self.discovered_at.is_none() {
+                        // Nothing to resolve against: a name cannot be
+                        // judged before the server says what it serves.
+                        self.discovery.failed("nothing is watched until discovery answers", &why, RETRY_DISCOVERY);
+                        return Ok(Some(RETRY_DISCOVERY));
+                    }
+                    self.discovery.failed("the types already watched are kept", &why, REDISCOVER);
+                }
+            }
+        }
+        match resolve(client, source, &self.served).await {
+            Ok(resolved) => {
+                self.rules.recovered("reading the rules");
+                if let Source::Flags { .. } = source
+                    && supervisor.last.is_none()
+                    && !resolved.problems.is_empty()
+                {
+                    let problems: Vec<String> = resolved.problems.iter().map(ToString::to_string).collect();
+                    return Err(Error::Config(format!(
+                        "cannot watch what was asked: {}; `kubectl api-resources` lists what the server serves",
+                        problems.join("; ")
+                    )));
+                }
+                supervisor.apply(resolved, metrics);
+            }
+            Err(e) => {
+                let why = match &e {
+                    Error::Runtime(runtime::Error::Mirror(m)) => server.mirror_failure(m),
+                    other => other.to_string(),
+                };
+                self.rules.failed("the types already watched are kept", &why, self.rescan);
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// The types to watch now.
@@ -213,7 +310,7 @@ impl Supervisor {
             return;
         }
         for p in &resolved.problems {
-            tracing::warn!(problem = %p, "a rule item cannot be watched; the rest is");
+            tracing::warn!("a rule item cannot be watched (the rest is): {p}");
         }
         metrics.rule_problems.set(resolved.problems.len() as i64);
         metrics.watched_types.set(resolved.types.len() as i64);
@@ -228,7 +325,8 @@ impl Supervisor {
             self.running.keys().filter(|k| !wanted.contains_key(*k)).cloned().collect();
         for key in gone {
             if let Some(r) = self.running.remove(&key) {
-                tracing::info!(r#type = %key.0, scope = ?key.1, "no rule covers it any more; stopped watching");
+                tracing::info!(r#type = %key.0, scope = %key.1, "no rule covers it any more; stopped watching");
+                self.shared.readiness.forget(&stream::concern(&key.0, &key.1));
                 r.task.abort();
             }
         }
@@ -242,7 +340,8 @@ impl Supervisor {
                     });
                 }
                 None => {
-                    tracing::info!(r#type = %key.0, scope = ?key.1, "watching");
+                    tracing::info!(r#type = %key.0, scope = %key.1, "watching");
+                    self.shared.readiness.pending(&stream::concern(&key.0, &key.1), "not listed yet");
                     let (tx, rx) = watch::channel(ty);
                     let task = tokio::spawn(stream::run(self.shared.clone(), rx, key.1.clone()));
                     self.running.insert(key, Running { ty: tx, task });
@@ -278,7 +377,12 @@ async fn connect(socket: &std::path::Path) -> tonic::transport::Channel {
     }
 }
 
-async fn start_ops(addr: SocketAddr, metrics: Arc<WatchMetrics>, tasks: &mut Tasks) -> Result<()> {
+async fn start_ops(
+    addr: SocketAddr,
+    metrics: Arc<WatchMetrics>,
+    readiness: Arc<Readiness>,
+    tasks: &mut Tasks,
+) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Listen {
         what: "the watcher's metrics",
         addr: addr.to_string(),
@@ -301,7 +405,20 @@ async fn start_ops(addr: SocketAddr, metrics: Arc<WatchMetrics>, tasks: &mut Tas
             }),
         )
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(|| async { "ok\n" }));
+        .route(
+            "/readyz",
+            get(move || {
+                let r = readiness.clone();
+                async move {
+                    match r.check() {
+                        Ok(()) => (axum::http::StatusCode::OK, "ok\n".to_owned()),
+                        Err(why) => (axum::http::StatusCode::SERVICE_UNAVAILABLE, format!("not ready:\n{why}\n")),
+                    }
+                }
+            }),
+        );
+    // The port bound, not the one asked for (`:0` picks one).
+    let addr = listener.local_addr().unwrap_or(addr);
     let stopping = tasks.stopping();
     tasks.spawn("watcher metrics", async move {
         if let Err(e) = axum::serve(listener, router).with_graceful_shutdown(stopping).await {

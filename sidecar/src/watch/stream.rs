@@ -20,6 +20,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::metrics::{EventLabels, WatchMetrics};
+use super::readiness::{Outage, Readiness};
+use crate::apiserver::Server;
 
 /// What a watch hands the window.
 #[derive(Debug)]
@@ -50,10 +52,20 @@ const WATCH_TIMEOUT_SECS: u32 = 290;
 /// The things every watch shares.
 #[derive(Clone)]
 pub struct Shared {
+    /// For lists (every call bounded by the connection's bounds).
     pub client: kube::Client,
+    /// For watches: the same, but a longer silence is allowed (bookmarks).
+    pub watch_client: kube::Client,
+    pub server: Server,
+    pub readiness: Arc<Readiness>,
     pub tx: mpsc::Sender<Item>,
     pub metrics: Arc<WatchMetrics>,
     pub exclude_field_managers: Arc<Vec<String>>,
+}
+
+/// The readiness concern of one watch: `v1/configmaps in namespace shop`.
+pub fn concern(key: &str, scope: &WatchScope) -> String {
+    format!("{key} {scope}")
 }
 
 fn api(client: &kube::Client, ty: &WatchedType, scope: &WatchScope) -> Api<DynamicObject> {
@@ -111,22 +123,29 @@ async fn list_all(api: &Api<DynamicObject>) -> kube::Result<(Vec<DynamicObject>,
 pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scope: WatchScope) {
     let current = ty.borrow_and_update().clone();
     let key = current.key();
-    let api = api(&shared.client, &current, &scope);
+    let concern = concern(&key, &scope);
+    let lister = api(&shared.client, &current, &scope);
+    let watcher = api(&shared.watch_client, &current, &scope);
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10)).expect("valid bounds");
+    let mut outage = Outage::default();
     'relist: loop {
-        let (objects, revision) = match list_all(&api).await {
+        let (objects, revision) = match list_all(&lister).await {
             Ok(x) => x,
             Err(e) => {
                 let pause = backoff.next_delay();
-                tracing::warn!(r#type = %key, ?scope, error = %e, retry_in = ?pause, "list failed; retrying");
+                let why = shared.server.failure(&e);
+                shared.readiness.failing(&concern, &format!("list failed: {why}"));
+                outage.failed(&format!("listing {concern} failed"), &why, pause);
                 shared.metrics.restart(&current.resource, "error");
                 tokio::time::sleep(pause).await;
                 continue;
             }
         };
+        outage.recovered(&format!("listing {concern}"));
+        shared.readiness.ok(&concern);
         let ty_now = ty.borrow().clone();
         let objects: Vec<Value> = objects.iter().map(|o| complete(to_value(o), &ty_now)).collect();
-        tracing::debug!(r#type = %key, ?scope, objects = objects.len(), %revision, "listed");
+        tracing::debug!(r#type = %key, %scope, objects = objects.len(), %revision, "listed");
         let listed = Item::Listed(Listed {
             ty: ty_now,
             scope: scope.clone(),
@@ -139,23 +158,28 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
         }
         let mut rv = revision;
         loop {
-            // Bookmarks are on by default: they keep `rv` fresh on a quiet type.
+            // Bookmarks are on by default: they keep `rv` fresh on a quiet
+            // type, and keep bytes coming within WATCH_SILENCE.
             let params = WatchParams::default().timeout(WATCH_TIMEOUT_SECS);
-            let stream = match api.watch(&params, &rv).await {
+            let stream = match watcher.watch(&params, &rv).await {
                 Ok(s) => s,
                 Err(e) if is_gone(&e) => {
-                    tracing::info!(r#type = %key, ?scope, "resourceVersion expired (410 Gone); listing again");
+                    tracing::info!(r#type = %key, %scope, "resourceVersion expired (410 Gone); listing again");
                     shared.metrics.restart(&current.resource, "gone");
                     continue 'relist;
                 }
                 Err(e) => {
                     let pause = backoff.next_delay();
-                    tracing::warn!(r#type = %key, ?scope, error = %e, retry_in = ?pause, "watch failed; resuming");
+                    let why = shared.server.failure(&e);
+                    shared.readiness.failing(&concern, &format!("watch failed: {why}"));
+                    outage.failed(&format!("watching {concern} failed"), &why, pause);
                     shared.metrics.restart(&current.resource, "error");
                     tokio::time::sleep(pause).await;
                     continue;
                 }
             };
+            outage.recovered(&format!("watching {concern}"));
+            shared.readiness.ok(&concern);
             futures::pin_mut!(stream);
             let mut ended_by_error = false;
             while let Some(event) = stream.next().await {
@@ -168,17 +192,18 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
                         continue;
                     }
                     Ok(WatchEvent::Error(status)) if status.code == 410 => {
-                        tracing::info!(r#type = %key, ?scope, "watch expired (410 Gone); listing again");
+                        tracing::info!(r#type = %key, %scope, "watch expired (410 Gone); listing again");
                         shared.metrics.restart(&current.resource, "gone");
                         continue 'relist;
                     }
                     Ok(WatchEvent::Error(status)) => {
-                        tracing::warn!(r#type = %key, ?scope, code = status.code, message = %status.message, "watch error; resuming");
+                        tracing::warn!(r#type = %key, %scope, code = status.code, message = %status.message, "watch error; resuming");
                         ended_by_error = true;
                         break;
                     }
                     Err(e) => {
-                        tracing::info!(r#type = %key, ?scope, error = %e, "watch connection dropped; resuming");
+                        // A silent stream ends here too (WATCH_SILENCE).
+                        tracing::info!(r#type = %key, %scope, "watch connection dropped ({}); resuming", shared.server.failure(&e));
                         ended_by_error = true;
                         break;
                     }

@@ -165,15 +165,35 @@ pub fn inject_pod_spec(spec: &mut Value, opts: &InjectOptions, object: &str) -> 
             path: format!("containers[{i}]"),
             message: "is not a mapping".into(),
         })?;
+        let container_name = container.get("name").and_then(Value::as_str).unwrap_or("?").to_owned();
+        let conflict = |conflict: String| Error::InjectConflict { object: object.to_string(), conflict };
         let env = seq_mut(container, "env", object)?;
-        // A value the manifest already sets is the user's choice: keep it.
-        if !env.iter().any(|e| name_of(e) == Some(SOCKET_ENV)) {
-            env.push(map([("name", SOCKET_ENV.into()), ("value", opts.socket_path().into())]));
+        match env.iter().find(|e| name_of(e) == Some(SOCKET_ENV)) {
+            None => env.push(map([("name", SOCKET_ENV.into()), ("value", opts.socket_path().into())])),
+            Some(e) if e.get("value").and_then(Value::as_str) == Some(opts.socket_path().as_str()) => {}
+            Some(e) => {
+                let set =
+                    e.get("value").and_then(Value::as_str).map_or("from a reference".to_owned(), |v| format!("{v:?}"));
+                return Err(conflict(format!(
+                    "container {container_name:?} sets {SOCKET_ENV} {set}, but the sidecar's socket is {:?}, so it \
+                     could never connect; drop the variable, or move the socket with --socket-dir",
+                    opts.socket_path()
+                )));
+            }
         }
         let mounts = seq_mut(container, "volumeMounts", object)?;
-        let mounted = mounts
-            .iter()
-            .any(|m| name_of(m) == Some(VOLUME_NAME) || m.get("mountPath").and_then(Value::as_str) == Some(socket_dir));
+        if let Some(m) = mounts.iter().find(|m| {
+            m.get("mountPath").and_then(Value::as_str).map(|p| p.trim_end_matches('/'))
+                == Some(socket_dir.trim_end_matches('/'))
+                && name_of(m) != Some(VOLUME_NAME)
+        }) {
+            return Err(conflict(format!(
+                "container {container_name:?} already mounts volume {:?} at {socket_dir}, where the sidecar's socket \
+                 directory goes; move that mount, or the socket with --socket-dir",
+                name_of(m).unwrap_or("?")
+            )));
+        }
+        let mounted = mounts.iter().any(|m| name_of(m) == Some(VOLUME_NAME));
         if !mounted {
             // Read-only is enough: connecting to a Unix socket needs write
             // permission on the socket, which a read-only mount still gives.
@@ -196,6 +216,22 @@ pub fn inject_pod_spec(spec: &mut Value, opts: &InjectOptions, object: &str) -> 
     }
 
     let volumes = seq_mut(spec, "volumes", object)?;
+    if let Some(v) = volumes.iter().find(|v| name_of(v) == Some(VOLUME_NAME))
+        && v.get("emptyDir").is_none()
+    {
+        // The socket would land in the user's volume (a PVC, say).
+        let source = v
+            .as_mapping()
+            .and_then(|m| m.keys().filter_map(Value::as_str).find(|k| *k != "name"))
+            .unwrap_or("another source");
+        return Err(Error::InjectConflict {
+            object: object.to_string(),
+            conflict: format!(
+                "its volume {VOLUME_NAME:?} is a {source}, not an emptyDir: the sidecar's socket would be written \
+                 into it; rename that volume (the injection needs the name for the socket's emptyDir)"
+            ),
+        });
+    }
     if !volumes.iter().any(|v| name_of(v) == Some(VOLUME_NAME)) {
         volumes.push(map([("name", VOLUME_NAME.into()), ("emptyDir", Value::Mapping(Mapping::new()))]));
     }

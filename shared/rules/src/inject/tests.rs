@@ -241,7 +241,7 @@ fn image_args_socket_dir_and_resources_are_configurable() {
 }
 
 #[test]
-fn what_the_manifest_already_sets_is_kept() {
+fn what_the_manifest_already_sets_is_kept_when_it_agrees() {
     let text = "\
 apiVersion: v1
 kind: Pod
@@ -252,15 +252,42 @@ spec:
     image: busybox
     env:
     - name: REVERSER_SOCKET
-      value: /custom.sock
+      value: /var/run/reverser/reverser.sock
   volumes:
   - name: reverser-socket
     emptyDir: {medium: Memory}
 ";
     let v = yaml(&inject_manifests(text, &opts()).unwrap().output);
-    assert_eq!(v["spec"]["containers"][0]["env"], yaml("[{name: REVERSER_SOCKET, value: /custom.sock}]"));
+    assert_eq!(
+        v["spec"]["containers"][0]["env"],
+        yaml("[{name: REVERSER_SOCKET, value: /var/run/reverser/reverser.sock}]")
+    );
     assert_eq!(v["spec"]["volumes"], yaml("[{name: reverser-socket, emptyDir: {medium: Memory}}]"));
     assert_eq!(names(&v["spec"]["initContainers"]), [SIDECAR_NAME]);
+}
+
+#[test]
+fn what_the_manifest_sets_against_the_socket_is_refused_naming_it() {
+    let pod = |containers: &str, volumes: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: shop}}\nspec:\n  containers:\n{containers}  volumes:\n{volumes}"
+        )
+    };
+    let elsewhere = pod(
+        "  - name: main\n    env:\n    - {name: REVERSER_SOCKET, value: /custom/path.sock}\n",
+        "  - {name: data, emptyDir: {}}\n",
+    );
+    let e = inject_manifests(&elsewhere, &opts()).unwrap_err().to_string();
+    assert!(e.contains("Pod shop/p") && e.contains("\"/custom/path.sock\"") && e.contains("--socket-dir"), "{e}");
+    let pvc = pod("  - name: main\n", "  - name: reverser-socket\n    persistentVolumeClaim: {claimName: data}\n");
+    let e = inject_manifests(&pvc, &opts()).unwrap_err().to_string();
+    assert!(e.contains("persistentVolumeClaim, not an emptyDir") && e.contains("rename that volume"), "{e}");
+    let taken_dir = pod(
+        "  - name: main\n    volumeMounts:\n    - {name: data, mountPath: /var/run/reverser}\n",
+        "  - {name: data, emptyDir: {}}\n",
+    );
+    let e = inject_manifests(&taken_dir, &opts()).unwrap_err().to_string();
+    assert!(e.contains("already mounts volume \"data\" at /var/run/reverser"), "{e}");
 }
 
 #[test]

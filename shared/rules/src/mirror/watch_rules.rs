@@ -103,6 +103,15 @@ pub enum WatchScope {
     Namespace(String),
 }
 
+impl std::fmt::Display for WatchScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Everywhere => f.write_str("everywhere"),
+            Self::Namespace(ns) => write!(f, "in namespace {ns}"),
+        }
+    }
+}
+
 /// One type the mirror watches, with the operations mirrored where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WatchedType {
@@ -285,6 +294,33 @@ pub fn from_flags(resources: &[String], namespace: Option<&str>, served: &[Serve
     Resolved { types: types.into_values().collect(), problems }
 }
 
+/// The served resources `name` is probably a typo of (or the kind or the
+/// singular of), as `--resource` would name them, closest first.
+pub fn close_matches(name: &str, served: &[&Served]) -> Vec<String> {
+    let wanted = name.to_ascii_lowercase();
+    let mut scored: Vec<(usize, String)> = served
+        .iter()
+        .filter_map(|s| {
+            let distance =
+                [s.resource.clone(), s.kind.to_ascii_lowercase(), format!("{}s", s.kind.to_ascii_lowercase())]
+                    .iter()
+                    .map(|candidate| strsim::damerau_levenshtein(&wanted, candidate))
+                    .min()?;
+            // Two edits is a typo; more is another word (short names allow one).
+            let limit = if wanted.len() <= 4 { 1 } else { 2 };
+            (distance <= limit).then(|| (distance, describe(s)))
+        })
+        .collect();
+    scored.sort();
+    let mut out: Vec<String> = Vec::new();
+    for (_, d) in scored {
+        if !out.contains(&d) && out.len() < 3 {
+            out.push(d);
+        }
+    }
+    out
+}
+
 fn describe(s: &Served) -> String {
     if s.group.is_empty() { s.resource.clone() } else { format!("{}.{}", s.resource, s.group) }
 }
@@ -311,14 +347,16 @@ fn matching<'a>(rule: &Rule, served: &[&'a Served], problem: &mut dyn FnMut(Stri
             .filter(|s| (name == "*" || s.resource.eq_ignore_ascii_case(name)) && group_ok(&s.group))
             .collect();
         if by_name.is_empty() {
+            let close = close_matches(name, served);
             problem(format!(
-                "no served resource matches {name:?}{}; check the name (plural, as `kubectl api-resources` lists it) \
-                 and apiGroups",
+                "no served resource matches {name:?}{}; {}check the name (plural, as `kubectl api-resources` lists \
+                 it) and apiGroups",
                 rule.api_groups
                     .as_ref()
                     .filter(|g| !g.is_empty())
                     .map(|g| format!(" in groups {g:?}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if close.is_empty() { String::new() } else { format!("did you mean {}? ", close.join(" or ")) }
             ));
             continue;
         }

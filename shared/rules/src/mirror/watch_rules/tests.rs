@@ -180,3 +180,15 @@ fn resource_flags_resolve_like_kubectl_types() {
     let everywhere = from_flags(&["configmaps".to_owned()], None, &discovery());
     assert_eq!(everywhere.types[0].watches(), vec![WatchScope::Everywhere]);
 }
+
+#[test]
+fn a_mistyped_resource_names_its_close_matches() {
+    let flags: Vec<String> = ["configmap", "confgimaps", "deploymnets.apps", "gizmos"].map(String::from).to_vec();
+    let r = from_flags(&flags, None, &discovery());
+    assert!(r.types.is_empty(), "{:?}", r.types);
+    let text: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert!(text[0].contains("did you mean configmaps?"), "{text:?}");
+    assert!(text[1].contains("did you mean configmaps?"), "{text:?}");
+    assert!(text[2].contains("did you mean deployments.apps?"), "{text:?}");
+    assert!(!text[3].contains("did you mean"), "{text:?}");
+}

@@ -32,18 +32,20 @@ pub use redis::{RedisFollower, RedisOptions, RedisPublisher, RedisTransport};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {
-    /// `--transport` named something else.
+    /// `--author-attribution-transport` named something else.
     #[error("unknown transport {0:?}: use `memory` or `redis`")]
     UnknownTransport(String),
 
     /// The memory transport with more than one replica.
     #[error(
-        "the memory transport is refused with --replica-count {replicas}: facts published on one replica would never reach the watchers of another; run one replica or use --transport redis with a Redis URL"
+        "the memory transport is refused with --replica-count {replicas}: facts published on one replica would never reach the watchers of another; run one replica or use --author-attribution-transport redis with --redis-url"
     )]
     MemoryTransportReplicas { replicas: u32 },
 
-    /// `--transport redis` without a URL.
-    #[error("the redis transport needs a Redis URL (redis://[:password@]host:port[/db] or rediss:// for TLS)")]
+    /// `--author-attribution-transport redis` without a URL.
+    #[error(
+        "the redis transport needs a Redis URL: pass --redis-url (or REVERSER_REDIS_URL) redis://[:password@]host:port[/db], or rediss:// for TLS"
+    )]
     RedisUrlMissing,
 
     /// The Redis URL (or its TLS material) could not be used.
