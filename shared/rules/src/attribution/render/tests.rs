@@ -12,16 +12,6 @@ fn cm_key() -> ObjectKey {
     }
 }
 
-fn key(group: &str, resource: &str, namespace: &str, name: &str) -> ObjectKey {
-    ObjectKey {
-        group: group.into(),
-        version: "v1".into(),
-        resource: resource.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    }
-}
-
 #[test]
 fn an_object_that_only_differs_by_deletion_timestamp_renders_identically() {
     let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
