@@ -76,7 +76,7 @@ fn a_change_while_the_watcher_is_down_is_written_once_on_restart() {
     assert_eq!(m.authors(&cm_path("web")), ["bob", "alice"]);
     assert_eq!(m.authors(&cm_path("db")), ["bob"]);
     let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
-    assert!(subject.starts_with("reconcile: 2 objects of configmaps at revision "), "{subject}");
+    assert!(subject.starts_with("reconciled 2 configmaps (last resourceVersion: "), "{subject}");
     assert_eq!(m.commits(), before + 1);
     // A second restart with nothing changed writes nothing.
     m.stop_watcher();
@@ -375,7 +375,7 @@ fn prune_never_keeps_documents_and_prune_always_removes_what_vanished_while_down
     m.wait("the reconcile's removal", || !m.remote_has(&cm_path("db")));
     assert!(m.remote_has(&cm_path("web")));
     let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
-    assert!(subject.starts_with("reconcile: 1 object of configmaps"), "{subject}");
+    assert!(subject.starts_with("reconciled 1 configmaps"), "{subject}");
 }
 
 #[test]
@@ -585,7 +585,8 @@ fn a_rule_change_is_followed_without_a_restart() {
 /// The path under the GitTarget's folder of the one file holding
 /// `<resource>`'s `<name>`, whatever the layout.
 fn document_of(m: &Mirror, resource: &str, name: &str) -> Option<String> {
-    let out = Command::new("git").arg("-C").arg(&m.remote).args(["ls-tree", "-r", "--name-only", "main"]).output().ok()?;
+    let out =
+        Command::new("git").arg("-C").arg(&m.remote).args(["ls-tree", "-r", "--name-only", "main"]).output().ok()?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find(|p| p.split('/').any(|s| s == resource) && p.ends_with(&format!("/{name}.yaml")))
@@ -627,15 +628,24 @@ fn a_kubectl_applied_deployment_lands_without_last_applied_or_revision_annotatio
     // The Deployment controller stamps its revision; that is no change to Git.
     let before = m.commits();
     m.act("system:serviceaccount:kube-system:deployment-controller", true, |s| {
-        s.patch("deployments", NS, "api", &json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}}), false)
-            .unwrap();
+        s.patch(
+            "deployments",
+            NS,
+            "api",
+            &json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}}),
+            false,
+        )
+        .unwrap();
     });
     std::thread::sleep(Duration::from_millis(1800));
     assert_eq!(m.commits(), before, "a revision stamp made a commit");
     let doc = m.show(&path);
     assert!(!doc.contains("kubectl.kubernetes.io"), "{doc}");
     assert!(!doc.contains("deployment.kubernetes.io"), "{doc}");
-    assert!(doc.contains("team: payments") && doc.contains("replicas: 2") && doc.contains("image: nginx:1.27"), "{doc}");
+    assert!(
+        doc.contains("team: payments") && doc.contains("replicas: 2") && doc.contains("image: nginx:1.27"),
+        "{doc}"
+    );
 }
 
 #[test]
@@ -645,18 +655,34 @@ fn a_wildcard_rule_does_not_mirror_pods_events_or_leases() {
         s.rules[0]["spec"]["rules"] = json!([{"apiGroups": ["*"], "resources": ["*"]}]);
     });
     m.act("alice", true, |s| {
-        s.create("pods", NS, json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": NS},
-            "spec": {"containers": [{"name": "web", "image": "nginx"}]}}))
-            .unwrap();
-        s.create("events.v1", NS, json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web-1.1", "namespace": NS},
-            "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "Started"}))
-            .unwrap();
-        s.create("events.events.k8s.io", NS, json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"name": "web-1.2", "namespace": NS}, "reason": "Pulled"}))
-            .unwrap();
-        s.create("leases", NS, json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": "leader", "namespace": NS}, "spec": {"holderIdentity": "web-1"}}))
-            .unwrap();
+        s.create(
+            "pods",
+            NS,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": NS},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]}}),
+        )
+        .unwrap();
+        s.create(
+            "events.v1",
+            NS,
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web-1.1", "namespace": NS},
+            "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "Started"}),
+        )
+        .unwrap();
+        s.create(
+            "events.events.k8s.io",
+            NS,
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "web-1.2", "namespace": NS}, "reason": "Pulled"}),
+        )
+        .unwrap();
+        s.create(
+            "leases",
+            NS,
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "leader", "namespace": NS}, "spec": {"holderIdentity": "web-1"}}),
+        )
+        .unwrap();
         s.create("configmaps", NS, configmap("web", "1")).unwrap();
     });
     m.wait("the ConfigMap", || document_of(&m, "configmaps", "web").is_some());
