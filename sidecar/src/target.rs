@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rules::mirror::config::{commit_messages, commit_window};
 use rules::mirror::message::Messages;
 use rules::mirror::reconcile::normalize_prefix;
 use runtime::attribution::commit::signing::{SshSigner, generate_ed25519_key};
@@ -54,9 +55,11 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     let loaded = mirror::load(&client, &ns, &name).await.map_err(|e| server.mirror_error(e))?;
     let provider = &loaded.provider.spec;
     let provider_name = format!("GitProvider {ns}/{}", loaded.provider.metadata.name);
-    let messages = Messages::new(&provider.messages(), &name)
-        .map_err(|e| Error::Config(format!("{provider_name} spec.commit.message: {e}; fix the template")))?;
-    provider.commit_window().map_err(|e| Error::Config(format!("{provider_name} spec.push.commitWindow: {e}")))?;
+    // The GitTarget's spec.commit (the newer upstream shape) wins over the provider's.
+    let messages = Messages::new(&commit_messages(&loaded.target.spec, provider), &name).map_err(|e| {
+        Error::Config(format!("GitTarget {ns}/{name} or {provider_name} spec.commit.message: {e}; fix the template"))
+    })?;
+    commit_window(&loaded.target.spec, provider).map_err(|e| Error::Config(format!("{provider_name}: {e}")))?;
     let prefix = normalize_prefix(&loaded.target.spec.path)?;
     let placement = loaded.target.spec.placement.clone().unwrap_or_default();
     placement.validate().map_err(|e| Error::Config(format!("GitTarget {ns}/{name}: {e}")))?;

@@ -77,9 +77,13 @@ async fn commit_writes_attributed_history_and_pushes_it() {
     );
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 3, "{log}");
-    assert_eq!(lines[0], "alice <alice@users.noreply.reverser.invalid>|mirror-bot <bot@example.com>|exact,exact");
-    assert_eq!(lines[1], "carol <carol@users.noreply.reverser.invalid>|mirror-bot <bot@example.com>|delete_sticky");
-    assert!(lines[2].starts_with("unknown (attribution unresolved) <"), "{}", lines[2]);
+    assert_eq!(lines[0], "alice <alice@noreply.cluster.local>|mirror-bot <bot@example.com>|exact,exact");
+    assert_eq!(lines[1], "carol <carol@noreply.cluster.local>|mirror-bot <bot@example.com>|delete_sticky");
+    assert!(
+        lines[2].starts_with("unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>|"),
+        "{}",
+        lines[2]
+    );
     assert!(lines[2].contains("|mirror-bot <bot@example.com>|absent"), "{}", lines[2]);
     let tree = git(&remote, &["ls-tree", "-r", "--name-only", "main"]);
     assert_eq!(

@@ -76,7 +76,7 @@ fn a_change_while_the_watcher_is_down_is_written_once_on_restart() {
     assert_eq!(m.authors(&cm_path("web")), ["bob", "alice"]);
     assert_eq!(m.authors(&cm_path("db")), ["bob"]);
     let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
-    assert!(subject.starts_with("reconcile: 2 objects of configmaps at revision "), "{subject}");
+    assert!(subject.starts_with("reconciled 2 configmaps (last resourceVersion: "), "{subject}");
     assert_eq!(m.commits(), before + 1);
     // A second restart with nothing changed writes nothing.
     m.stop_watcher();
@@ -375,7 +375,7 @@ fn prune_never_keeps_documents_and_prune_always_removes_what_vanished_while_down
     m.wait("the reconcile's removal", || !m.remote_has(&cm_path("db")));
     assert!(m.remote_has(&cm_path("web")));
     let subject = git(&m.remote, &["log", "-1", "--format=%s", "main"]);
-    assert!(subject.starts_with("reconcile: 1 object of configmaps"), "{subject}");
+    assert!(subject.starts_with("reconciled 1 configmaps"), "{subject}");
 }
 
 #[test]
@@ -580,4 +580,115 @@ fn a_rule_change_is_followed_without_a_restart() {
     });
     m.wait("bob's marker", || m.remote_has(&cm_path("marker")));
     assert_eq!(m.authors(&path), ["alice"], "the deployment's later change was not mirrored");
+}
+
+/// The path under the GitTarget's folder of the one file holding
+/// `<resource>`'s `<name>`, whatever the layout.
+fn document_of(m: &Mirror, resource: &str, name: &str) -> Option<String> {
+    let out =
+        Command::new("git").arg("-C").arg(&m.remote).args(["ls-tree", "-r", "--name-only", "main"]).output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|p| p.split('/').any(|s| s == resource) && p.ends_with(&format!("/{name}.yaml")))
+        .map(str::to_owned)
+}
+
+#[test]
+fn a_kubectl_applied_deployment_lands_without_last_applied_or_revision_annotations() {
+    // gitops-reverser's sanitizer (internal/sanitize/types.go:106-117):
+    // kubectl's and the Deployment controller's bookkeeping never reaches Git.
+    let m = Mirror::start(|_| {});
+    let manifest = m.dir.path().join("api.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: shop\n  labels: {app: api}\n  \
+         annotations: {team: payments}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: api}}\n  template:\n    \
+         metadata: {labels: {app: api}}\n    spec:\n      containers: [{name: api, image: 'nginx:1.27'}]\n",
+    )
+    .unwrap();
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&m.kubeconfig)
+        .args(["apply", "--validate=false", "-f"])
+        .arg(&manifest)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
+    {
+        // kubectl did write its annotation: the cluster holds it.
+        let store = m.api.store.lock().unwrap();
+        let live = store.get("deployments", NS, "api").unwrap();
+        assert!(
+            live["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string(),
+            "{live}"
+        );
+    }
+    m.wait("the applied Deployment", || document_of(&m, "deployments", "api").is_some());
+    let path = document_of(&m, "deployments", "api").unwrap();
+    // The Deployment controller stamps its revision; that is no change to Git.
+    let before = m.commits();
+    m.act("system:serviceaccount:kube-system:deployment-controller", true, |s| {
+        s.patch(
+            "deployments",
+            NS,
+            "api",
+            &json!({"metadata": {"annotations": {"deployment.kubernetes.io/revision": "1"}}}),
+            false,
+        )
+        .unwrap();
+    });
+    std::thread::sleep(Duration::from_millis(1800));
+    assert_eq!(m.commits(), before, "a revision stamp made a commit");
+    let doc = m.show(&path);
+    assert!(!doc.contains("kubectl.kubernetes.io"), "{doc}");
+    assert!(!doc.contains("deployment.kubernetes.io"), "{doc}");
+    assert!(
+        doc.contains("team: payments") && doc.contains("replicas: 2") && doc.contains("image: nginx:1.27"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_wildcard_rule_does_not_mirror_pods_events_or_leases() {
+    // internal/watch/resource_policy.go:14-31: `*` never reaches them.
+    let m = Mirror::start(|s| {
+        s.rules[0]["spec"]["rules"] = json!([{"apiGroups": ["*"], "resources": ["*"]}]);
+    });
+    m.act("alice", true, |s| {
+        s.create(
+            "pods",
+            NS,
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "namespace": NS},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]}}),
+        )
+        .unwrap();
+        s.create(
+            "events.v1",
+            NS,
+            json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web-1.1", "namespace": NS},
+            "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "Started"}),
+        )
+        .unwrap();
+        s.create(
+            "events.events.k8s.io",
+            NS,
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "web-1.2", "namespace": NS}, "reason": "Pulled"}),
+        )
+        .unwrap();
+        s.create(
+            "leases",
+            NS,
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "leader", "namespace": NS}, "spec": {"holderIdentity": "web-1"}}),
+        )
+        .unwrap();
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("the ConfigMap", || document_of(&m, "configmaps", "web").is_some());
+    std::thread::sleep(Duration::from_millis(1500));
+    let tree = git(&m.remote, &["ls-tree", "-r", "--name-only", "main"]);
+    for (resource, name) in [("pods", "web-1"), ("events", "web-1.1"), ("events", "web-1.2"), ("leases", "leader")] {
+        assert!(document_of(&m, resource, name).is_none(), "{resource}/{name} was mirrored:\n{tree}");
+    }
 }

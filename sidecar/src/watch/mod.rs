@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use rules::mirror::config::PruneMode;
+use rules::mirror::config::{PruneMode, commit_window};
 use rules::mirror::watch_rules::{self, Resolved, Served, WatchScope, WatchedType};
 use rules::mirror::window::WindowPolicy;
 use runtime::mirror;
@@ -131,16 +131,19 @@ pub async fn run(args: Args) -> Result<()> {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
                 let loaded = mirror::load(&client, &namespace, &name).await.map_err(|e| server.mirror_error(e))?;
-                let window = loaded.provider.spec.commit_window().map_err(|e| {
-                    Error::Config(format!(
-                        "GitProvider {namespace}/{} spec.push.commitWindow: {e}",
-                        loaded.provider.metadata.name
-                    ))
+                // The GitTarget's spec.commit.window (the newer upstream shape) wins over the provider's.
+                let timers = commit_window(&loaded.target.spec, &loaded.provider.spec).map_err(|e| {
+                    Error::Config(format!("GitTarget {namespace}/{name}, GitProvider {}: {e}", loaded.provider.metadata.name))
                 })?;
+                let window = timers.silence;
+                let mut policy = WindowPolicy::new(window);
+                if let Some(max_wait) = timers.max_wait {
+                    policy.max_wait = max_wait;
+                }
                 let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
                 let prune = loaded.target.spec.prune_mode() == PruneMode::Always;
                 tracing::info!(target = %t, route, commit_window = ?window, prune_mode = ?loaded.target.spec.prune_mode(), "watching for GitTarget");
-                (Source::Target { namespace, name }, route, WindowPolicy::new(window), prune)
+                (Source::Target { namespace, name }, route, policy, prune)
             }
             None => {
                 let route = args.route.clone().unwrap_or_else(|| "default".into());

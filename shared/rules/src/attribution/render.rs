@@ -1,7 +1,8 @@
 //! The render layer (`spec/attribution.md` §1): what a watched object looks
-//! like in the Git mirror. [`sanitize`] keeps the object's intent and drops
-//! what the server owns; [`to_stable_yaml`] gives the same object the same
-//! bytes; [`layout_path`] gives a new object its default file,
+//! like in the Git mirror. [`sanitize`] (its own module,
+//! [`super::sanitize`]) keeps the object's intent and drops what the server
+//! owns; [`to_stable_yaml`] gives the same object the same bytes;
+//! [`layout_path`] gives a new object its default file,
 //! gitops-reverser's `<namespace or _cluster>/[<group>/]<resource>/<name>.yaml`
 //! (`crate::mirror::placement`).
 //!
@@ -10,6 +11,7 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+pub use super::sanitize::sanitize;
 use crate::{Error, Result};
 
 /// Which object a change is about: the layout's five coordinates.
@@ -32,85 +34,6 @@ impl ObjectKey {
         let ns = if self.namespace.is_empty() { "_cluster" } else { &self.namespace };
         format!("{group}/{}/{} {ns}/{}", self.version, self.resource, self.name)
     }
-}
-
-/// `metadata` fields the API server owns: runtime state, never desired state.
-/// deletionTimestamp and deletionGracePeriodSeconds are among them, which is
-/// what makes "an object that only differs by having them" render to the
-/// same bytes (§1 "Deletion is attributed at intent time").
-pub const SERVER_OWNED_METADATA: [&str; 9] = [
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "selfLink",
-    "managedFields",
-    "ownerReferences",
-];
-
-/// Strips server-owned metadata, `status`, and the server-defaulted fields a
-/// re-apply would fight over, keeping the object's intent:
-///
-/// - core `services`: `spec.clusterIP` and `spec.clusterIPs` (allocated from
-///   the cluster's range, immutable, wrong on any other cluster), except the
-///   headless value `None`, which is intent; and `spec.ipFamilies` unless the
-///   object asked for dual stack (`ipFamilyPolicy` other than `SingleStack`),
-///   since it is otherwise the echo of the allocated address. Node ports are
-///   kept: a pinned nodePort is commonly intent and cannot be told apart.
-/// - core `pods`: `spec.nodeName` (the scheduler's binding).
-/// - core `persistentvolumeclaims`: `spec.volumeName` (the binder's choice).
-///
-/// Errs when the object is not a JSON object.
-pub fn sanitize(key: &ObjectKey, object: &Value) -> Result<Value> {
-    let Value::Object(map) = object else {
-        return Err(Error::Render {
-            object: key.display(),
-            message: format!(
-                "the object is a JSON {}, not an object; pass the watch event's `object`",
-                json_kind(object)
-            ),
-        });
-    };
-    let mut map = map.clone();
-    map.remove("status");
-    if let Some(Value::Object(meta)) = map.get_mut("metadata") {
-        for field in SERVER_OWNED_METADATA {
-            meta.remove(field);
-        }
-    }
-    if key.group.is_empty()
-        && let Some(Value::Object(spec)) = map.get_mut("spec")
-    {
-        match key.resource.as_str() {
-            "services" => {
-                let headless = |v: Option<&Value>| match v {
-                    Some(Value::String(s)) => s == "None",
-                    Some(Value::Array(a)) => a.iter().all(|x| x.as_str() == Some("None")),
-                    _ => false,
-                };
-                if !headless(spec.get("clusterIP")) {
-                    spec.remove("clusterIP");
-                }
-                if !headless(spec.get("clusterIPs")) {
-                    spec.remove("clusterIPs");
-                }
-                let single = matches!(spec.get("ipFamilyPolicy").and_then(Value::as_str), None | Some("SingleStack"));
-                if single {
-                    spec.remove("ipFamilies");
-                }
-            }
-            "pods" => {
-                spec.remove("nodeName");
-            }
-            "persistentvolumeclaims" => {
-                spec.remove("volumeName");
-            }
-            _ => {}
-        }
-    }
-    Ok(Value::Object(map))
 }
 
 /// Whether the object carries `metadata.deletionTimestamp`: by §1 it is then
@@ -179,17 +102,6 @@ fn check_segment(key: &ObjectKey, what: &'static str, value: &str) -> Result<()>
         Some(problem) => {
             Err(Error::LayoutPath { object: key.display(), component: what, value: value.to_owned(), problem })
         }
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

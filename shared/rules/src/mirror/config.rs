@@ -51,6 +51,8 @@ pub struct GitTarget {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GitTargetSpec {
+    /// `providerRef`; `gitProviderRef` is its newer upstream name.
+    #[serde(alias = "gitProviderRef")]
     pub provider_ref: NameRef,
     pub branch: String,
     pub path: String,
@@ -67,6 +69,82 @@ pub struct GitTargetSpec {
     /// Where new objects' files go (`super::placement`).
     #[serde(default)]
     pub placement: Option<super::placement::Placement>,
+    /// The newer upstream shape (gitops-reverser #330, #345): the commit
+    /// window and messages on the GitTarget. Where set, it wins over the
+    /// GitProvider's `push.commitWindow` and `commit.message`.
+    #[serde(default)]
+    pub commit: Option<TargetCommitSpec>,
+}
+
+/// `GitTarget.spec.commit`: how this target's writes are batched and titled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct TargetCommitSpec {
+    #[serde(default)]
+    pub window: Option<CommitWindowSpec>,
+    #[serde(default)]
+    pub message: Option<MessageSpec>,
+}
+
+/// `GitTarget.spec.commit.window`: a window closes after `idleTimeout` of
+/// silence (default 5s) or `maxDuration` after it opened (default 1m).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitWindowSpec {
+    #[serde(default)]
+    pub idle_timeout: Option<String>,
+    #[serde(default)]
+    pub max_duration: Option<String>,
+}
+
+/// The upstream default of `spec.commit.window.maxDuration`.
+pub const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(60);
+
+/// A commit window's timers: flush after `silence`; `max_wait` when the
+/// GitTarget bounds the window itself (else the window policy's own bound).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowTimers {
+    pub silence: Duration,
+    pub max_wait: Option<Duration>,
+}
+
+/// The window of `target` writing through `provider`: the GitTarget's
+/// `spec.commit.window` when it sets one, else the provider's
+/// `push.commitWindow`. Errs naming the field that does not parse.
+pub fn commit_window(target: &GitTargetSpec, provider: &GitProviderSpec) -> Result<WindowTimers, String> {
+    let Some(window) = target.commit.as_ref().and_then(|c| c.window.as_ref()) else {
+        let silence = provider.commit_window().map_err(|e| format!("spec.push.commitWindow: {e}"))?;
+        return Ok(WindowTimers { silence, max_wait: None });
+    };
+    let field = |value: &Option<String>, name: &str, default: Duration| match value.as_deref().map(str::trim) {
+        None | Some("") => Ok(default),
+        Some(s) => parse_go_duration(s).map_err(|e| format!("GitTarget spec.commit.window.{name}: {e}")),
+    };
+    let silence = field(&window.idle_timeout, "idleTimeout", DEFAULT_COMMIT_WINDOW)?;
+    let max_wait = field(&window.max_duration, "maxDuration", DEFAULT_MAX_DURATION)?;
+    if silence > max_wait {
+        return Err(format!(
+            "GitTarget spec.commit.window.idleTimeout ({silence:?}) exceeds maxDuration ({max_wait:?}); \
+             make idleTimeout the shorter"
+        ));
+    }
+    Ok(WindowTimers { silence, max_wait: Some(max_wait) })
+}
+
+/// The message templates of `target` writing through `provider`, template
+/// by template: the GitTarget's `spec.commit.message` where it sets one,
+/// else the provider's.
+pub fn commit_messages(target: &GitTargetSpec, provider: &GitProviderSpec) -> MessageSpec {
+    let base = provider.messages();
+    let Some(own) = target.commit.as_ref().and_then(|c| c.message.as_ref()) else {
+        return base;
+    };
+    let pick = |own: &Option<String>, base: Option<String>| own.clone().filter(|s| !s.trim().is_empty()).or(base);
+    MessageSpec {
+        event_template: pick(&own.event_template, base.event_template),
+        group_template: pick(&own.group_template, base.group_template),
+        reconcile_template: pick(&own.reconcile_template, base.reconcile_template),
+        live_template: pick(&own.live_template, base.live_template),
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -228,6 +306,11 @@ pub struct MessageSpec {
     pub group_template: Option<String>,
     #[serde(default)]
     pub reconcile_template: Option<String>,
+    /// The newer upstream's one template for every live window (#345);
+    /// when set, it titles windows of any size in place of
+    /// `eventTemplate`/`groupTemplate`.
+    #[serde(default)]
+    pub live_template: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

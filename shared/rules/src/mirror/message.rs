@@ -1,23 +1,33 @@
-//! Commit messages from the GitProvider's templates (`spec.commit.message`):
-//! `groupTemplate` for a commit window's commit (one per author),
-//! `eventTemplate` when the window is `0s` (one commit per change), and
-//! `reconcileTemplate` for a reconcile. The template gives the subject; the
-//! per-change lines and the `Reverser-*` trailers follow, as on every commit
-//! the writer makes, so `why` reads the same history however it was titled.
+//! Commit messages from the templates (`spec.commit.message` of the
+//! GitProvider, or of the GitTarget, which wins: [`super::config::commit_messages`]),
+//! chosen as gitops-reverser chooses them (`internal/git/commit_executor.go:67-96`,
+//! `pending_writes.go:231-239` at f0f7b42): a live commit of one change is
+//! titled by `eventTemplate`, of several by `groupTemplate`; a reconcile by
+//! `reconcileTemplate`. A `liveTemplate` (the newer upstream's, #345), when
+//! set, titles every live commit whatever its size. The template gives the
+//! subject; the per-change lines and the `Reverser-*` trailers follow, as on
+//! every commit the writer makes, so `why` reads the same history however it
+//! was titled.
+//!
+//! As in the reference, `{{.Author}}` and `{{.Username}}` are the actor's
+//! username, empty when attribution is unresolved: the unresolved sentinel is
+//! the author header's, never a template value (types.go:74-82).
 
 use std::collections::BTreeMap;
 
 use super::config::MessageSpec;
 use super::template::{Template, TemplateError, TemplateKind, Value};
-use crate::attribution::commit::plan::{Applied, Effect, UNRESOLVED_AUTHOR_NAME, author_identity, commit_details};
+use crate::attribution::commit::plan::{Applied, Effect, commit_details, commit_message};
 use crate::attribution::commit::{Action, ResolvedAuthor};
 
 /// What kind of commit a window becomes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommitKind {
-    /// A commit window: one commit per author (`groupTemplate`).
+    /// A commit window: one commit per author (`eventTemplate` for one
+    /// change, `groupTemplate` for several, or `liveTemplate`).
     Window,
-    /// `commitWindow: 0s`: one commit per change (`eventTemplate`).
+    /// `commitWindow: 0s`: one commit per change (`eventTemplate`, or
+    /// `liveTemplate`).
     PerEvent,
     /// A reconcile of one type after a list (`reconcileTemplate`); the
     /// revision is the list's resourceVersion.
@@ -32,21 +42,24 @@ pub struct Messages {
     event: Template,
     group: Template,
     reconcile: Template,
+    live: Option<Template>,
     /// The GitTarget's name, the templates' `GitTarget`.
     target: String,
 }
 
 impl Messages {
-    /// The provider's templates, the defaults where it sets none.
+    /// The given templates, the defaults where it sets none.
     pub fn new(spec: &MessageSpec, target: &str) -> Result<Self, TemplateError> {
-        let parse = |src: &Option<String>, kind| match src.as_deref().filter(|s| !s.trim().is_empty()) {
-            Some(src) => Template::parse(src, kind),
+        let given = |src: &Option<String>| src.as_deref().filter(|s| !s.trim().is_empty()).map(str::to_owned);
+        let parse = |src: &Option<String>, kind| match given(src) {
+            Some(src) => Template::parse(&src, kind),
             None => Ok(Template::default_for(kind)),
         };
         Ok(Messages {
             event: parse(&spec.event_template, TemplateKind::Event)?,
             group: parse(&spec.group_template, TemplateKind::Group)?,
             reconcile: parse(&spec.reconcile_template, TemplateKind::Reconcile)?,
+            live: given(&spec.live_template).map(|src| Template::parse(&src, TemplateKind::Live)).transpose()?,
             target: target.to_owned(),
         })
     }
@@ -59,12 +72,16 @@ impl Messages {
         author: Option<&ResolvedAuthor>,
         applied: &[Applied<'_>],
     ) -> Result<String, TemplateError> {
-        let subject = match kind {
-            CommitKind::Window => self.group.render(&self.group_context(author, applied))?,
-            CommitKind::PerEvent => self.event.render(&self.event_context(author, applied))?,
-            CommitKind::Reconcile { group, version, resource, revision } => {
+        let subject = match (kind, &self.live) {
+            (CommitKind::Reconcile { group, version, resource, revision }, _) => {
                 self.reconcile.render(&self.reconcile_context(applied, group, version, resource, revision))?
             }
+            (_, Some(live)) => live.render(&self.group_context(author, applied))?,
+            (CommitKind::PerEvent, None) => self.event.render(&self.event_context(author, applied))?,
+            (CommitKind::Window, None) if applied.len() == 1 => {
+                self.event.render(&self.event_context(author, applied))?
+            }
+            (CommitKind::Window, None) => self.group.render(&self.group_context(author, applied))?,
         };
         Ok(format!("{}\n\n{}", subject.trim(), commit_details(author, applied)))
     }
@@ -87,12 +104,13 @@ impl Messages {
                     ("Resource", o.resource.as_str()),
                     ("Namespace", o.namespace.as_str()),
                     ("Name", o.name.as_str()),
+                    ("Operation", operation(a)),
+                    ("APIVersion", api_version(&o.group, &o.version).as_str()),
                 ])
             })
             .collect();
-        let name = author.map_or_else(|| UNRESOLVED_AUTHOR_NAME.to_owned(), |_| author_identity(author).name);
         Value::map([
-            ("Author", Value::from(name)),
+            ("Author", Value::from(username(author))),
             ("GitTarget", Value::from(self.target.as_str())),
             ("Count", Value::from(applied.len())),
             ("Operations", Value::Map(ops)),
@@ -115,7 +133,7 @@ impl Messages {
             ("Namespace", o.namespace.as_str()),
             ("Name", o.name.as_str()),
             ("APIVersion", api.as_str()),
-            ("Username", author.map_or(UNRESOLVED_AUTHOR_NAME, |a| a.username.as_str())),
+            ("Username", username(author)),
             ("GitTarget", self.target.as_str()),
         ])
     }
@@ -137,8 +155,29 @@ impl Messages {
             ("Resource", Value::from(resource)),
             ("APIVersion", Value::from(api)),
             ("Revision", Value::from(revision)),
+            ("ResourceVersion", Value::from(revision)),
         ])
     }
+}
+
+/// The message of a commit when no templates are configured (`serve`
+/// without a GitTarget): a reconcile is still titled as one, by the default
+/// `reconcileTemplate`; other commits by what they changed.
+pub fn untemplated_message(kind: &CommitKind, author: Option<&ResolvedAuthor>, applied: &[Applied<'_>]) -> String {
+    match kind {
+        CommitKind::Reconcile { .. } => {
+            let defaults =
+                Messages::new(&MessageSpec::default(), "").expect("the default templates are tested to parse");
+            defaults.message(kind, author, applied).unwrap_or_else(|_| commit_message(author, applied))
+        }
+        _ => commit_message(author, applied),
+    }
+}
+
+/// The actor's username, empty when unresolved (the reference's
+/// `UserInfo.Username` of an unattributed event).
+fn username(author: Option<&ResolvedAuthor>) -> &str {
+    author.map_or("", |a| a.username.as_str())
 }
 
 /// `CREATE`, `UPDATE` or `DELETE`, as what the change did to the tree.

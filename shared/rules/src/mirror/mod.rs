@@ -4,7 +4,8 @@
 //!
 //! - [`config`]: GitTarget, GitProvider, WatchRule, ClusterWatchRule,
 //!   ClusterProvider as plain data.
-//! - [`watch_rules`]: which types are watched, where, for which operations.
+//! - [`watch_rules`]: which types are watched, where, for which operations;
+//!   [`resource_policy`]: the types `resources: ["*"]` never reaches.
 //! - [`select`]: which events are mirrored (operations, excluded field
 //!   managers and actors, sensitive types).
 //! - [`window`]: when a commit window flushes.
@@ -24,6 +25,7 @@ pub mod document;
 pub mod message;
 pub mod placement;
 pub mod reconcile;
+pub mod resource_policy;
 pub mod select;
 pub mod template;
 pub mod watch_rules;

@@ -128,8 +128,12 @@ pub enum TemplateKind {
     Event,
     /// One commit per batch of an author's changes: Author, GitTarget, Count, Operations, Resources.
     Group,
-    /// One commit per reconcile: Count, GitTarget, Group, Version, Resource, APIVersion, Revision.
+    /// One commit per reconcile: Count, GitTarget, Group, Version, Resource, APIVersion, Namespace, Revision,
+    /// ResourceVersion.
     Reconcile,
+    /// The newer upstream's one template for every live window (`liveTemplate`, gitops-reverser #345): the
+    /// group variables, each `.Resources` element also carrying its Operation and APIVersion.
+    Live,
 }
 
 impl TemplateKind {
@@ -139,6 +143,7 @@ impl TemplateKind {
             TemplateKind::Event => "eventTemplate",
             TemplateKind::Group => "groupTemplate",
             TemplateKind::Reconcile => "reconcileTemplate",
+            TemplateKind::Live => "liveTemplate",
         }
     }
 
@@ -148,6 +153,7 @@ impl TemplateKind {
             TemplateKind::Event => DEFAULT_EVENT_TEMPLATE,
             TemplateKind::Group => DEFAULT_GROUP_TEMPLATE,
             TemplateKind::Reconcile => DEFAULT_RECONCILE_TEMPLATE,
+            TemplateKind::Live => DEFAULT_LIVE_TEMPLATE,
         }
     }
 
@@ -161,6 +167,7 @@ impl TemplateKind {
             TemplateKind::Event => &EVENT,
             TemplateKind::Group => &GROUP,
             TemplateKind::Reconcile => &RECONCILE,
+            TemplateKind::Live => &LIVE,
         }
     }
 }
@@ -171,15 +178,20 @@ impl fmt::Display for TemplateKind {
     }
 }
 
-/// Default `eventTemplate`, e.g. `UPDATE deployments/web in prod`.
-pub const DEFAULT_EVENT_TEMPLATE: &str =
-    "{{.Operation}} {{.Resource}}/{{.Name}}{{if .Namespace}} in {{.Namespace}}{{end}}";
-/// Default `groupTemplate`, e.g. `alice: 3 changes to prod-cluster`.
-pub const DEFAULT_GROUP_TEMPLATE: &str =
-    "{{.Author}}: {{.Count}} {{if eq .Count 1}}change{{else}}changes{{end}} to {{.GitTarget}}";
-/// Default `reconcileTemplate`, e.g. `reconcile: 12 objects of deployments at revision 42`.
-pub const DEFAULT_RECONCILE_TEMPLATE: &str = "reconcile: {{.Count}} {{if eq .Count 1}}object{{else}}objects{{end}}\
-{{if .Resource}} of {{.Resource}}{{end}}{{if .Revision}} at revision {{.Revision}}{{end}}";
+/// Default `eventTemplate`, gitops-reverser's (`internal/git/types.go:110` at f0f7b42), e.g.
+/// `[UPDATE] apps/v1/deployments/web`.
+pub const DEFAULT_EVENT_TEMPLATE: &str = "[{{.Operation}}] {{.APIVersion}}/{{.Resource}}/{{.Name}}";
+/// Default `groupTemplate`, gitops-reverser's (types.go:126), e.g. `alice on prod: 3 resource(s)`.
+pub const DEFAULT_GROUP_TEMPLATE: &str = "{{.Author}} on {{.GitTarget}}: {{.Count}} resource(s)";
+/// Default `reconcileTemplate`, gitops-reverser's (types.go:121-123), e.g.
+/// `reconciled 12 deployments (last resourceVersion: 42)`.
+pub const DEFAULT_RECONCILE_TEMPLATE: &str = "reconciled {{.Count}} \
+{{if .Resource}}{{.Resource}}{{else}}resources{{end}}{{if .Revision}} (last resourceVersion: {{.Revision}}){{end}}";
+/// Default `liveTemplate`, the newer upstream's (`DefaultLiveCommitMessageTemplate`, after #345). Only a
+/// GitTarget or GitProvider that sets `liveTemplate` is titled by it; without one the event and group
+/// templates title live windows, as at f0f7b42.
+pub const DEFAULT_LIVE_TEMPLATE: &str = "chore: sync {{.Count}} resource{{if ne .Count 1}}s{{end}}\n\n\
+{{range .Resources -}}- [{{.Operation}}] {{.APIVersion}}/{{.Resource}}/{{.Namespace}}/{{.Name}}\n{{end -}}";
 
 /// Why a template was rejected or could not be rendered. Positions are 1-based; columns count characters.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -317,6 +329,8 @@ static RESOURCE: StructTy = StructTy {
         ("Resource", Ty::Str),
         ("Namespace", Ty::Str),
         ("Name", Ty::Str),
+        ("Operation", Ty::Str),
+        ("APIVersion", Ty::Str),
     ],
 };
 static RESOURCE_TY: Ty = Ty::Struct(&RESOURCE);
@@ -340,7 +354,20 @@ static RECONCILE: StructTy = StructTy {
         ("Version", Ty::Str),
         ("Resource", Ty::Str),
         ("APIVersion", Ty::Str),
+        ("Namespace", Ty::Str),
         ("Revision", Ty::Str),
+        // The newer upstream's name for Revision.
+        ("ResourceVersion", Ty::Str),
+    ],
+};
+static LIVE: StructTy = StructTy {
+    name: "liveTemplate",
+    fields: &[
+        ("Author", Ty::Str),
+        ("GitTarget", Ty::Str),
+        ("Count", Ty::Int),
+        ("Operations", Ty::Map(&OPERATIONS)),
+        ("Resources", Ty::List(&RESOURCE_TY)),
     ],
 };
 

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use super::config::{AllowedSourceNamespaces, ClusterWatchRule, GitTargetSpec, Rule, WatchRule};
+use super::resource_policy::excluded_from_wildcard;
 
 /// One type the API server serves, as discovery reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,7 +345,14 @@ fn matching<'a>(rule: &Rule, served: &[&'a Served], problem: &mut dyn FnMut(Stri
         let by_name: Vec<&Served> = served
             .iter()
             .copied()
-            .filter(|s| (name == "*" || s.resource.eq_ignore_ascii_case(name)) && group_ok(&s.group))
+            .filter(|s| {
+                let named = if name == "*" {
+                    !excluded_from_wildcard(&s.group, &s.resource)
+                } else {
+                    s.resource.eq_ignore_ascii_case(name)
+                };
+                named && group_ok(&s.group)
+            })
             .collect();
         if by_name.is_empty() {
             let close = close_matches(name, served);

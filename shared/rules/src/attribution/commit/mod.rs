@@ -3,8 +3,9 @@
 //!
 //! - [`plan`]: the pure decisions. Which changes of one commit window go into
 //!   which commit ("one commit per author, in event order"), who authors it
-//!   (the resolved actor, else exactly `unknown (attribution unresolved)`),
 //!   and the message with its `Reverser-Tier` / `Reverser-Audit-ID` trailers.
+//! - [`identity`]: who authors it, as gitops-reverser spells it (the
+//!   resolved actor, else exactly `unknown (attribution unresolved)`).
 //! - [`GitWriter`]: the thin executor. Writes the manifest tree of a local
 //!   bare clone without a checkout, commits with the configured committer, and
 //!   pushes, fetching and replaying our commits on top when the push is
@@ -24,12 +25,11 @@ use serde_json::Value;
 use crate::attribution::render::ObjectKey;
 use crate::attribution::{ActorKind, Fact, Tier};
 
+pub mod identity;
 pub mod plan;
 
-pub use plan::{
-    CommitGroup, Effect, NOREPLY_DOMAIN, UNRESOLVED_AUTHOR_EMAIL, UNRESOLVED_AUTHOR_NAME, author_identity,
-    noreply_email, plan_commits,
-};
+pub use identity::{NOREPLY_DOMAIN, UNRESOLVED_AUTHOR_EMAIL, UNRESOLVED_AUTHOR_NAME, author_identity, noreply_email};
+pub use plan::{CommitGroup, Effect, plan_commits};
 
 /// What a change does to the object's file.
 #[derive(Debug, Clone, PartialEq)]

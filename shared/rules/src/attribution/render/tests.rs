@@ -12,48 +12,6 @@ fn cm_key() -> ObjectKey {
     }
 }
 
-fn key(group: &str, resource: &str, namespace: &str, name: &str) -> ObjectKey {
-    ObjectKey {
-        group: group.into(),
-        version: "v1".into(),
-        resource: resource.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    }
-}
-
-#[test]
-fn sanitize_strips_server_owned_metadata_and_status_and_keeps_intent() {
-    let obj = json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {
-            "name": "web", "namespace": "shop",
-            "uid": "u", "resourceVersion": "7", "generation": 3,
-            "creationTimestamp": "t", "deletionTimestamp": "t",
-            "deletionGracePeriodSeconds": 0, "selfLink": "/x",
-            "managedFields": [{"manager": "m"}],
-            "ownerReferences": [{"uid": "o"}],
-            "labels": {"a": "b"}, "annotations": {"c": "d"},
-            "finalizers": ["f"]
-        },
-        "data": {"k": "v"},
-        "status": {"phase": "x"}
-    });
-    let out = sanitize(&cm_key(), &obj).unwrap();
-    assert_eq!(
-        out,
-        json!({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {
-                "name": "web", "namespace": "shop",
-                "labels": {"a": "b"}, "annotations": {"c": "d"},
-                "finalizers": ["f"]
-            },
-            "data": {"k": "v"}
-        })
-    );
-}
-
 #[test]
 fn an_object_that_only_differs_by_deletion_timestamp_renders_identically() {
     let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -66,46 +24,6 @@ fn an_object_that_only_differs_by_deletion_timestamp_renders_identically() {
     assert!(is_logically_absent(&terminating));
     assert!(!is_logically_absent(&live));
     assert_eq!(render_manifest(&cm_key(), &live).unwrap(), render_manifest(&cm_key(), &terminating).unwrap());
-}
-
-#[test]
-fn service_allocations_are_stripped_but_headless_is_intent() {
-    let k = key("", "services", "shop", "web");
-    let allocated = json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web"},
-        "spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"],
-                 "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
-                 "ports": [{"port": 80, "nodePort": 30080}]}});
-    let out = sanitize(&k, &allocated).unwrap();
-    assert_eq!(out["spec"], json!({"ipFamilyPolicy": "SingleStack", "ports": [{"port": 80, "nodePort": 30080}]}));
-
-    let headless = json!({"metadata": {"name": "web"},
-        "spec": {"clusterIP": "None", "clusterIPs": ["None"],
-                 "ipFamilies": ["IPv4", "IPv6"], "ipFamilyPolicy": "PreferDualStack"}});
-    let out = sanitize(&k, &headless).unwrap();
-    assert_eq!(out["spec"]["clusterIP"], json!("None"));
-    assert_eq!(out["spec"]["clusterIPs"], json!(["None"]));
-    assert_eq!(out["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]));
-}
-
-#[test]
-fn pod_node_name_and_pvc_volume_name_are_stripped_only_on_their_types() {
-    let pod = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": []}});
-    assert_eq!(sanitize(&key("", "pods", "a", "p"), &pod).unwrap()["spec"], json!({"containers": []}));
-    let pvc = json!({"metadata": {"name": "c"}, "spec": {"volumeName": "pv-1", "resources": {}}});
-    assert_eq!(sanitize(&key("", "persistentvolumeclaims", "a", "c"), &pvc).unwrap()["spec"], json!({"resources": {}}));
-    // The same field on another type (a CRD in another group) is its intent.
-    let custom = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}});
-    assert_eq!(sanitize(&key("example.com", "pods", "a", "p"), &custom).unwrap()["spec"], json!({"nodeName": "n1"}));
-}
-
-#[test]
-fn sanitize_refuses_a_non_object_with_a_typed_error() {
-    let err = sanitize(&cm_key(), &json!([1, 2])).unwrap_err();
-    let msg = err.to_string();
-    assert!(matches!(err, Error::Render { .. }));
-    assert!(msg.contains("core/v1/configmaps shop/web"), "{msg}");
-    assert!(msg.contains("array"), "{msg}");
 }
 
 #[test]

@@ -72,3 +72,53 @@ fn label_selectors_match_as_the_api_defines() {
     assert!(!sel.matches(&labels(&[("team", "a"), ("env", "prod"), ("legacy", "y")])));
     assert!(LabelSelector::default().is_empty() && LabelSelector::default().matches(&labels(&[])));
 }
+
+#[test]
+fn the_newer_gittarget_commit_shape_wins_over_the_provider() {
+    // gitops-reverser #330/#345 (api/v1alpha3/gittarget_types.go after
+    // f0f7b42): spec.commit.window and spec.commit.message on the GitTarget.
+    let provider: GitProvider = serde_json::from_value(json!({
+        "metadata": {"name": "github"},
+        "spec": {"url": "u", "commit": {"message": {"groupTemplate": "provider group", "reconcileTemplate": "provider reconcile"}},
+                 "push": {"commitWindow": "10s"}}
+    }))
+    .unwrap();
+    let plain: GitTargetSpec =
+        serde_json::from_value(json!({"providerRef": {"name": "github"}, "branch": "main", "path": "p"})).unwrap();
+    assert_eq!(
+        commit_window(&plain, &provider.spec).unwrap(),
+        WindowTimers { silence: Duration::from_secs(10), max_wait: None }
+    );
+    assert_eq!(commit_messages(&plain, &provider.spec), provider.spec.messages());
+
+    let newer: GitTargetSpec = serde_json::from_value(json!({
+        "gitProviderRef": {"name": "github"}, "branch": "main", "path": "p",
+        "commit": {"window": {"idleTimeout": "750ms"},
+                   "message": {"liveTemplate": "live {{.Count}}", "groupTemplate": "  "}}
+    }))
+    .unwrap();
+    assert_eq!(newer.provider_ref.name, "github", "gitProviderRef is the newer name of providerRef");
+    assert_eq!(
+        commit_window(&newer, &provider.spec).unwrap(),
+        WindowTimers { silence: Duration::from_millis(750), max_wait: Some(DEFAULT_MAX_DURATION) }
+    );
+    let m = commit_messages(&newer, &provider.spec);
+    assert_eq!(m.live_template.as_deref(), Some("live {{.Count}}"));
+    assert_eq!(m.group_template.as_deref(), Some("provider group"), "an empty template falls back");
+    assert_eq!(m.reconcile_template.as_deref(), Some("provider reconcile"));
+
+    let bad: GitTargetSpec = serde_json::from_value(json!({
+        "providerRef": {"name": "github"}, "branch": "main", "path": "p",
+        "commit": {"window": {"idleTimeout": "2m", "maxDuration": "1m"}}
+    }))
+    .unwrap();
+    let err = commit_window(&bad, &provider.spec).unwrap_err();
+    assert!(err.contains("idleTimeout") && err.contains("maxDuration"), "{err}");
+    let typo: GitTargetSpec = serde_json::from_value(json!({
+        "providerRef": {"name": "github"}, "branch": "main", "path": "p",
+        "commit": {"window": {"maxDuration": "soon"}}
+    }))
+    .unwrap();
+    let err = commit_window(&typo, &provider.spec).unwrap_err();
+    assert!(err.contains("spec.commit.window.maxDuration") && err.contains("\"soon\""), "{err}");
+}

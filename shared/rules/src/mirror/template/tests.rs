@@ -313,23 +313,48 @@ fn realistic_multiline_group_message() {
 
 #[test]
 fn default_templates_parse_and_render() {
-    assert_eq!(Template::default_for(TemplateKind::Event).render(&event()).unwrap(), "UPDATE deployments/web in prod");
-    let cluster_scoped = Value::map([("Operation", "CREATE"), ("Resource", "namespaces"), ("Name", "prod")]);
-    assert_eq!(Template::default_for(TemplateKind::Event).render(&cluster_scoped).unwrap(), "CREATE namespaces/prod");
+    // gitops-reverser's defaults, internal/git/types.go:110-126 at f0f7b42.
+    assert_eq!(
+        Template::default_for(TemplateKind::Event).render(&event()).unwrap(),
+        "[UPDATE] apps/v1/deployments/web"
+    );
+    let cluster_scoped =
+        Value::map([("Operation", "CREATE"), ("APIVersion", "v1"), ("Resource", "namespaces"), ("Name", "prod")]);
+    assert_eq!(
+        Template::default_for(TemplateKind::Event).render(&cluster_scoped).unwrap(),
+        "[CREATE] v1/namespaces/prod"
+    );
 
     let group_tmpl = Template::default_for(TemplateKind::Group);
-    assert_eq!(group_tmpl.render(&group()).unwrap(), "alice: 3 changes to prod-cluster");
+    assert_eq!(group_tmpl.render(&group()).unwrap(), "alice on prod-cluster: 3 resource(s)");
     let one =
         Value::map([("Author", Value::from("bob")), ("GitTarget", Value::from("t")), ("Count", Value::from(1i64))]);
-    assert_eq!(group_tmpl.render(&one).unwrap(), "bob: 1 change to t");
+    assert_eq!(group_tmpl.render(&one).unwrap(), "bob on t: 1 resource(s)");
 
     let rec = Template::default_for(TemplateKind::Reconcile);
     assert_eq!(
         rec.render(&reconcile(12, "deployments", "42")).unwrap(),
-        "reconcile: 12 objects of deployments at revision 42"
+        "reconciled 12 deployments (last resourceVersion: 42)"
     );
-    assert_eq!(rec.render(&reconcile(1, "", "")).unwrap(), "reconcile: 1 object");
+    assert_eq!(rec.render(&reconcile(1, "", "")).unwrap(), "reconciled 1 resources");
     assert_eq!(rec.kind(), TemplateKind::Reconcile);
+
+    // The newer upstream's liveTemplate default, over the group variables.
+    let live = Template::default_for(TemplateKind::Live);
+    let with_ops = Value::map([
+        ("Count", Value::from(1i64)),
+        (
+            "Resources",
+            Value::List(vec![Value::map([
+                ("Operation", "DELETE"),
+                ("APIVersion", "v1"),
+                ("Resource", "configmaps"),
+                ("Namespace", "prod"),
+                ("Name", "web"),
+            ])]),
+        ),
+    ]);
+    assert_eq!(live.render(&with_ops).unwrap(), "chore: sync 1 resource\n\n- [DELETE] v1/configmaps/prod/web\n");
 }
 
 // --- validation: unknown fields ---
@@ -500,7 +525,17 @@ fn context_with_wrong_types_is_a_caller_error() {
 fn kind_metadata() {
     assert_eq!(
         TemplateKind::Reconcile.variables(),
-        ["Count", "GitTarget", "Group", "Version", "Resource", "APIVersion", "Revision"]
+        [
+            "Count",
+            "GitTarget",
+            "Group",
+            "Version",
+            "Resource",
+            "APIVersion",
+            "Namespace",
+            "Revision",
+            "ResourceVersion"
+        ]
     );
     assert_eq!(TemplateKind::Event.to_string(), "eventTemplate");
 }

@@ -192,3 +192,34 @@ fn a_mistyped_resource_names_its_close_matches() {
     assert!(text[2].contains("did you mean deployments.apps?"), "{text:?}");
     assert!(!text[3].contains("did you mean"), "{text:?}");
 }
+
+#[test]
+fn a_wildcard_leaves_out_the_reference_exclusions_but_a_named_type_is_watched() {
+    // resource_policy.go:14-31: `*` never reaches Pods, Events, Leases, …
+    let mut served = discovery();
+    served.extend([
+        served_type("", "v1", "pods", true),
+        served_type("", "v1", "events", true),
+        served_type("events.k8s.io", "v1", "events", true),
+        served_type("coordination.k8s.io", "v1", "leases", true),
+        served_type("batch", "v1", "jobs", true),
+    ]);
+    let rules = [wr("mirror", json!([{"apiGroups": ["*"], "resources": ["*"]}]))];
+    let r = resolve("mirror", "prod", &target(), &rules, &[], &served, &[]);
+    let keys: Vec<String> = r.types.iter().map(WatchedType::key).collect();
+    for gone in ["v1/pods", "v1/events", "events.k8s.io/v1/events", "coordination.k8s.io/v1/leases", "batch/v1/jobs"] {
+        assert!(!keys.contains(&gone.to_owned()), "{gone} in {keys:?}");
+    }
+    assert!(keys.contains(&"v1/configmaps".to_owned()), "{keys:?}");
+
+    // Named, it is a choice: watched.
+    let rules = [wr("mirror", json!([{"apiGroups": ["", "coordination.k8s.io"], "resources": ["pods", "leases"]}]))];
+    let r = resolve("mirror", "prod", &target(), &rules, &[], &served, &[]);
+    let keys: Vec<String> = r.types.iter().map(WatchedType::key).collect();
+    assert_eq!(keys, ["v1/pods", "coordination.k8s.io/v1/leases"]);
+    assert_eq!(r.problems, vec![]);
+}
+
+fn served_type(group: &str, version: &str, resource: &str, namespaced: bool) -> Served {
+    served(group, version, resource, namespaced, true)
+}

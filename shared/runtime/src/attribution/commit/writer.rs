@@ -9,14 +9,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
 
-use rules::attribution::commit::plan::{
-    Applied, CommitGroup, Effect, author_identity, commit_message, plan_commits, plan_each,
-};
+use rules::attribution::commit::plan::{Applied, CommitGroup, Effect, author_identity, plan_commits, plan_each};
 use rules::attribution::commit::{Change, Identity};
 use rules::attribution::render::{ObjectKey, render_manifest};
 use rules::mirror::bootstrap;
 use rules::mirror::document::Identity as DocIdentity;
-use rules::mirror::message::{CommitKind, Messages};
+use rules::mirror::message::{CommitKind, Messages, untemplated_message};
 use rules::mirror::placement::Placement;
 use rules::mirror::reconcile::{Doc, under};
 use rules::mirror::watch_rules::WatchScope;
@@ -528,10 +526,10 @@ impl GitWriter {
         applied: &[Applied<'_>],
     ) -> String {
         match &self.config.messages {
-            None => commit_message(author, applied),
+            None => untemplated_message(kind, author, applied),
             Some(m) => m.message(kind, author, applied).unwrap_or_else(|error| {
                 tracing::warn!(%error, "commit message template failed; titling the commit plainly");
-                commit_message(author, applied)
+                untemplated_message(kind, author, applied)
             }),
         }
     }

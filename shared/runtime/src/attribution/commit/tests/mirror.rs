@@ -70,7 +70,7 @@ fn documents_go_under_the_target_path_titled_by_the_templates() {
     assert_eq!(out.commits.len(), 2, "one commit per event, though one author");
     assert_eq!(
         lines(&git_cli(&remote, &["log", "-2", "--format=%s", "main"])),
-        ["UPDATE configmaps/db in shop", "UPDATE configmaps/web in shop"]
+        ["[UPDATE] v1/configmaps/db", "[UPDATE] v1/configmaps/web"]
     );
 }
 
