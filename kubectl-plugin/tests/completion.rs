@@ -119,7 +119,7 @@ fn kubectl_completes_namespaces_contexts_and_object_names_from_the_cluster() {
     }
     let tasks = w.candidates(&["tatara", "owners", "task/m"]);
     assert_eq!(tasks, ["task/member-a", "task/member-b"]);
-    assert_eq!(w.candidates(&["tatara", "takeover", "tatara-operator#"]), ["tatara-operator#9"]);
+    assert_eq!(w.candidates(&["tatara", "takeover", "tatara-operator!"]), ["tatara-operator!9"]);
     assert_eq!(w.candidates(&["tatara", "sweep", "--project", ""]), ["tatara"]);
 }
 

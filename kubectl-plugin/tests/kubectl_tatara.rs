@@ -184,9 +184,11 @@ fn help_explains_every_flag_of_every_command() {
         (
             "takeover",
             &[
-                "<REPO#NUMBER>",
+                "<REPO!NUMBER>",
                 "--project <PROJECT>",
                 "--message <TEXT>",
+                "--mirror-timeout <DURATION>",
+                "--operator-base-url <URL>",
                 "--github-token <TOKEN>",
                 "--forge-url <URL>",
             ],
@@ -347,7 +349,7 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
     assert!(all.lines().all(|l| l.starts_with(&format!("{NS} "))), "{all}");
     let wide = stdout(&w, &["repair", "-o", "wide"]);
     assert!(
-        wide.lines().next().unwrap().ends_with("WHY") && wide.contains("promote the oldest surviving owner"),
+        wide.lines().next().unwrap().ends_with("WHY") && wide.contains("its first live owner in owner-reference order"),
         "{wide}"
     );
     assert_eq!(stdout(&w, &["repair", "-o", "name"]), "issue.tatara.dev/iss-tatara-operator-500\n");
@@ -389,7 +391,7 @@ fn two_racing_repair_applies_end_with_exactly_one_controller_each() {
                 ["member-a", "member-b", "umbrella"].iter().map(|n| s.get("tasks", NS, n).unwrap()).collect();
             for n in 0..BROKEN {
                 // Plain owners only (rule 5), some without blockOwnerDeletion
-                // (rule 3), in varying order: the repair promotes the oldest.
+                // (rule 3), in varying order: the repair promotes the first.
                 let refs = match n % 3 {
                     0 => vec![task_ref(&t[2], Some(false), true), task_ref(&t[0], Some(false), true)],
                     1 => vec![task_ref(&t[1], None, false), task_ref(&t[2], Some(false), true)],
@@ -426,8 +428,9 @@ fn two_racing_repair_applies_end_with_exactly_one_controller_each() {
     );
     assert!(applied >= BROKEN as usize, "every artifact repaired by one of them: {applied}");
 
-    // The oldest surviving owner is umbrella (seeded first) in every case:
-    // promoted where no controller was, kept where it already was.
+    // The first live owner in owner-reference order is promoted where no
+    // controller was (the operator's OldestSurvivingOwner: "ownerRef order
+    // IS creation order"), and a controller is kept where there was one.
     for plural in ["issues", "mergerequests"] {
         for obj in w.all(plural) {
             let c = controllers(&obj);
@@ -439,7 +442,8 @@ fn two_racing_repair_applies_end_with_exactly_one_controller_each() {
             assert!(refs.iter().all(|r| r["blockOwnerDeletion"] == json!(true)), "{obj}");
             let n = obj["spec"]["number"].as_i64().unwrap();
             if n >= 600 {
-                assert_eq!(c[0], "umbrella", "{obj}");
+                let want = if (n - 600) % 3 == 1 { "member-b" } else { "umbrella" };
+                assert_eq!(c[0], want, "{obj}");
             }
         }
     }
@@ -511,6 +515,66 @@ fn backlog() -> fake_github::State {
     s
 }
 
+/// Ported from the operator's `internal/own/own_test.go`
+/// (TestOldestSurvivingOwner, TestDropOwner) with `RepairZeroController`'s
+/// "A TERMINAL OWNER IS NOT AN HEIR" (own.go:198-205), through the real
+/// binary: a finished heir is skipped, a dangling controller reference is
+/// dropped, and when one of several writes fails the others are still made
+/// and the result says which were written and which were not.
+#[test]
+fn repair_promotes_only_live_heirs_and_reports_a_failed_write_among_several() {
+    let w = World::new(
+        |s| {
+            s.patch("tasks", NS, "member-a", &json!({"status": {"state": "done"}}), true).unwrap();
+            let (a, b) = (s.get("tasks", NS, "member-a").unwrap(), s.get("tasks", NS, "member-b").unwrap());
+            let gone = json!({"apiVersion": "tatara.dev/v1alpha1", "kind": "Task", "name": "gone", "uid": "uid-gone",
+                "controller": true, "blockOwnerDeletion": true});
+            let seed = |s: &mut Store, n: i64, refs: Vec<Value>| {
+                s.seed("issues", NS, json!({"metadata": {"name": format!("iss-tatara-operator-{n}"), "ownerReferences": refs},
+                    "spec": {"number": n, "projectRef": "tatara", "repositoryRef": "tatara-operator",
+                             "url": format!("https://github.com/acme/tatara-operator/issues/{n}")},
+                    "status": {"state": "open", "author": "alice"}})).unwrap();
+            };
+            // 700: the done member-a is first in order; member-b inherits.
+            seed(s, 700, vec![task_ref(&a, Some(false), true), task_ref(&b, Some(false), true)]);
+            // 701: a controller reference to a Task that is gone.
+            seed(s, 701, vec![gone, task_ref(&b, Some(false), true)]);
+            // 702: only the done member-a: the sweep's, not the repair's.
+            seed(s, 702, vec![task_ref(&a, Some(false), true)]);
+        },
+        gh_state(&[]),
+    );
+    let plan = ok_json(&w.tatara(&["repair", "-o", "json"], None));
+    let names: Vec<&str> = plan["plan"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["iss-tatara-operator-700", "iss-tatara-operator-701"], "{plan}");
+    for l in plan["plan"].as_array().unwrap() {
+        assert_eq!(l["controller"], "member-b", "{l}");
+    }
+    let refs701 = &plan["plan"][1]["ownerReferences"];
+    assert_eq!(refs701.as_array().unwrap().len(), 1, "the dangling controller reference is dropped: {refs701}");
+
+    // One of the two writes fails: the other is made, and both are named.
+    w.api.fail(Some("PUT"), "/apis/tatara.dev/v1alpha1/namespaces/tatara/issues/iss-tatara-operator-700", 500, None);
+    let out = w.tatara(&["repair", "--apply"], None);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stdout.contains("written: issue/iss-tatara-operator-701"), "{stdout}");
+    assert!(stdout.contains("NOT written: issue/iss-tatara-operator-700"), "{stdout}");
+    assert!(
+        stderr.contains("1 of 2 repair(s) could not be written")
+            && stderr.contains("written: issue/iss-tatara-operator-701")
+            && stderr.contains("not written: issue/iss-tatara-operator-700"),
+        "{stderr}"
+    );
+    assert_eq!(controllers(&w.get("issues", "iss-tatara-operator-701")), vec!["member-b"]);
+    assert_eq!(controllers(&w.get("issues", "iss-tatara-operator-700")), Vec::<String>::new());
+    assert_eq!(controllers(&w.get("issues", "iss-tatara-operator-702")), Vec::<String>::new(), "left to the sweep");
+    w.api.clear_faults();
+    let again = ok_json(&w.tatara(&["repair", "--apply", "-o", "json"], None));
+    assert_eq!(again["applied"].as_array().unwrap().len(), 1, "{again}");
+    assert_eq!(controllers(&w.get("issues", "iss-tatara-operator-700")), vec!["member-b"]);
+}
+
 #[test]
 fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
     let w = World::new(|_| {}, backlog());
@@ -545,7 +609,7 @@ fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
             (p["key"].as_str().unwrap().to_string(), p["disposition"]["disposition"].as_str().unwrap().to_string())
         })
         .collect();
-    for want in [("#9", "adopt"), ("#3001", "ignoreBot"), ("#3002", "ignoreBot"), ("#3003", "review")] {
+    for want in [("!9", "adopt"), ("!3001", "ignoreBot"), ("!3002", "ignoreBot"), ("!3003", "review")] {
         assert!(disp.iter().any(|(k, d)| k.ends_with(want.0) && d == want.1), "{want:?} in {disp:?}");
     }
     // #9 is adopted already (member-b lists it and controls its mirror);

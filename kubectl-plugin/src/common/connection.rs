@@ -207,9 +207,22 @@ impl Call<'_> {
         if self.namespace.is_empty() { object } else { format!("{object} in namespace {:?}", self.namespace) }
     }
 
+    /// The verb and the subresource: the executor names a status write
+    /// `patch status` / `update status`.
+    fn verb_and_subresource(&self) -> (&str, Option<&str>) {
+        match self.verb.split_once(' ') {
+            Some((verb, sub)) => (verb, Some(sub)),
+            None => (self.verb, None),
+        }
+    }
+
+    /// A `kubectl auth can-i` that runs as written: a subresource goes in
+    /// `--subresource` (kubectl refuses `can-i patch status RESOURCE`).
     fn can_i(&self) -> String {
         let ns = if self.namespace.is_empty() { " -A".to_string() } else { format!(" -n {}", self.namespace) };
-        format!("kubectl auth can-i {} {}{ns}", self.verb, self.resource)
+        let (verb, sub) = self.verb_and_subresource();
+        let sub = sub.map(|s| format!(" --subresource={s}")).unwrap_or_default();
+        format!("kubectl auth can-i {verb} {}{sub}{ns}", self.resource)
     }
 }
 
@@ -229,9 +242,10 @@ pub fn refused(call: Call<'_>, doing: &str, code: u16, message: &str) -> CliErro
     match code {
         403 => CliError::new(format!(
             "{doing}: the API server refused it (403 Forbidden): {message}. Your identity needs the {:?} verb on \
-             {}; check with `{}`, or ask for the RBAC",
-            call.verb,
+             {}{}; check with `{}`, or ask for the RBAC",
+            call.verb_and_subresource().0,
             call.resource,
+            call.verb_and_subresource().1.map(|s| format!("/{s}")).unwrap_or_default(),
             call.can_i()
         ))
         .with_code(exit_code::FORBIDDEN),

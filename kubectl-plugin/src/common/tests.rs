@@ -262,3 +262,26 @@ fn completion_to_a_closed_pipe_does_not_panic() {
     }
     print_completions::<Cli>(clap_complete::Shell::Bash, &mut Closed);
 }
+
+#[test]
+fn a_refused_status_write_hints_a_can_i_that_kubectl_accepts() {
+    // `kubectl auth can-i patch status mergerequests.tatara.dev` is refused
+    // by kubectl ("you must specify two arguments"); the subresource is a flag.
+    let call = connection::Call {
+        verb: "patch status",
+        resource: "mergerequests.tatara.dev",
+        name: "mr-tatara-operator-9",
+        namespace: "tatara",
+    };
+    let e = connection::refused(call, "cannot patch status", 403, "forbidden");
+    assert_eq!(e.code(), exit_code::FORBIDDEN);
+    assert!(
+        e.message().contains("`kubectl auth can-i patch mergerequests.tatara.dev --subresource=status -n tatara`"),
+        "{}",
+        e.message()
+    );
+    assert!(e.message().contains("needs the \"patch\" verb on mergerequests.tatara.dev/status"), "{}", e.message());
+    let plain = connection::Call { verb: "update", resource: "issues.tatara.dev", name: "", namespace: "" };
+    let e = connection::refused(plain, "cannot update", 403, "forbidden");
+    assert!(e.message().contains("`kubectl auth can-i update issues.tatara.dev -A`"), "{}", e.message());
+}

@@ -39,7 +39,7 @@ impl Complete for Completer {
             };
             let values: Vec<String> = match path.first().map(String::as_str) {
                 Some("takeover") => {
-                    snap.merge_requests.iter().map(|m| format!("{}#{}", m.spec.repository_ref, m.spec.number)).collect()
+                    snap.merge_requests.iter().map(|m| m.key()).collect()
                 }
                 _ => match current.split_once('/').map(|(k, _)| k) {
                     Some(kind @ ("issue" | "issues" | "iss")) => {

@@ -1,9 +1,12 @@
-//! `kubectl tatara repair [--apply]`: rule 5's reconcile guard run by hand.
-//! Every Issue and MergeRequest breaking an owner-reference rule gets one
-//! repair ("promoting the oldest surviving owner", every reference with
-//! blockOwnerDeletion), printed first; with `--apply` each is ONE PUT guarded
-//! by the resourceVersion it was computed from, recomputed from a fresh read
-//! on 409, so two racing repairs end with exactly one controller each.
+//! `kubectl tatara repair [--apply]`: the operator's zero-controller guard
+//! (`RepairZeroController`, `internal/own/own.go`) run by hand. Every Issue
+//! and MergeRequest it would repair gets one repair (a dangling controller
+//! reference dropped, the first live Task owner in owner-reference order
+//! promoted, every Task reference with blockOwnerDeletion), printed first;
+//! with `--apply` each is ONE PUT guarded by the resourceVersion it was
+//! computed from, recomputed from a fresh read on 409, so two racing repairs
+//! end with exactly one controller each. A write that fails does not stop the
+//! others, and the result says which were written and which were not.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -53,6 +56,18 @@ pub struct RepairLine {
     pub why: String,
 }
 
+/// A repair whose write failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailedRepair {
+    pub namespace: String,
+    pub kind: ArtifactKind,
+    pub name: String,
+    pub error: String,
+    #[serde(skip)]
+    pub code: u8,
+}
+
 /// What `repair` prints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -64,6 +79,8 @@ pub struct RepairResult {
     /// The writes that landed (with `--apply`); fewer than the plan when
     /// another writer repaired some first.
     pub applied: Vec<RepairLine>,
+    /// The repairs whose write failed (with `--apply`), each with why.
+    pub failed: Vec<FailedRepair>,
     /// 409s met and recomputed from fresh reads.
     pub conflicts: usize,
     /// Whether the plan covers every namespace (`-A`): the table then has
@@ -130,6 +147,14 @@ impl Human for RepairResult {
                 self.applied.len(),
                 self.conflicts
             )?;
+            if !self.failed.is_empty() {
+                for l in &self.applied {
+                    writeln!(out, "written: {}/{}", kind_name(l.kind).to_lowercase(), l.name)?;
+                }
+                for f in &self.failed {
+                    writeln!(out, "NOT written: {}/{}: {}", kind_name(f.kind).to_lowercase(), f.name, f.error)?;
+                }
+            }
         } else if !self.plan.is_empty() {
             writeln!(out, "(plan only: run again with --apply to write these repairs; -o wide says why)")?;
         }
@@ -175,18 +200,47 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
         exec.max_conflicts = exec.max_conflicts.max(10 + 2 * plan.len());
         exec.max_rounds = exec.max_rounds.max(exec.max_conflicts + 10);
         result.plan.extend(plan.iter().filter_map(|a| line(ns, &snap, a)));
-        if args.apply && !plan.is_empty() {
-            // Recomputed from a fresh read each round: a 409 means another
-            // writer moved first, and its repair may already be ours.
-            let report = exec
-                .converge(&format!("repair in namespace {ns}"), None, |snap| Ok(decide_repairs(snap)))
-                .await
-                .map_err(|e| common::executor_failure(e, ns))?;
-            result.applied.extend(report.applied.iter().filter_map(|a| line(ns, &snap, a)));
-            result.conflicts += report.conflicts;
+        if args.apply {
+            // One converge per artifact, so a write that fails leaves the
+            // others to be made and reported. Each is recomputed from a
+            // fresh read every round: a 409 means another writer moved
+            // first, and its repair may already be ours.
+            for planned in plan.iter().filter_map(|a| line(ns, &snap, a)) {
+                let (kind, name) = (planned.kind, planned.name.clone());
+                let this = |a: &Action| matches!(a, Action::SetOwners { kind: k, name: n, .. } if *k == kind && *n == name);
+                let what = format!("repair of {}/{name} in namespace {ns}", kind_name(kind).to_lowercase());
+                match exec.converge(&what, None, |snap| Ok(decide_repairs(snap).into_iter().filter(this).collect())).await {
+                    Ok(report) => {
+                        result.applied.extend(report.applied.iter().filter_map(|a| line(ns, &snap, a)));
+                        result.conflicts += report.conflicts;
+                    }
+                    Err(e) => {
+                        let e = common::executor_failure(e, ns);
+                        result.failed.push(FailedRepair {
+                            namespace: ns.clone(),
+                            kind,
+                            name,
+                            error: e.message().to_string(),
+                            code: e.code(),
+                        });
+                    }
+                }
+            }
         }
     }
     common::print(&args.output, colour, &result, out)?;
+    if let Some(first) = result.failed.first() {
+        let names = |v: Vec<String>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        let written = names(result.applied.iter().map(|l| format!("{}/{}", kind_name(l.kind).to_lowercase(), l.name)).collect());
+        let not = names(result.failed.iter().map(|f| format!("{}/{}", kind_name(f.kind).to_lowercase(), f.name)).collect());
+        return Err(CliError::new(format!(
+            "{} of {} repair(s) could not be written (written: {written}; not written: {not}); the first failure: {}",
+            result.failed.len(),
+            result.failed.len() + result.applied.len(),
+            first.error
+        ))
+        .with_code(first.code));
+    }
     // Findings: what is still to repair (the plan without --apply; what did
     // not land with it).
     let left = if args.apply { result.plan.len().saturating_sub(result.applied.len()) } else { result.plan.len() };

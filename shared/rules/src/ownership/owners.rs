@@ -1,13 +1,14 @@
 //! Owners: the five owner-reference rules of `spec/ownership.md` ("Who owns
 //! what"), as a checker that names every violation on an object, and the
-//! repair decision ("promoting the oldest surviving owner", in one write).
-//! Also the single-write controller swap the fold and the reaper share.
+//! repair decision: the operator's zero-controller rule (`internal/own/own.go`,
+//! live heirs in owner-reference order, in one write). Also the single-write
+//! controller swap the fold and the reaper share.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::{Deserialize, Serialize};
 
 use super::decision::{Action, Artifact, OwnerInfo, Snapshot, is_controller};
-use super::types::Task;
+use super::types::{API_VERSION, Task};
 
 /// One broken rule on one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,41 +145,80 @@ pub fn swap_controller(refs: &[OwnerReference], new_controller: &OwnerReference)
     out
 }
 
-/// The repair of rule 5's reconcile guard (and of rules 1-3 on the way):
-/// one PUT that leaves exactly one controller, the oldest surviving owner,
-/// with blockOwnerDeletion on every reference. `None` when nothing is wrong
-/// or nothing can be done (no surviving owner: the GC collects it).
-pub fn repair(artifact: &Artifact, owners: &[OwnerInfo]) -> Option<Action> {
+/// Whether `r` references a tatara Task (`isTaskRef`, `internal/own/own.go`
+/// at d22349a): the only references the repair reads or rewrites.
+pub fn is_task_ref(r: &OwnerReference) -> bool {
+    r.kind == Task::KIND && r.api_version == API_VERSION
+}
+
+/// Whether a Task can inherit an artifact: it exists (the caller found it),
+/// it has not finished (`TaskDone`: state `done` or `rejected`; "A TERMINAL
+/// OWNER IS NOT AN HEIR", own.go:198-205), and it is not being deleted.
+pub fn is_live_heir(task: &Task) -> bool {
+    let state = task.status.as_ref().and_then(|s| s.state.as_deref()).unwrap_or("");
+    state != "done" && state != "rejected" && task.metadata.deletion_timestamp.is_none()
+}
+
+/// The operator's zero-controller repair (`RepairZeroController`,
+/// own.go:173-259), as one guarded write of the artifact:
+///
+/// - a controller reference to a Task that no longer exists is dropped
+///   (`DropOwner`: a dangling controller is a string, not ownership);
+/// - with no controller left, the first live heir in owner-reference order
+///   ("ownerRef order IS creation order", `OldestSurvivingOwner`) becomes the
+///   controller (`HandOverController`: every other Task reference plain);
+/// - every Task reference carries `blockOwnerDeletion: true` (rules 2, 3);
+/// - references that are not to Tasks are left exactly as they are.
+///
+/// `None` when nothing is wrong, or nothing the operator would do: a live
+/// controller (finished or not) stays, an artifact none of whose Task
+/// owners exists is the garbage collector's, and one whose owners have all
+/// finished is the sweep's to re-mint.
+pub fn repair(artifact: &Artifact, tasks: &[Task]) -> Option<Action> {
     let refs = &artifact.owner_references;
-    let findings = check(&artifact.name, Owned::Artifact, refs);
-    let current = artifact.controller().filter(|c| owners.iter().any(|o| o.uid == c.uid && o.surviving));
-    let needs_promotion = current.is_none() && !refs.is_empty();
-    if findings.is_empty() && !needs_promotion {
+    let find = |name: &str| tasks.iter().find(|t| t.name() == name);
+    if !refs.iter().any(|r| is_task_ref(r) && find(&r.name).is_some()) {
         return None;
     }
-    let target = match current {
-        Some(c) => c,
-        None => oldest_surviving(refs, owners, None)?,
-    };
-    let new_refs = swap_controller(refs, target);
-    if &new_refs == refs {
+    let mut whys: Vec<String> = Vec::new();
+    let mut out: Vec<OwnerReference> = Vec::with_capacity(refs.len());
+    for r in refs {
+        if is_task_ref(r) && is_controller(r) && find(&r.name).is_none() {
+            whys.push(format!("drop the controller reference to Task {}, which no longer exists", r.name));
+            continue;
+        }
+        out.push(r.clone());
+    }
+    let has_controller = out.iter().any(|r| is_task_ref(r) && is_controller(r));
+    let heir = (!has_controller)
+        .then(|| out.iter().find(|r| is_task_ref(r) && find(&r.name).is_some_and(is_live_heir)))
+        .flatten()
+        .map(|r| r.name.clone());
+    if !has_controller && heir.is_none() {
+        // Every owner has finished: the operator leaves it for the sweep.
+        return None;
+    }
+    for r in out.iter_mut().filter(|r| is_task_ref(r)) {
+        if r.block_owner_deletion != Some(true) {
+            whys.push(format!("set blockOwnerDeletion on the reference to {}", r.name));
+            r.block_owner_deletion = Some(true);
+        }
+        if let Some(h) = &heir {
+            r.controller = Some(&r.name == h);
+        }
+    }
+    if let Some(h) = &heir {
+        whys.push(format!("promote {h}, its first live owner in owner-reference order, to controller"));
+    }
+    if &out == refs {
         return None;
     }
     Some(Action::SetOwners {
         kind: artifact.kind,
         name: artifact.name.clone(),
         resource_version: artifact.resource_version.clone(),
-        why: format!(
-            "repair {}: {}; promote the oldest surviving owner {} to controller in one write",
-            artifact.name,
-            if findings.is_empty() {
-                "its controller owner is gone".to_string()
-            } else {
-                findings.iter().map(|f| f.why.clone()).collect::<Vec<_>>().join("; ")
-            },
-            target.name
-        ),
-        owner_references: new_refs,
+        why: format!("repair {}: {}, in one write", artifact.name, whys.join("; ")),
+        owner_references: out,
     })
 }
 
@@ -186,8 +226,7 @@ pub fn repair(artifact: &Artifact, owners: &[OwnerInfo]) -> Option<Action> {
 /// needs one. (Where the guard detects a violation it logs it at ERROR and
 /// counts it, `runtime::ownership::metrics::Metrics::record_findings`.)
 pub fn decide_repairs(snap: &Snapshot) -> Vec<Action> {
-    let owners = snap.owner_infos();
-    snap.artifacts().iter().filter_map(|a| repair(a, &owners)).collect()
+    snap.artifacts().iter().filter_map(|a| repair(a, &snap.tasks)).collect()
 }
 
 /// Rule 4's repair on a Task: drop every Task owner reference.

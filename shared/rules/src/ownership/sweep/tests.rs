@@ -1,3 +1,5 @@
+use std::collections::BTreeSet;
+
 use super::*;
 use crate::ownership::decision::Snapshot;
 use crate::ownership::testkit::*;

@@ -286,7 +286,7 @@ fn review_mints_share_the_issue_mints_budget_in_forge_order() {
     assert_eq!(plan.mint.len(), 5, "maxNewTasksPerSweep counts both kinds");
     let lines = review_lines(&plan);
     let shape: Vec<(&str, &str)> = lines.iter().map(|l| (l.key.as_str(), l.decision.as_str())).collect();
-    assert_eq!(shape, vec![("repo#20", "mint"), ("repo#21", "deferred")]);
+    assert_eq!(shape, vec![("repo!20", "mint"), ("repo!21", "deferred")]);
     assert!(lines[0].why.contains("reaction scope") && lines[0].why.contains("human is waiting"), "{}", lines[0].why);
     assert!(lines[1].why.contains("maxNewTasksPerSweep"), "{}", lines[1].why);
     // And maxOpenTasks binds an active review mint like an active issue mint.
