@@ -211,7 +211,7 @@ fn why_with_a_real_sidecar_over_its_socket_and_through_the_pod_proxy() {
     assert!(out.contains("Author of the current state: alice [user]"), "{out}");
     assert!(out.contains("tier:        exact (this actor produced this exact version)"), "{out}");
     assert!(out.contains("verb:        create") && out.contains("audit-create-web-10"), "{out}");
-    assert!(out.contains("core/v1/configmaps/default/web.yaml"), "{out}");
+    assert!(out.contains("default/configmaps/web.yaml"), "{out}");
     assert!(out.contains("History (newest first)") && out.contains("create"), "{out}");
     // kubectl's other output forms: a JSONPath template over the JSON
     // answer, tables without their header rows, colour only when asked.

@@ -110,6 +110,7 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
         messages: Some(messages),
         signer,
         placement,
+        bootstrap: true,
         ..WriterConfig::new(repo_dir, loaded.target.spec.branch.clone(), Identity::new(committer.name, committer.email))
     };
     let policy = MirrorPolicy { prune: Some(loaded.target.spec.prune_mode()) };

@@ -86,11 +86,8 @@ async fn commit_writes_attributed_history_and_pushes_it() {
     );
     assert!(lines[2].contains("|mirror-bot <bot@example.com>|absent"), "{}", lines[2]);
     let tree = git(&remote, &["ls-tree", "-r", "--name-only", "main"]);
-    assert_eq!(
-        tree.lines().collect::<Vec<_>>(),
-        ["core/v1/configmaps/ns/cm.yaml", "core/v1/configmaps/ns/orphan.yaml"]
-    );
-    let manifest = git(&remote, &["show", "main:core/v1/configmaps/ns/cm.yaml"]);
+    assert_eq!(tree.lines().collect::<Vec<_>>(), ["ns/configmaps/cm.yaml", "ns/configmaps/orphan.yaml"]);
+    let manifest = git(&remote, &["show", "main:ns/configmaps/cm.yaml"]);
     assert!(!manifest.contains("resourceVersion") && !manifest.contains("uid"), "{manifest}");
 }
 

@@ -162,7 +162,7 @@ fn status_only_changes_make_no_commit_and_secrets_never_reach_git() {
         )
         .unwrap();
     });
-    let path = format!("{PREFIX}/apps/v1/deployments/{NS}/api.yaml");
+    let path = format!("{PREFIX}/{NS}/apps/deployments/api.yaml");
     m.wait("alice's deployment", || m.remote_has(&path));
     let before = m.commits();
     m.act("system:serviceaccount:kube-system:deployment-controller", true, |s| {
@@ -433,7 +433,7 @@ fn without_custom_resources_watch_takes_the_types_from_flags() {
         }
     };
     // The first list reconciles what exists; no prefix without a GitTarget.
-    wait("the reconcile of the existing ConfigMap", &|| has(&format!("core/v1/configmaps/{NS}/existing.yaml")));
+    wait("the reconcile of the existing ConfigMap", &|| has(&format!("{NS}/configmaps/existing.yaml")));
     let writes = {
         let mut s = api.store.lock().unwrap();
         s.as_user("alice").create("configmaps", NS, configmap("web", "1")).unwrap();
@@ -441,7 +441,7 @@ fn without_custom_resources_watch_takes_the_types_from_flags() {
     };
     let events: Vec<serde_json::Value> = writes.iter().map(testkit::audit::from_write).collect();
     assert_eq!(sidecar.post_events("default", &events), 200);
-    wait("alice's create", &|| has(&format!("core/v1/configmaps/{NS}/web.yaml")));
+    wait("alice's create", &|| has(&format!("{NS}/configmaps/web.yaml")));
     assert_eq!(git(&remote, &["log", "-1", "--format=%an", "main"]).trim(), "alice");
     let _ = watcher.kill();
     let _ = watcher.wait();
@@ -552,7 +552,7 @@ fn a_rule_change_is_followed_without_a_restart() {
         s.create("configmaps", NS, configmap("web", "1")).unwrap();
     });
     m.wait("alice's ConfigMap", || m.remote_has(&cm_path("web")));
-    let path = format!("{PREFIX}/apps/v1/deployments/{NS}/api.yaml");
+    let path = format!("{PREFIX}/{NS}/apps/deployments/api.yaml");
     assert!(!m.remote_has(&path), "deployments are not watched yet");
     // The rule now names deployments too: the running watcher starts
     // watching them, and the first list brings the existing one in,
@@ -691,4 +691,164 @@ fn a_wildcard_rule_does_not_mirror_pods_events_or_leases() {
     for (resource, name) in [("pods", "web-1"), ("events", "web-1.1"), ("events", "web-1.2"), ("leases", "leader")] {
         assert!(document_of(&m, resource, name).is_none(), "{resource}/{name} was mirrored:\n{tree}");
     }
+}
+
+/// A remote gitops-reverser filled, as its code writes it: the canonical
+/// `<path>/<namespace>/[<group>/]<resource>/<name>.yaml` (gitops-reverser
+/// internal/types/identifier.go:96-112), a multi-document file with a
+/// comment (internal/git/manifestedit/split.go), and an object a person
+/// placed elsewhere. The cluster holds the same objects.
+fn gitops_reverser_filled(s: &mut Setup) {
+    let single = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: single\n  namespace: shop\ndata:\n  k: '1'\n";
+    let multi = "\
+# Shared settings, kept together by hand.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: first
+  namespace: shop
+data:
+  # the colour of the shop
+  colour: blue
+  k: '1'
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: second
+  namespace: shop
+data:
+  k: '1'
+";
+    let placed = "kind: ConfigMap\napiVersion: v1\nmetadata:\n  namespace: shop\n  name: placed\ndata: {k: '1'}\n";
+    s.prefill = vec![
+        (format!("{PREFIX}/{NS}/configmaps/single.yaml"), single.to_owned()),
+        (format!("{PREFIX}/{NS}/shared.yaml"), multi.to_owned()),
+        (format!("{PREFIX}/hand/placed-config.yaml"), placed.to_owned()),
+        (format!("{PREFIX}/hand/broken.yaml"), "apiVersion: v1\nkind: [ConfigMap\n".to_owned()),
+        (format!("{PREFIX}/README.md"), "# Ours\n".to_owned()),
+    ];
+    s.seed = vec![
+        configmap("single", "1"),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "first", "namespace": NS},
+               "data": {"colour": "blue", "k": "1"}}),
+        configmap("second", "1"),
+        configmap("placed", "1"),
+    ];
+}
+
+#[test]
+fn a_repository_gitops_reverser_filled_is_continued_in_place_never_duplicated() {
+    let mut m = Mirror::start(gitops_reverser_filled);
+    let filled = m.commits();
+    let shared = format!("{PREFIX}/{NS}/shared.yaml");
+    let placed = format!("{PREFIX}/hand/placed-config.yaml");
+    let tree = || git(&m.remote, &["ls-tree", "-r", "--name-only", "main"]);
+    // The first list finds every object's document where it is: nothing
+    // to write, no commit, no second copy.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(m.commits(), filled, "an unchanged tree makes no commit:\n{}", tree());
+    assert!(!m.remote_has(&cm_path("first")) && !m.remote_has(&cm_path("placed")), "{}", tree());
+
+    // An update edits the document inside the multi-document file: the
+    // comments and the sibling document stay byte for byte.
+    let before = m.show(&shared);
+    m.act("alice", true, |s| {
+        s.patch("configmaps", NS, "first", &json!({"data": {"k": "2"}}), false).unwrap();
+    });
+    m.wait("alice's update", || m.authors(&shared).first().map(String::as_str) == Some("alice"));
+    assert_eq!(m.show(&shared), before.replace("  k: '1'\n---", "  k: '2'\n---"), "edited in place");
+    assert!(!m.remote_has(&cm_path("first")), "{}", tree());
+    // The placed object is edited where it was placed.
+    m.act("bob", true, |s| {
+        s.patch("configmaps", NS, "placed", &json!({"data": {"k": "2"}}), false).unwrap();
+    });
+    m.wait("bob's update", || m.authors(&placed).first().map(String::as_str) == Some("bob"));
+    assert!(m.show(&placed).contains("k: '2'"), "{}", m.show(&placed));
+    assert!(!m.remote_has(&cm_path("placed")), "{}", tree());
+    // A new object lands at gitops-reverser's path, with the bootstrap
+    // files beside it; the README that exists is not overwritten.
+    m.act("carol", true, |s| {
+        s.create("configmaps", NS, configmap("fresh", "1")).unwrap();
+    });
+    m.wait("carol's create", || m.remote_has(&cm_path("fresh")));
+    assert_eq!(m.show(&format!("{PREFIX}/README.md")), "# Ours\n");
+    assert!(m.show(&format!("{PREFIX}/.gittargetignore")).contains("# .gittargetignore"));
+    // A deletion removes its document and keeps the sibling; the file of a
+    // last document goes.
+    m.act("dave", true, |s| {
+        s.delete("configmaps", NS, "second", None, None).unwrap();
+        s.delete("configmaps", NS, "single", None, None).unwrap();
+    });
+    m.wait("dave's deletions", || !m.remote_has(&format!("{PREFIX}/{NS}/configmaps/single.yaml")));
+    let left = m.show(&shared);
+    assert!(left.contains("name: first") && !left.contains("name: second"), "{left}");
+    assert!(left.starts_with("# Shared settings, kept together by hand.\n"), "{left}");
+    // The document that does not parse was never touched.
+    assert_eq!(m.show(&format!("{PREFIX}/hand/broken.yaml")), "apiVersion: v1\nkind: [ConfigMap\n");
+
+    // A restart relists an unchanged tree: no commit.
+    let settled = m.commits();
+    m.stop_watcher();
+    m.start_watcher(&[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(m.commits(), settled, "a relist of an unchanged tree makes no commit");
+}
+
+#[test]
+fn placement_templates_place_new_objects_and_a_bad_one_is_refused_naming_it() {
+    let m = Mirror::start(|s| {
+        s.target["spec"]["placement"] = json!({
+            "byType": {"v1/configmaps": "config/{namespace}/{name}.yaml"},
+            "default": "{groupPath}/{version}/{resource}/{namespaceOrCluster}/{name}{sensitiveSuffix}",
+        });
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+        s.create(
+            "deployments",
+            NS,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": NS},
+                   "spec": {"replicas": 1}}),
+        )
+        .unwrap();
+    });
+    let placed = format!("{PREFIX}/config/{NS}/web.yaml");
+    m.wait("alice's ConfigMap at its byType path", || m.remote_has(&placed));
+    m.wait("alice's Deployment at the default path", || {
+        m.remote_has(&format!("{PREFIX}/apps/v1/deployments/{NS}/api.yaml"))
+    });
+    assert!(!m.remote_has(&cm_path("web")));
+    // Edited where placement put it.
+    m.act("bob", true, |s| {
+        s.patch("configmaps", NS, "web", &json!({"data": {"k": "2"}}), false).unwrap();
+    });
+    m.wait("bob's update", || m.authors(&placed).len() == 2);
+    drop(m);
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::new();
+    store.load_crd_schemas(&testkit::fixtures::gitops_reverser_crds()).unwrap();
+    let setup = Setup::new(&dir.path().join("remote.git"));
+    let mut target = setup.target;
+    target["spec"]["placement"] = json!({"default": "{namespace}/{nmae}.yaml"});
+    store.seed_object(setup.provider).unwrap();
+    store.seed_object(target).unwrap();
+    let api = fakeapi::spawn(store).unwrap();
+    let kc = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
+    let out = Command::new(sidecar::binary())
+        .args(["serve", "--audit-listen", "off", "--git-target", "shop/lab", "--kubeconfig"])
+        .arg(&kc)
+        .arg("--socket")
+        .arg(dir.path().join("s.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("GitTarget shop/lab") && stderr.contains("spec.placement default") && stderr.contains("{nmae}"),
+        "{stderr}"
+    );
 }

@@ -28,11 +28,37 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 pub fn cm_path(name: &str) -> String {
-    format!("{PREFIX}/core/v1/configmaps/{NS}/{name}.yaml")
+    format!("{PREFIX}/{NS}/configmaps/{name}.yaml")
 }
 
 pub fn configmap(name: &str, value: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": NS}, "data": {"k": value}})
+}
+
+/// Commits `files` to the remote's `main` from a work tree at `work`, as
+/// another tool (gitops-reverser) would have.
+fn prefill(work: &Path, remote: &Path, files: &[(String, String)]) {
+    git(remote.parent().unwrap(), &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
+    for (path, content) in files {
+        let file = work.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+    git(work, &["add", "--all"]);
+    git(
+        work,
+        &[
+            "-c",
+            "user.name=GitOps Reverser",
+            "-c",
+            "user.email=noreply@configbutler.ai",
+            "commit",
+            "--quiet",
+            "-m",
+            "filled by gitops-reverser",
+        ],
+    );
+    git(work, &["push", "--quiet", "origin", "HEAD:main"]);
 }
 
 /// What the CRs say, with a few knobs the scenarios turn.
@@ -42,6 +68,11 @@ pub struct Setup {
     pub rules: Vec<Value>,
     /// Types the fake API serves besides its built-ins and the vendored CRDs.
     pub types: Vec<fakeapi::ResourceType>,
+    /// Files the remote's `main` holds before the mirror starts (path from
+    /// the repository root, content), committed by another tool.
+    pub prefill: Vec<(String, String)>,
+    /// Objects the cluster holds before the mirror starts.
+    pub seed: Vec<Value>,
 }
 
 impl Setup {
@@ -66,6 +97,8 @@ impl Setup {
                          "rules": [{"resources": ["configmaps", "secrets"]}, {"apiGroups": ["apps"], "resources": ["deployments"]}]}
             })],
             types: Vec::new(),
+            prefill: Vec::new(),
+            seed: Vec::new(),
         }
     }
 }
@@ -93,13 +126,16 @@ impl Mirror {
         git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
         let mut s = Setup::new(&remote);
         setup(&mut s);
+        if !s.prefill.is_empty() {
+            prefill(&dir.path().join("prefill"), &remote, &s.prefill);
+        }
         let mut store = Store::new();
         store.load_crd_schemas(&crate::fixtures::gitops_reverser_crds()).unwrap();
         for t in std::mem::take(&mut s.types) {
             store.register(t);
         }
         store.seed_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})).unwrap();
-        for o in [s.provider, s.target].into_iter().chain(s.rules) {
+        for o in [s.provider, s.target].into_iter().chain(s.rules).chain(s.seed) {
             store.seed_object(o).unwrap();
         }
         let api = fakeapi::spawn(store).unwrap();

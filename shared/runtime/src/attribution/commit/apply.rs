@@ -96,6 +96,10 @@ impl Context<'_> {
     /// Applies one change to `files` (and the index).
     pub(super) fn apply(&mut self, files: &mut Files<'_>, change: &Change) -> Result<Outcome> {
         let key = &change.object;
+        // Coordinates that are not one path segment each are corrupt input.
+        if let Err(e) = rules::attribution::render::layout_path(key) {
+            return Ok(Outcome::Rejected(e.into()));
+        }
         match &change.action {
             Action::Write(object) => self.write(files, key, object),
             Action::Delete => self.delete(files, key),

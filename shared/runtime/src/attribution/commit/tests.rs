@@ -105,7 +105,7 @@ fn create_update_delete_produce_the_expected_files_and_authors() {
     let tmp = tempfile::tempdir().unwrap();
     let remote = bare_remote(tmp.path(), "remote.git");
     let mut w = writer(tmp.path(), "clone", Some(&remote));
-    let path = "core/v1/configmaps/shop/web.yaml";
+    let path = "shop/configmaps/web.yaml";
 
     let created = w.commit(&[write(user("alice"), cm("shop", "web", "1"), "a-1", 0)]).unwrap();
     assert_eq!(created.commits.len(), 1);
@@ -207,20 +207,20 @@ fn a_window_is_one_commit_per_author_in_event_order() {
             .collect::<Vec<_>>(),
         [
             "alice",
-            "core/v1/configmaps/a/x.yaml",
-            "core/v1/configmaps/b/x.yaml",
+            "a/configmaps/x.yaml",
+            "b/configmaps/x.yaml",
             "bob",
-            "core/v1/configmaps/a/x.yaml",
-            "core/v1/configmaps/a/y.yaml",
+            "a/configmaps/x.yaml",
+            "a/configmaps/y.yaml",
             "unknown (attribution unresolved)",
-            "core/v1/configmaps/a/z.yaml",
+            "a/configmaps/z.yaml",
             "alice",
-            "core/v1/configmaps/a/x.yaml",
+            "a/configmaps/x.yaml",
         ]
     );
     // a/x ends as alice last left it, and bob's commit shows bob's value.
-    assert!(git_cli(&clone, &["show", "main:core/v1/configmaps/a/x.yaml"]).contains("key: '3'"));
-    assert!(git_cli(&clone, &["show", "main~1:core/v1/configmaps/a/x.yaml"]).contains("key: '2'"));
+    assert!(git_cli(&clone, &["show", "main:a/configmaps/x.yaml"]).contains("key: '3'"));
+    assert!(git_cli(&clone, &["show", "main~1:a/configmaps/x.yaml"]).contains("key: '2'"));
 }
 
 #[test]
@@ -255,7 +255,7 @@ fn a_bad_change_is_refused_alone_and_the_rest_of_the_window_lands() {
     assert!(matches!(out.rejected[0].error, GitError::Rules(rules::Error::LayoutPath { .. })));
     assert!(matches!(out.rejected[1].error, GitError::Rules(rules::Error::Render { .. })));
     let clone = tmp.path().join("clone");
-    assert_eq!(git_cli(&clone, &["ls-tree", "-r", "--name-only", "main"]).trim(), "core/v1/configmaps/a/z.yaml");
+    assert_eq!(git_cli(&clone, &["ls-tree", "-r", "--name-only", "main"]).trim(), "a/configmaps/z.yaml");
 }
 
 /// The corpus scenario `configmap/finalizer-delete`: a delete is accepted
@@ -399,10 +399,10 @@ fn a_stale_writer_fetches_replays_and_lands_nothing_lost() {
     );
     assert_eq!(
         lines(&git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"])),
-        ["core/v1/configmaps/a/shared.yaml", "core/v1/configmaps/a/x.yaml", "core/v1/configmaps/b/y.yaml",]
+        ["a/configmaps/shared.yaml", "a/configmaps/x.yaml", "b/configmaps/y.yaml",]
     );
     // b's later observation wins the shared file.
-    assert!(git_cli(&remote, &["show", "main:core/v1/configmaps/a/shared.yaml"]).contains("from-b"));
+    assert!(git_cli(&remote, &["show", "main:a/configmaps/shared.yaml"]).contains("from-b"));
     // a is now behind; `commit` fetches first, so deleting the file only b
     // had written still removes it.
     let out = a.commit(&[delete(user("alice"), cm_key("b", "y"), "5", 4)]).unwrap();
@@ -411,7 +411,7 @@ fn a_stale_writer_fetches_replays_and_lands_nothing_lost() {
     assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "4");
     assert_eq!(
         git_cli(&remote, &["show", "--format=%an", "--name-status", "main"]).trim(),
-        "alice\n\nD\tcore/v1/configmaps/b/y.yaml"
+        "alice\n\nD\tb/configmaps/y.yaml"
     );
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
 }

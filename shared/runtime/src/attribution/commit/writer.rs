@@ -57,6 +57,9 @@ pub struct WriterConfig {
     /// The age recipients the bootstrap `.sops.yaml` names, when encryption
     /// is on.
     pub age_recipients: Vec<String>,
+    /// Stage the bootstrap files (a GitTarget's `README.md`,
+    /// `.gittargetignore`, `.sops.yaml`) with the first write under the prefix.
+    pub bootstrap: bool,
 }
 
 impl WriterConfig {
@@ -74,6 +77,7 @@ impl WriterConfig {
             encryption: None,
             placement: Placement::default(),
             age_recipients: Vec::new(),
+            bootstrap: false,
         }
     }
 }
@@ -504,6 +508,9 @@ impl GitWriter {
     /// The files a target's first write stages (`.sops.yaml` only when
     /// encryption is on and names its recipients).
     fn bootstrap_files(&self) -> Vec<(&'static str, String)> {
+        if !self.config.bootstrap {
+            return Vec::new();
+        }
         let recipients = (self.config.encryption.is_some() && !self.config.age_recipients.is_empty())
             .then_some(self.config.age_recipients.as_slice());
         if self.config.encryption.is_some() && recipients.is_none() {

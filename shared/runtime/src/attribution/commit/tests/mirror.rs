@@ -8,6 +8,7 @@ use std::sync::Arc;
 use rules::mirror::config::MessageSpec;
 use rules::mirror::message::{CommitKind, Messages};
 use rules::mirror::reconcile::Doc;
+use rules::mirror::watch_rules::WatchScope;
 
 use super::*;
 use crate::attribution::commit::signing::{SshSigner, generate_ed25519_key};
@@ -51,7 +52,7 @@ fn documents_go_under_the_target_path_titled_by_the_templates() {
     .unwrap();
     assert_eq!(
         lines(&git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"])),
-        ["clusters/prod/core/v1/configmaps/shop/db.yaml", "clusters/prod/core/v1/configmaps/shop/web.yaml"]
+        ["clusters/prod/shop/configmaps/db.yaml", "clusters/prod/shop/configmaps/web.yaml"]
     );
     let message = git_cli(&remote, &["log", "-1", "--format=%B", "main"]);
     assert!(message.starts_with("alice changed 2 in prod\n\n"), "{message}");
@@ -132,18 +133,20 @@ fn signed_commits_verify_with_git_and_survive_a_replay() {
 }
 
 #[test]
-fn the_documents_a_reconcile_compares_are_the_trees_and_the_renderings() {
+fn the_documents_a_reconcile_compares_are_found_by_identity_and_digested_by_content() {
     let tmp = tempfile::tempdir().unwrap();
     let remote = bare_remote(tmp.path(), "remote.git");
     let mut w = mirror_writer(tmp.path(), &remote, None, None);
     w.commit(&[write(None, cm("shop", "web", "1"), "a-1", 0), write(None, cm("ops", "x", "1"), "a-2", 0)]).unwrap();
-    let shop = "clusters/prod/core/v1/configmaps/shop".to_owned();
-    let held = w.documents_under(std::slice::from_ref(&shop)).unwrap();
+    let shop = [WatchScope::Namespace("shop".into())];
+    let held = w.documents_of_type("", "configmaps", Some("ConfigMap"), &shop).unwrap();
     let live = w.document(&cm_key("shop", "web"), &cm("shop", "web", "1")).unwrap();
-    assert_eq!(held, vec![live.clone()], "what was written renders to the same blob");
+    assert_eq!(held, vec![live.clone()], "what was written digests the same as the live object");
     let changed = w.document(&cm_key("shop", "web"), &cm("shop", "web", "2")).unwrap();
     assert_ne!(changed.blob, live.blob);
-    assert_eq!(changed.path, format!("{shop}/web.yaml"));
-    let everything = w.documents_under(&["clusters/prod/core/v1/configmaps".to_owned(), "nowhere".to_owned()]).unwrap();
-    assert_eq!(everything.iter().map(|d: &Doc| d.path.as_str()).collect::<Vec<_>>().len(), 2);
+    assert_eq!(changed.path, "shop/web");
+    // Without a kind named, the plural of the documents' kind is matched.
+    let everything = w.documents_of_type("", "configmaps", None, &[]).unwrap();
+    assert_eq!(everything.iter().map(|d: &Doc| d.path.as_str()).collect::<Vec<_>>(), ["ops/x", "shop/web"]);
+    assert!(w.documents_of_type("", "secrets", None, &[]).unwrap().is_empty());
 }
