@@ -706,3 +706,14 @@ fn every_append_of_a_stall_is_bounded_by_the_redis_timeout() {
         assert!(*t < Duration::from_millis(1_800), "an append outlasted --redis-timeout 500ms: {took:?}");
     }
 }
+
+/// Issue 30 (6): the no-flags default (the memory transport) says in its
+/// startup log that a restart loses every acknowledged fact.
+#[test]
+fn the_memory_transport_says_a_restart_loses_its_facts() {
+    let (s, log) = start_logging("serve", &[]);
+    eventually("the startup log", || std::fs::read_to_string(&log).unwrap().contains("reverser-sidecar serving"));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("memory transport") && logged.contains("a restart or kill loses every one of them"), "{logged}");
+    drop(s);
+}
