@@ -34,9 +34,19 @@ impl Eviction {
     fn detail(&self) -> Option<(bool, String)> {
         let policy = self.policy.borrow().clone()?;
         Some(if self.allowed {
-            (false, format!("warning: Redis maxmemory-policy {policy} evicts keys (accepted by --allow-evicting-redis): an evicted stream loses acknowledged facts, counted as stream gaps"))
+            (
+                false,
+                format!(
+                    "warning: Redis maxmemory-policy {policy} evicts keys (accepted by --allow-evicting-redis): an evicted stream loses acknowledged facts, counted as stream gaps"
+                ),
+            )
         } else {
-            (true, format!("Redis maxmemory-policy {policy} evicts keys and may drop acknowledged facts: appends are refused; set noeviction, or give --allow-evicting-redis"))
+            (
+                true,
+                format!(
+                    "Redis maxmemory-policy {policy} evicts keys and may drop acknowledged facts: appends are refused; set noeviction, or give --allow-evicting-redis"
+                ),
+            )
         })
     }
 }

@@ -249,7 +249,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         crate::ops::ready_checks(&transport, Some(follower.caught_up())),
         crate::ops::eviction(&transport, args.attribution.allow_evicting_redis),
     )
-        .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
+    .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
     start_ops(args.ops.metrics_listen, ops, &mut tasks).await?;
 
     // Unix socket API, on a thread of its own (see `spawn_on_own_thread`):

@@ -50,7 +50,11 @@ async fn a_silent_socket_connection_is_closed() {
     // A client that speaks is served meanwhile and after.
     let mut client = s.client().await;
     let r = client
-        .resolve(ResolveRequest { r#type: configmaps("lab"), event_type: "BOOKMARK".into(), object_json: b"{}".to_vec() })
+        .resolve(ResolveRequest {
+            r#type: configmaps("lab"),
+            event_type: "BOOKMARK".into(),
+            object_json: b"{}".to_vec(),
+        })
         .await;
     assert!(r.is_ok(), "{r:?}");
 }

@@ -669,7 +669,10 @@ fn an_evicting_redis_is_refused_unless_allowed() {
     eventually("the policy to be read", || allowed.metrics().contains(gauge));
     assert_eq!(allowed.post("/audit-webhook/lab", &batch).0, 200);
     let ready = readyz(allowed.metrics_port);
-    assert!(ready.starts_with("HTTP/1.1 200") && ready.contains("warning: Redis maxmemory-policy allkeys-lru"), "{ready}");
+    assert!(
+        ready.starts_with("HTTP/1.1 200") && ready.contains("warning: Redis maxmemory-policy allkeys-lru"),
+        "{ready}"
+    );
     drop(allowed);
 
     // Turned evicting while running: noticed on the next reconnect.
@@ -714,6 +717,9 @@ fn the_memory_transport_says_a_restart_loses_its_facts() {
     let (s, log) = start_logging("serve", &[]);
     eventually("the startup log", || std::fs::read_to_string(&log).unwrap().contains("reverser-sidecar serving"));
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.contains("memory transport") && logged.contains("a restart or kill loses every one of them"), "{logged}");
+    assert!(
+        logged.contains("memory transport") && logged.contains("a restart or kill loses every one of them"),
+        "{logged}"
+    );
     drop(s);
 }

@@ -334,7 +334,10 @@ impl Shared {
         let evicting = policy_evicts(&policy).then(|| policy.clone());
         self.metrics.redis_evicting_policy.clear();
         if evicting.is_some() {
-            self.metrics.redis_evicting_policy.get_or_create(&crate::metrics::PolicyLabel { policy: policy.clone() }).set(1);
+            self.metrics
+                .redis_evicting_policy
+                .get_or_create(&crate::metrics::PolicyLabel { policy: policy.clone() })
+                .set(1);
             if self.config.allow_evicting {
                 tracing::warn!(url = %self.url, policy = %policy, "Redis evicts keys (maxmemory-policy {policy}), accepted by --allow-evicting-redis: a stream it evicts loses acknowledged facts, counted on gitopsreverser_attribution_fact_stream_gaps_total; set noeviction to keep them");
             } else {

@@ -69,7 +69,16 @@ fn a_vanished_stream_is_a_gap_of_what_the_follower_had_not_read() {
 
 #[test]
 fn every_policy_but_noeviction_evicts() {
-    for p in ["allkeys-lru", "allkeys-lfu", "allkeys-random", "volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "ALLKEYS-LRU"] {
+    for p in [
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+        "ALLKEYS-LRU",
+    ] {
         assert!(policy_evicts(p), "{p}");
     }
     assert!(!policy_evicts("noeviction"));
