@@ -21,7 +21,38 @@ use tokio::sync::watch;
 /// answers 503 with `why`.
 pub type ReadyCheck = (watch::Receiver<bool>, &'static str);
 
-pub fn router(metrics: Arc<Metrics>, ready: Vec<ReadyCheck>) -> Router {
+/// Redis's `maxmemory-policy` when it evicts keys: refused (not ready)
+/// unless accepted by `--allow-evicting-redis`, then shown as a warning.
+#[derive(Clone)]
+pub struct Eviction {
+    pub policy: watch::Receiver<Option<String>>,
+    pub allowed: bool,
+}
+
+impl Eviction {
+    /// `(blocks readiness, what to say)` while Redis evicts.
+    fn detail(&self) -> Option<(bool, String)> {
+        let policy = self.policy.borrow().clone()?;
+        Some(if self.allowed {
+            (
+                false,
+                format!(
+                    "warning: Redis maxmemory-policy {policy} evicts keys (accepted by --allow-evicting-redis): an evicted stream loses acknowledged facts, counted as stream gaps"
+                ),
+            )
+        } else {
+            (
+                true,
+                format!(
+                    "Redis maxmemory-policy {policy} evicts keys and may drop acknowledged facts: appends are refused; set noeviction, or give --allow-evicting-redis"
+                ),
+            )
+        })
+    }
+}
+
+/// `eviction`: Redis's eviction policy, shown in `/readyz`.
+pub fn router(metrics: Arc<Metrics>, ready: Vec<ReadyCheck>, eviction: Option<Eviction>) -> Router {
     Router::new()
         .route(
             "/metrics",
@@ -36,10 +67,21 @@ pub fn router(metrics: Arc<Metrics>, ready: Vec<ReadyCheck>) -> Router {
         .route(
             "/readyz",
             get(move || {
-                let not_ready: Vec<&str> = ready.iter().filter(|(r, _)| !*r.borrow()).map(|(_, why)| *why).collect();
+                let mut not_ready: Vec<String> =
+                    ready.iter().filter(|(r, _)| !*r.borrow()).map(|(_, why)| (*why).to_owned()).collect();
+                let mut warning = None;
+                match eviction.as_ref().and_then(Eviction::detail) {
+                    Some((true, why)) => not_ready.push(why),
+                    Some((false, note)) => warning = Some(note),
+                    None => {}
+                }
                 async move {
                     if not_ready.is_empty() {
-                        (StatusCode::OK, "ready\n".to_owned()).into_response()
+                        let body = match warning {
+                            Some(note) => format!("ready ({note})\n"),
+                            None => "ready\n".to_owned(),
+                        };
+                        (StatusCode::OK, body).into_response()
                     } else {
                         (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {}\n", not_ready.join("; ")))
                             .into_response()
@@ -51,6 +93,11 @@ pub fn router(metrics: Arc<Metrics>, ready: Vec<ReadyCheck>) -> Router {
 
 /// The readiness conditions of a process on `transport`: Redis answers
 /// (when it is the transport), and, with a follower, the follower caught up.
+/// What `/readyz` says about Redis's eviction policy, with Redis.
+pub fn eviction(transport: &Transport, allowed: bool) -> Option<Eviction> {
+    transport.evicting_policy().map(|policy| Eviction { policy, allowed })
+}
+
 pub fn ready_checks(transport: &Transport, follower: Option<watch::Receiver<bool>>) -> Vec<ReadyCheck> {
     let mut checks = Vec::new();
     if let Some(up) = transport.health() {

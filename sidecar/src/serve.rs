@@ -175,6 +175,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         transport = transport.kind().label(),
         "reverser-sidecar serving"
     );
+    if transport.kind() == TransportKind::Memory {
+        tracing::warn!(
+            "memory transport (no --redis-url): acknowledged facts live in this process only, and a restart \
+             or kill loses every one of them (their objects then commit unattributed); use --redis-url with \
+             an appendonly Redis to keep them"
+        );
+    }
 
     let mut tasks = Tasks::new();
     spawn_monitor(&transport, &mut tasks);
@@ -237,8 +244,12 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
     }
 
-    let ops = crate::ops::router(metrics.clone(), crate::ops::ready_checks(&transport, Some(follower.caught_up())))
-        .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
+    let ops = crate::ops::router(
+        metrics.clone(),
+        crate::ops::ready_checks(&transport, Some(follower.caught_up())),
+        crate::ops::eviction(&transport, args.attribution.allow_evicting_redis),
+    )
+    .merge(crate::ops::explain_router(engine.clone(), follower.clone()));
     start_ops(args.ops.metrics_listen, ops, &mut tasks).await?;
 
     // Unix socket API, on a thread of its own (see `spawn_on_own_thread`):
@@ -292,7 +303,11 @@ pub async fn receive(args: ReceiveArgs) -> Result<()> {
     // A receiver has no follower: it is ready while Redis answers.
     start_ops(
         args.ops.metrics_listen,
-        crate::ops::router(metrics, crate::ops::ready_checks(&transport, None)),
+        crate::ops::router(
+            metrics,
+            crate::ops::ready_checks(&transport, None),
+            crate::ops::eviction(&transport, args.attribution.allow_evicting_redis),
+        ),
         &mut tasks,
     )
     .await?;

@@ -11,16 +11,29 @@
 
 use std::convert::Infallible;
 use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use futures::future::{Either, Ready, ready};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::UnixListener;
 use tonic::body::Body;
 use tonic::codegen::Service;
 use tonic::server::NamedService;
 
 use crate::authority::AnyAuthority;
+
+/// Concurrent calls per connection. A Resolve waits up to the grace for its
+/// fact, so one watcher connection holds every event of its window at once;
+/// hyper's default (200) made them run in waves of 200 graces (issue 30).
+pub const MAX_CONCURRENT_STREAMS: u32 = 16_384;
+
+/// How long a new connection may stay silent before it is closed: a gRPC
+/// client sends the HTTP/2 preface at once, and one that never does would
+/// hold an fd for ever (issue 30).
+pub const PREFACE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 type Request = http::Request<Incoming>;
 type Response = http::Response<Body>;
@@ -77,18 +90,74 @@ pub async fn serve(listener: UnixListener, api: impl Grpc, health: impl Grpc, sh
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     http2.timer(TokioTimer::new());
+    http2.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
     tokio::pin!(shutdown);
     while let Some((stream, _)) = crate::accept::next("socket API", || listener.accept(), shutdown.as_mut()).await {
         // Any :authority: a socket has no host (see `authority`).
-        let conn = http2.serve_connection(TokioIo::new(AnyAuthority::new(stream)), routes.clone());
-        let conn = graceful.watch(conn);
+        let (http2, routes, watcher) = (http2.clone(), routes.clone(), graceful.watcher());
         tokio::spawn(async move {
+            let mut stream = stream;
+            let mut first = vec![0u8; 24]; // the HTTP/2 preface's length
+            let n = match tokio::time::timeout(PREFACE_TIMEOUT, stream.read(&mut first)).await {
+                Ok(Ok(n)) if n > 0 => n,
+                Ok(_) => return, // closed, or failed, before a byte
+                Err(_) => {
+                    tracing::debug!(timeout = ?PREFACE_TIMEOUT, "socket API: a connection sent nothing; closed");
+                    return;
+                }
+            };
+            first.truncate(n);
+            let stream = Prefixed { first, at: 0, inner: stream };
+            let conn = watcher.watch(http2.serve_connection(TokioIo::new(AnyAuthority::new(stream)), routes));
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "socket API: connection ended with an error");
             }
         });
     }
     graceful.shutdown().await;
+}
+
+/// A stream whose first bytes were already read (to time the preface):
+/// they are read again first, then the stream itself.
+struct Prefixed<S> {
+    first: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        if self.at < self.first.len() {
+            let n = (self.first.len() - self.at).min(buf.remaining());
+            let at = self.at;
+            buf.put_slice(&self.first[at..at + n]);
+            self.at += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
 }
 
 #[cfg(test)]

@@ -635,3 +635,91 @@ async fn a_weak_tier_never_names_an_earlier_actor() {
     let old = resolve_on(&s, "DELETED", created_object("old", "u-o", "31", "00")).await;
     assert_eq!((old.tier.as_str(), old.author.as_str()), ("deletecollection_scope", "mallory"));
 }
+
+fn redis_pid(redis: &RedisServer) -> String {
+    let info = redis.cli(&["INFO", "server"]).unwrap();
+    info.lines().find_map(|l| l.strip_prefix("process_id:")).expect("INFO names the pid").trim().to_owned()
+}
+
+fn signal(pid: &str, sig: &str) {
+    assert!(std::process::Command::new("kill").args([sig, pid]).status().unwrap().success());
+}
+
+/// Issue 30 (5): Redis's `maxmemory-policy` is read at start and on every
+/// reconnect; an evicting one is refused (503, not ready, counted) unless
+/// `--allow-evicting-redis`, which is then shown on /readyz and /metrics.
+#[test]
+fn an_evicting_redis_is_refused_unless_allowed() {
+    let redis = RedisServer::start().unwrap();
+    redis.cli(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).unwrap();
+    let batch = event_list(vec![stamped("update", "alice", "cm", "u-1", "5", 1)]);
+    let (s, log) = start_logging("receive", &["--redis-url", &redis.url()]);
+    let gauge = r#"gitopsreverser_attribution_redis_evicting_policy{policy="allkeys-lru"} 1"#;
+    eventually("the policy to be read", || s.metrics().contains(gauge));
+    let (code, body) = s.post("/audit-webhook/lab", &batch);
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("maxmemory-policy allkeys-lru") && body.contains("--allow-evicting-redis"), "{body}");
+    let ready = readyz(s.metrics_port);
+    assert!(ready.starts_with("HTTP/1.1 503") && ready.contains("maxmemory-policy allkeys-lru"), "{ready}");
+    assert!(s.metrics().contains("gitopsreverser_attribution_redis_evicting_refusals_total 1"), "{}", s.metrics());
+    assert!(std::fs::read_to_string(&log).unwrap().contains("evicts keys"));
+    drop(s);
+
+    let allowed = Sidecar::start("receive", &["--redis-url", &redis.url(), "--allow-evicting-redis"]);
+    eventually("the policy to be read", || allowed.metrics().contains(gauge));
+    assert_eq!(allowed.post("/audit-webhook/lab", &batch).0, 200);
+    let ready = readyz(allowed.metrics_port);
+    assert!(
+        ready.starts_with("HTTP/1.1 200") && ready.contains("warning: Redis maxmemory-policy allkeys-lru"),
+        "{ready}"
+    );
+    drop(allowed);
+
+    // Turned evicting while running: noticed on the next reconnect.
+    redis.cli(&["CONFIG", "SET", "maxmemory-policy", "noeviction"]).unwrap();
+    let s = Sidecar::start("receive", &["--redis-url", &redis.url()]);
+    eventually("Redis to answer", || s.post("/audit-webhook/lab", &batch).0 == 200);
+    redis.cli(&["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]).unwrap();
+    redis.cli(&["CLIENT", "KILL", "TYPE", "normal"]).unwrap();
+    eventually("the new policy to be read", || {
+        s.metrics().contains(r#"gitopsreverser_attribution_redis_evicting_policy{policy="volatile-lru"} 1"#)
+    });
+    assert_eq!(s.post("/audit-webhook/lab", &batch).0, 503);
+}
+
+/// Issue 30 (7): `--redis-timeout` bounds every append of a stall, not
+/// only the first (a reconnect's handshake waited a fixed 5 s).
+#[test]
+fn every_append_of_a_stall_is_bounded_by_the_redis_timeout() {
+    let redis = RedisServer::start().unwrap();
+    let s = Sidecar::start("receive", &["--redis-url", &redis.url(), "--redis-timeout", "500ms"]);
+    let batch = |i: u32| event_list(vec![stamped("update", "alice", "cm", "u-1", &format!("{i}"), i)]);
+    eventually("Redis to answer", || s.post("/audit-webhook/lab", &batch(1)).0 == 200);
+    let pid = redis_pid(&redis);
+    signal(&pid, "-STOP");
+    let mut took = Vec::new();
+    for i in 2..5 {
+        let start = Instant::now();
+        let (code, _) = s.post("/audit-webhook/lab", &batch(i));
+        took.push((code, start.elapsed()));
+    }
+    signal(&pid, "-CONT");
+    for (code, t) in &took {
+        assert_eq!(*code, 503, "{took:?}");
+        assert!(*t < Duration::from_millis(1_800), "an append outlasted --redis-timeout 500ms: {took:?}");
+    }
+}
+
+/// Issue 30 (6): the no-flags default (the memory transport) says in its
+/// startup log that a restart loses every acknowledged fact.
+#[test]
+fn the_memory_transport_says_a_restart_loses_its_facts() {
+    let (s, log) = start_logging("serve", &[]);
+    eventually("the startup log", || std::fs::read_to_string(&log).unwrap().contains("reverser-sidecar serving"));
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("memory transport") && logged.contains("a restart or kill loses every one of them"),
+        "{logged}"
+    );
+    drop(s);
+}

@@ -113,6 +113,11 @@ pub struct Attribution {
     /// (the API server retries; a retried batch is stored once).
     #[arg(long, env = "REVERSER_REDIS_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub redis_timeout: Duration,
+    /// Accept a Redis whose `maxmemory-policy` evicts keys (`allkeys-*`,
+    /// `volatile-*`): it may drop acknowledged fact streams. Refused without
+    /// this flag; with it, warned about, counted and shown on `/readyz`.
+    #[arg(long, env = "REVERSER_ALLOW_EVICTING_REDIS")]
+    pub allow_evicting_redis: bool,
     /// Replicas of this Deployment; the memory transport is refused above 1.
     #[arg(long, env = "REVERSER_REPLICA_COUNT", default_value_t = 1)]
     pub replica_count: u32,
@@ -160,6 +165,7 @@ impl Attribution {
             prefix: self.stream_prefix.clone(),
             ttl: self.ttl,
             response_timeout: self.redis_timeout,
+            allow_evicting: self.allow_evicting_redis,
             retry_max: retry_ceiling(self.grace, defaults.retry_min),
             ..defaults
         };

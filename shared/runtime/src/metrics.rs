@@ -69,6 +69,12 @@ pub struct ModeLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyLabel {
+    /// Redis's `maxmemory-policy`, as it reported it.
+    pub policy: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AuditLabels {
     pub group: String,
     pub resource: String,
@@ -106,6 +112,11 @@ pub struct Metrics {
     pub transport_info: Family<TransportLabel, Gauge>,
     /// 1 on the persistence mode Redis reported, 0 on the others.
     pub redis_persistence: Family<ModeLabel, Gauge>,
+    /// 1 on the `maxmemory-policy` Redis reported when it evicts keys.
+    pub redis_evicting_policy: Family<PolicyLabel, Gauge>,
+    /// Appends refused because Redis's `maxmemory-policy` evicts keys and
+    /// `--allow-evicting-redis` was not given.
+    pub redis_evicting_refusals: Counter,
     pub audit_events: Family<AuditLabels, Counter>,
     pub commits: Family<CommitLabels, Counter>,
     /// Writes of a sensitive type (Secrets) skipped: never in clear text.
@@ -184,6 +195,8 @@ impl Default for Metrics {
             fact_follower_last_success_timestamp_seconds: Gauge::default(),
             transport_info: Family::default(),
             redis_persistence: Family::default(),
+            redis_evicting_policy: Family::default(),
+            redis_evicting_refusals: Counter::default(),
             audit_events: Family::default(),
             commits: Family::default(),
             mirror_sensitive_skipped: Counter::default(),
@@ -359,6 +372,16 @@ impl Metrics {
             format!("{p}_attribution_redis_persistence"),
             "what keeps acknowledged facts across a Redis restart (aof keeps them; rdb, none and unknown may not)",
             self.redis_persistence.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_redis_evicting_policy"),
+            "1 when Redis's maxmemory-policy may evict acknowledged fact streams (allkeys-*, volatile-*)",
+            self.redis_evicting_policy.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_redis_evicting_refusals"),
+            "appends refused because Redis's maxmemory-policy evicts keys (give --allow-evicting-redis to accept it)",
+            self.redis_evicting_refusals.clone(),
         );
         registry.register(format!("{p}_audit_events"), "audit events by outcome", self.audit_events.clone());
         registry.register(format!("{p}_commits"), "what reached Git", self.commits.clone());

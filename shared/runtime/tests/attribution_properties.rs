@@ -38,8 +38,20 @@ fn scope(i: usize) -> Scope {
 #[derive(Debug, Clone)]
 enum Op {
     /// `lag_ms`: how long before it was applied its audit event was stamped.
-    Fact { scope: usize, uid: u8, rv: u8, verb: &'static str, shape: u8, lag_ms: u16 },
-    Watch { scope: usize, uid: u8, rv: u8, removal: bool },
+    Fact {
+        scope: usize,
+        uid: u8,
+        rv: u8,
+        verb: &'static str,
+        shape: u8,
+        lag_ms: u16,
+    },
+    Watch {
+        scope: usize,
+        uid: u8,
+        rv: u8,
+        removal: bool,
+    },
     Advance(u64),
 }
 
@@ -123,6 +135,9 @@ struct Outcome {
     facts_before: u64,
 }
 
+/// Per (scope, uid): the author the last resolution named, and the version it was asked for.
+type Answers = HashMap<(usize, String), (String, String)>;
+
 /// Plays `ops` on one engine; the outcomes are in watch-event order.
 /// `created[uid]`: the second (after 12:00:00Z) each object was created in.
 fn run(ops: Vec<Op>, created: [u8; 3], config: EngineConfig) -> Vec<Outcome> {
@@ -131,7 +146,7 @@ fn run(ops: Vec<Op>, created: [u8; 3], config: EngineConfig) -> Vec<Outcome> {
         let clock = TokioClock::starting_now();
         let engine = Arc::new(Engine::new(config, Arc::new(clock), Arc::new(Metrics::new())));
         let deletes: Arc<Mutex<Vec<(usize, String)>>> = Arc::default();
-        let answered: Arc<Mutex<HashMap<(usize, String), (String, String)>>> = Arc::default();
+        let answered: Arc<Mutex<Answers>> = Arc::default();
         let seq = AtomicU64::new(0);
         let mut tasks = Vec::new();
         for op in ops {
@@ -225,14 +240,10 @@ fn check(ops: Vec<Op>, created: [u8; 3]) -> Result<(), TestCaseError> {
         let weak = matches!(o.tier, Tier::Name | Tier::ResourceVersion | Tier::DeletecollectionScope);
         if weak {
             let (_, stamped, _) = order_key(&author);
-            prop_assert!(
-                stamped >= o.created_us,
-                "{:?} named {author}, stamped before {}'s creation",
-                o.tier,
-                o.uid
-            );
+            prop_assert!(stamped >= o.created_us, "{:?} named {author}, stamped before {}'s creation", o.tier, o.uid);
             if let Some((prev, prev_rv)) = &o.previous {
-                let same_change = *prev_rv == o.rv || (o.removal && matches!(prev.split('|').nth(1), Some("delete" | "deletecollection")));
+                let same_change = *prev_rv == o.rv
+                    || (o.removal && matches!(prev.split('|').nth(1), Some("delete" | "deletecollection")));
                 prop_assert!(
                     same_change || !not_after(&author, prev),
                     "{:?} named {author} for {} rv {}: not after {prev}, which answered rv {prev_rv}",

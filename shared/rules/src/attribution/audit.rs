@@ -425,7 +425,8 @@ pub enum Rejection {
     Stage,
     /// Not a mutation verb.
     Verb,
-    /// `responseStatus.code` >= 300: the request changed nothing.
+    /// `responseStatus.code` outside 2xx: the request changed nothing (the
+    /// reference refuses >= 300 only, so it made a fact of a 123 or a -1).
     Status,
     /// `dryRun=All`.
     DryRun,
@@ -500,7 +501,7 @@ pub fn accept_gate(ev: &Event) -> Option<Rejection> {
     if !MUTATIONS.contains(&ev.verb.as_str()) {
         return Some(Rejection::Verb);
     }
-    if ev.response_status.as_ref().and_then(|s| s.code).is_some_and(|c| c >= 300) {
+    if ev.response_status.as_ref().and_then(|s| s.code).is_some_and(|c| !(200..300).contains(&c)) {
         return Some(Rejection::Status);
     }
     if query_params(&ev.request_uri).any(|(k, v)| k == "dryRun" && v == "All") {

@@ -326,8 +326,17 @@ mod tests {
             .boxed()
     }
 
-    const META: &[&str] =
-        &["uid", "name", "namespace", "resourceVersion", "labels", "deletionTimestamp", "creationTimestamp", "managedFields", "nam\\u0065"];
+    const META: &[&str] = &[
+        "uid",
+        "name",
+        "namespace",
+        "resourceVersion",
+        "labels",
+        "deletionTimestamp",
+        "creationTimestamp",
+        "managedFields",
+        "nam\\u0065",
+    ];
 
     fn watched_object() -> impl Strategy<Value = String> {
         let metadata = prop_oneof![

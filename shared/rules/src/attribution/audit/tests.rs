@@ -49,6 +49,12 @@ fn accept_gate_counts_every_rejection_reason() {
     // "responseStatus.code is absent or < 300 (a 409 conflict changed nothing)"
     assert_eq!(publish("r", &event(json!({"responseStatus": {"code": 409}}))), Published::Rejected(Rejection::Status));
     assert!(matches!(publish("r", &event(json!({"responseStatus": null}))), Published::Fact { .. }));
+    // Beyond the reference (issue 30): only a 2xx is a change.
+    for code in [123, -1, 199, 300] {
+        let e = event(json!({"responseStatus": {"code": code}}));
+        assert_eq!(publish("r", &e), Published::Rejected(Rejection::Status), "{code}");
+    }
+    assert!(matches!(publish("r", &event(json!({"responseStatus": {"code": 201}}))), Published::Fact { .. }));
     // "the requestURI query has no dryRun=All"
     let dry = event(json!({"requestURI": "/api/v1/namespaces/ns/configmaps?fieldManager=x&dryRun=All"}));
     assert_eq!(publish("r", &dry), Published::Rejected(Rejection::DryRun));

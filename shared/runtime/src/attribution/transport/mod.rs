@@ -75,6 +75,13 @@ pub enum TransportError {
         #[source]
         source: ::redis::RedisError,
     },
+    /// Redis evicts keys, so it may drop acknowledged facts.
+    #[error(
+        "Redis at {url} has maxmemory-policy {policy}, which evicts keys: it may drop acknowledged fact streams \
+         silently; set maxmemory-policy noeviction (Redis then refuses writes when full and the API server retries), \
+         or give --allow-evicting-redis to accept the loss (counted as stream gaps)"
+    )]
+    EvictingRedis { url: String, policy: String },
 }
 
 use TransportError as Error;
@@ -127,6 +134,8 @@ pub struct TransportConfig {
     /// How long the publisher waits for Redis to answer an append before
     /// the receiver answers 503 (the API server then retries the batch).
     pub response_timeout: Duration,
+    /// `--allow-evicting-redis`: accept a `maxmemory-policy` that evicts.
+    pub allow_evicting: bool,
 }
 
 impl Default for TransportConfig {
@@ -141,6 +150,7 @@ impl Default for TransportConfig {
             retry_min: Duration::from_millis(100),
             retry_max: Duration::from_secs(1),
             response_timeout: Duration::from_secs(10),
+            allow_evicting: false,
         }
     }
 }
@@ -281,6 +291,15 @@ impl Transport {
         match self {
             Transport::Memory(_) => TransportKind::Memory,
             Transport::Redis(_) => TransportKind::Redis,
+        }
+    }
+
+    /// The `maxmemory-policy` Redis reported when it evicts keys (`None`:
+    /// memory, which has no such thing).
+    pub fn evicting_policy(&self) -> Option<watch::Receiver<Option<String>>> {
+        match self {
+            Transport::Memory(_) => None,
+            Transport::Redis(t) => Some(t.evicting_policy()),
         }
     }
 

@@ -123,6 +123,15 @@ pub(crate) fn probe_rule(ordinal: Option<u64>, cursor: EntryId, probe: Probe) ->
     ProbeOutcome { gap, ordinal }
 }
 
+/// Entries lost when a followed stream vanished whole (evicted by Redis's
+/// `maxmemory-policy`, or deleted): the ones the follower had not read, of
+/// the `last_added` the previous probe saw. A follower that had read them
+/// all (an idle stream expiring) lost nothing; one that does not know its
+/// ordinal claims nothing.
+pub(crate) fn vanished_gap(ordinal: Option<u64>, last_added: u64) -> u64 {
+    ordinal.map_or(0, |k| last_added.saturating_sub(k))
+}
+
 /// For each key: `{entries-added, length, last-generated-id}`, `{0, 0, "0-0"}`
 /// for a missing key. A script so the follower gets three integers rather
 /// than `XINFO STREAM`'s first and last entries in full.
@@ -162,6 +171,8 @@ struct Shared {
     /// Whether Redis answered the last time anyone in this process asked
     /// (the monitor's PING, a publish, a follower read).
     up: watch::Sender<bool>,
+    /// The `maxmemory-policy` Redis last reported, when it evicts keys.
+    evicting: watch::Sender<Option<String>>,
 }
 
 impl fmt::Debug for RedisTransport {
@@ -188,13 +199,20 @@ impl RedisTransport {
             .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Redis.label().to_owned() })
             .set(1);
         let up = watch::Sender::new(false);
-        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics, up }) })
+        let evicting = watch::Sender::new(None);
+        Ok(Self { shared: Arc::new(Shared { client, url, config, backoff, metrics, up, evicting }) })
     }
 
     /// Whether Redis answers, as this process last saw it (`/readyz` of a
     /// receiver). `false` until something has reached it.
     pub fn health(&self) -> watch::Receiver<bool> {
         self.shared.up.subscribe()
+    }
+
+    /// The `maxmemory-policy` Redis reported on the monitor's last
+    /// connection, when it is one that evicts keys.
+    pub fn evicting_policy(&self) -> watch::Receiver<Option<String>> {
+        self.shared.evicting.subscribe()
     }
 
     /// Watches Redis: a `PING` every second while it answers, every
@@ -212,6 +230,7 @@ impl RedisTransport {
                         let ok = ::redis::cmd("PING").query_async::<String>(&mut c).await.is_ok();
                         if ok {
                             shared.check_persistence(&mut c).await;
+                            shared.check_eviction(&mut c).await;
                         }
                         conn = Some(c);
                         ok
@@ -289,7 +308,63 @@ impl Persistence {
     }
 }
 
+/// Whether a `maxmemory-policy` evicts keys: every policy but `noeviction`
+/// does, once `maxmemory` is reached (`volatile-*` picks keys with an
+/// EXPIRE, which every fact stream carries).
+pub fn policy_evicts(policy: &str) -> bool {
+    let p = policy.trim().to_ascii_lowercase();
+    p.starts_with("allkeys-") || p.starts_with("volatile-")
+}
+
 impl Shared {
+    /// Reads Redis's `maxmemory-policy` (on each new monitor connection: at
+    /// start and on every reconnect). An evicting policy is refused (every
+    /// append fails, `/readyz` says why) unless `--allow-evicting-redis`,
+    /// which still warns and shows it on `/readyz` and `/metrics`.
+    async fn check_eviction(&self, c: &mut MultiplexedConnection) {
+        let reply: Result<Vec<String>, RedisError> =
+            ::redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(c).await;
+        let policy = match reply {
+            Ok(r) => r.get(1).cloned().unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(url = %self.url, error = %e, "Redis would not report its maxmemory-policy (CONFIG refused): make sure it is noeviction, or an evicting policy may drop acknowledged facts silently");
+                return;
+            }
+        };
+        let evicting = policy_evicts(&policy).then(|| policy.clone());
+        self.metrics.redis_evicting_policy.clear();
+        if evicting.is_some() {
+            self.metrics
+                .redis_evicting_policy
+                .get_or_create(&crate::metrics::PolicyLabel { policy: policy.clone() })
+                .set(1);
+            if self.config.allow_evicting {
+                tracing::warn!(url = %self.url, policy = %policy, "Redis evicts keys (maxmemory-policy {policy}), accepted by --allow-evicting-redis: a stream it evicts loses acknowledged facts, counted on gitopsreverser_attribution_fact_stream_gaps_total; set noeviction to keep them");
+            } else {
+                tracing::error!(url = %self.url, policy = %policy, "{}", Error::EvictingRedis { url: self.url.clone(), policy: policy.clone() });
+            }
+        }
+        self.evicting.send_if_modified(|v| {
+            let changed = *v != evicting;
+            *v = evicting;
+            changed
+        });
+    }
+
+    /// An append is refused while Redis evicts and that was not accepted.
+    fn refuse_evicting(&self) -> Result<()> {
+        if self.config.allow_evicting {
+            return Ok(());
+        }
+        match self.evicting.borrow().as_ref() {
+            Some(policy) => {
+                self.metrics.redis_evicting_refusals.inc();
+                Err(Error::EvictingRedis { url: self.url.clone(), policy: policy.clone() })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Reads Redis's persistence settings (on each new monitor connection),
     /// sets `gitopsreverser_attribution_redis_persistence{mode}`, and warns
     /// when a restart would lose acknowledged facts.
@@ -339,8 +414,11 @@ impl Shared {
     }
 
     async fn connect(&self, response_timeout: Duration) -> Result<MultiplexedConnection, RedisError> {
+        // Connecting is bounded by the same timeout, at most 5 s: a stalled
+        // Redis accepts the TCP connection and then never answers the
+        // handshake, and an append must not wait past --redis-timeout.
         let config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(5)))
+            .set_connection_timeout(Some(response_timeout.min(Duration::from_secs(5))))
             .set_response_timeout(Some(response_timeout));
         self.client.get_multiplexed_async_connection_with_config(&config).await
     }
@@ -454,6 +532,7 @@ impl FactPublisher for RedisPublisher {
         if batches.is_empty() {
             return Ok(0);
         }
+        shared.refuse_evicting()?;
         let ttl_ms = config.ttl.as_millis() as u64;
         let ttl_secs = config.ttl.as_secs().max(1);
         let mut pipe = ::redis::pipe();
@@ -559,6 +638,8 @@ struct StreamState {
     scope: Scope,
     cursor: EntryId,
     ordinal: Option<u64>,
+    /// `entries-added` as the last probe saw it (0: no stream).
+    added: u64,
     caught_up: bool,
 }
 
@@ -662,6 +743,7 @@ impl RedisFollower {
                     scope: scope.clone(),
                     cursor: start,
                     ordinal: None,
+                    added: 0,
                     caught_up: false,
                 });
             }
@@ -688,11 +770,20 @@ impl RedisFollower {
 
         for ((key, state), (added, length, last)) in streams.iter_mut().zip(probes) {
             let probe = Probe { added, length, last: EntryId::parse(&last).unwrap_or_default() };
-            let outcome = probe_rule(state.ordinal, state.cursor, probe);
-            if outcome.gap > 0 {
+            let mut outcome = probe_rule(state.ordinal, state.cursor, probe);
+            if probe.added == 0 && probe.length == 0 {
+                outcome.gap = vanished_gap(state.ordinal, state.added);
+                if outcome.gap > 0 {
+                    tracing::warn!(stream = %key, lost_entries = outcome.gap, "a followed stream vanished (evicted by Redis's maxmemory-policy, or deleted) before the follower read all of it; those facts are lost for good");
+                }
+            }
+            if outcome.gap > 0 && probe.added > 0 {
                 tracing::warn!(stream = %key, lost_entries = outcome.gap, cursor = %state.cursor, "fact follower fell behind and entries were trimmed before it read them; their facts are lost for good");
+            }
+            if outcome.gap > 0 {
                 metrics.stream_gap(key, outcome.gap);
             }
+            state.added = probe.added;
             state.ordinal = outcome.ordinal;
             // Streams absent from the reply had nothing past the cursor.
             state.caught_up = true;

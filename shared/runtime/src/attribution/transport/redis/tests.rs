@@ -59,6 +59,32 @@ fn probe_rule_resets_on_a_missing_or_recreated_stream() {
     assert_eq!(probe_rule(Some(7), id(7, 0), probe(3, 3, id(9, 0))), ProbeOutcome { gap: 0, ordinal: None });
 }
 
+#[test]
+fn a_vanished_stream_is_a_gap_of_what_the_follower_had_not_read() {
+    assert_eq!(vanished_gap(Some(4), 10), 6, "evicted with 6 entries unread");
+    assert_eq!(vanished_gap(Some(10), 10), 0, "an idle stream expiring after it was read");
+    assert_eq!(vanished_gap(None, 10), 0, "ordinal unknown: no claim");
+    assert_eq!(vanished_gap(Some(0), 0), 0);
+}
+
+#[test]
+fn every_policy_but_noeviction_evicts() {
+    for p in [
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+        "ALLKEYS-LRU",
+    ] {
+        assert!(policy_evicts(p), "{p}");
+    }
+    assert!(!policy_evicts("noeviction"));
+    assert!(!policy_evicts(""));
+}
+
 // ------------------------------------------------------- real redis-server
 
 fn transport(url: String, ca: Option<Vec<u8>>, metrics: &Arc<Metrics>) -> RedisTransport {
