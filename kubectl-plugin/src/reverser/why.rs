@@ -184,7 +184,9 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         name: name.clone(),
     };
     let paths: Vec<String> = versions.iter().filter_map(|v| layout_path(&key_at(v)).ok()).collect();
-    state.path = paths.first().cloned();
+    // Secrets are never written in clear text: no file, no commit.
+    state.never_written = rules::mirror::select::is_sensitive(&res.group, &res.resource);
+    state.path = if state.never_written { None } else { paths.first().cloned() };
 
     let history = match &args.repo {
         Some(repo) => {
@@ -433,6 +435,8 @@ pub fn render_table(r: &Report, style: &Style) -> String {
     t.push_str(&format!("State:      {state}\n"));
     if let Some(p) = &o.path {
         t.push_str(&format!("Git path:   {}\n", why::printable(p)));
+    } else if o.never_written {
+        t.push_str(&format!("Git path:   none (the mirror never writes {} in clear text)\n", o.resource));
     }
     t.push_str(&format!("Route:      {}\n", why::printable(&r.route)));
     t.push_str(&format!(
@@ -461,7 +465,12 @@ pub fn render_table(r: &Report, style: &Style) -> String {
         }
         None => {
             let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);
-            t.push_str(&format!("Author of {what}: {unresolved} (committed as `unknown (attribution unresolved)`)\n"));
+            let committed = if o.never_written {
+                format!("not committed: the mirror never writes {}", o.resource)
+            } else {
+                "committed as `unknown (attribution unresolved)`".to_owned()
+            };
+            t.push_str(&format!("Author of {what}: {unresolved} ({committed})\n"));
             if r.causes.is_empty() && r.evidence.is_none() {
                 t.push_str("  ask the evidence (--socket, --pod or --redis-url) to learn which cause fits\n");
             }
