@@ -550,4 +550,23 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
     assert!(out.contains("Git path:   none (the mirror never writes secrets in clear text)"), "{out}");
     assert!(out.contains("UNRESOLVED (not committed: the mirror never writes secrets)"), "{out}");
     assert!(!out.contains("committed as `unknown"), "{out}");
+    // A field the answer lacks: nothing, as kubectl's default; an error
+    // naming it with --allow-missing-template-keys=false, as kubectl's.
+    assert_eq!(why(&k, &kc, &["secret/db-pass", "--socket", socket, "-o", "jsonpath={.nope}"]), "");
+    let strict = why_raw(
+        &k,
+        &kc,
+        &["secret/db-pass", "--socket", socket, "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"],
+    );
+    assert_eq!(strict.status.code(), Some(2), "{strict:?}");
+    assert!(text(&strict).1.contains(".nope is not found"), "{strict:?}");
+    // Only the formats why prints.
+    let wide = why_raw(&k, &kc, &["secret/db-pass", "--socket", socket, "-o", "wide"]);
+    assert_eq!(wide.status.code(), Some(2), "{wide:?}");
+    assert!(
+        text(&wide).1.starts_with("error: why does not print -o wide: use json, yaml or jsonpath=TEMPLATE"),
+        "{wide:?}"
+    );
+    let help = text(&k.run(&["reverser", "why", "--help"])).0;
+    assert!(help.contains("Output format: json, yaml or jsonpath=TEMPLATE") && !help.contains("wide"), "{help}");
 }

@@ -39,7 +39,7 @@ pub struct Args {
     pub kube: KubeArgs,
 
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub output: OutputArgs<false, false>,
 
     /// The audit route whose facts to read. It must be the route the API
     /// server's audit webhook posts to (/audit-webhook/<route>, the

@@ -49,7 +49,7 @@ pub struct Args {
     #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub output: OutputArgs<false, false>,
 }
 
 /// What `takeover` prints.
