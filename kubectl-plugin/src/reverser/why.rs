@@ -62,7 +62,7 @@ pub struct Args {
     #[arg(long, value_name = "NAMESPACE", requires = "pod")]
     pub pod_namespace: Option<String>,
 
-    /// The sidecar's ops port (--metrics-listen) for --pod.
+    /// The sidecar's ops port for --pod (9091 where the chart's webhook injected).
     #[arg(long, value_name = "PORT", default_value_t = 9090)]
     pub pod_port: u16,
 
