@@ -85,6 +85,10 @@ fn kubectl_completes_subcommands_and_flags_through_the_helpers() {
         "no space after jsonpath="
     );
     assert_eq!(w.candidates(&["reverser", "why", "--output=y"]), ["--output=yaml"]);
+    // Only what each command prints: why neither wide nor name, sweep no name.
+    assert_eq!(w.candidates(&["reverser", "why", "-o", ""]), ["json", "yaml", "jsonpath="]);
+    assert_eq!(w.candidates(&["tatara", "sweep", "-o", ""]), ["json", "yaml", "wide", "jsonpath="]);
+    assert_eq!(w.candidates(&["tatara", "owners", "-o", ""]), ["json", "yaml", "wide", "name", "jsonpath="]);
     // Paths are the shell's to complete.
     assert_eq!(w.complete(&["reverser", "inject", "-f", ""]), (vec![], 0));
     assert_eq!(w.complete(&["reverser", "why", "--kubeconfig", ""]), (vec![], 0));

@@ -525,3 +525,48 @@ fn the_readme_first_run_goes_from_serve_to_a_why_that_names_alice() {
     assert!(out.contains("Author of the current state: alice [user]"), "{out}");
     assert!(out.contains("Route:      default"), "{out}");
 }
+
+#[test]
+fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
+    let kc = api.kubeconfig(k.dir.path());
+    // Facts arrive on the route (a ConfigMap's), none for secrets.
+    let sidecar = Sidecar::start("serve", &["--follow", "default:configmaps"]);
+    assert_eq!(sidecar.post_events("default", &[audit("create", "alice", "default", "web", "u-web", "10")]), 200);
+    api.seed_object(json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-pass", "namespace": "default", "uid": "u-secret", "resourceVersion": "7"}}))
+        .unwrap();
+    let socket = sidecar.socket.to_str().unwrap();
+    let r = why_json(&k, &kc, &["secret/db-pass", "--socket", socket]);
+    assert_eq!(r["verdict"]["resolved"], false, "{r:#}");
+    assert!(r["object"]["path"].is_null(), "a Secret has no file in the mirror: {r:#}");
+    assert_eq!(r["object"]["neverWritten"], true, "{r:#}");
+    let policy = r["causes"].as_array().unwrap().iter().find(|c| c["cause"] == "audit_policy_drops_type");
+    let check = policy.unwrap_or_else(|| panic!("no audit policy cause: {r:#}"))["check"].as_str().unwrap();
+    // docs/audit-setup.md: Secrets at Metadata, never with their data.
+    assert!(check.contains("log secrets at Metadata (never RequestResponse"), "{check}");
+    let out = why(&k, &kc, &["secret/db-pass", "--socket", socket]);
+    assert!(out.contains("Git path:   none (the mirror never writes secrets in clear text)"), "{out}");
+    assert!(out.contains("UNRESOLVED (not committed: the mirror never writes secrets)"), "{out}");
+    assert!(!out.contains("committed as `unknown"), "{out}");
+    // A field the answer lacks: nothing, as kubectl's default; an error
+    // naming it with --allow-missing-template-keys=false, as kubectl's.
+    assert_eq!(why(&k, &kc, &["secret/db-pass", "--socket", socket, "-o", "jsonpath={.nope}"]), "");
+    let strict = why_raw(
+        &k,
+        &kc,
+        &["secret/db-pass", "--socket", socket, "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"],
+    );
+    assert_eq!(strict.status.code(), Some(2), "{strict:?}");
+    assert!(text(&strict).1.contains(".nope is not found"), "{strict:?}");
+    // Only the formats why prints.
+    let wide = why_raw(&k, &kc, &["secret/db-pass", "--socket", socket, "-o", "wide"]);
+    assert_eq!(wide.status.code(), Some(2), "{wide:?}");
+    assert!(
+        text(&wide).1.starts_with("error: why does not print -o wide: use json, yaml or jsonpath=TEMPLATE"),
+        "{wide:?}"
+    );
+    let help = text(&k.run(&["reverser", "why", "--help"])).0;
+    assert!(help.contains("Output format: json, yaml or jsonpath=TEMPLATE") && !help.contains("wide"), "{help}");
+}

@@ -307,11 +307,9 @@ async fn flag_value(ctx: &Context, arg: &Arg, typed: &str, plugin: &dyn Complete
         "context" => Completions::values(kubeconfig().into_iter().flat_map(|k| k.contexts).map(|c| c.name)),
         "cluster" => Completions::values(kubeconfig().into_iter().flat_map(|k| k.clusters).map(|c| c.name)),
         "user" => Completions::values(kubeconfig().into_iter().flat_map(|k| k.auth_infos).map(|u| u.name)),
+        // What this command's `-o` offers (its parser's possible values).
         "output" => Completions {
-            items: ["json", "yaml", "wide", "name", "jsonpath="]
-                .iter()
-                .map(|f| (f.to_string(), String::new()))
-                .collect(),
+            items: arg.get_possible_values().iter().map(|v| (v.get_name().to_string(), String::new())).collect(),
             directive: directive::NO_FILES | if typed.starts_with('j') { directive::NO_SPACE } else { 0 },
         },
         _ => {

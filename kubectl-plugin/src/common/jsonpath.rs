@@ -83,10 +83,13 @@ impl Template {
         Ok(Self { source: text.to_string(), parts })
     }
 
-    /// The template applied to `root`.
-    pub fn render(&self, root: &Value) -> Result<String, String> {
+    /// The template applied to `root`. With `allow_missing` false (kubectl's
+    /// `--allow-missing-template-keys=false`) a field the result lacks is an
+    /// error naming it; otherwise it prints nothing, as kubectl's default.
+    pub fn render(&self, root: &Value, allow_missing: bool) -> Result<String, String> {
         let mut out = String::new();
-        render(&self.parts, root, root, &mut out).map_err(|e| format!("jsonpath template {:?}: {e}", self.source))?;
+        render(&self.parts, root, root, allow_missing, &mut out)
+            .map_err(|e| format!("jsonpath template {:?}: {e}", self.source))?;
         Ok(out)
     }
 }
@@ -133,18 +136,27 @@ fn select<'a>(expr: &str, root: &'a Value, current: &'a Value) -> Result<Vec<&'a
     base.query(&absolute(expr)).map_err(|e| format!("{expr:?}: {e}"))
 }
 
-fn render(parts: &[Part], root: &Value, current: &Value, out: &mut String) -> Result<(), String> {
+fn render(parts: &[Part], root: &Value, current: &Value, allow_missing: bool, out: &mut String) -> Result<(), String> {
     for part in parts {
         match part {
             Part::Text(t) => out.push_str(t),
             Part::Expr(e) => {
                 let values = select(e, root, current)?;
+                // A wildcard, filter or descent may rightly select nothing;
+                // a plain path that selects nothing names a missing field.
+                let plain = !(e.contains('*') || e.contains('?') || e.contains(".."));
+                if values.is_empty() && plain && !allow_missing {
+                    return Err(format!(
+                        "{e} is not found in the result; check the field against -o json, or pass \
+                         --allow-missing-template-keys=true to print nothing for it"
+                    ));
+                }
                 let texts: Vec<String> = values.iter().map(|v| text(v)).collect();
                 out.push_str(&texts.join(" "));
             }
             Part::Range(e, body) => {
                 for item in select(e, root, current)? {
-                    render(body, root, item, out)?;
+                    render(body, root, item, allow_missing, out)?;
                 }
             }
         }
@@ -167,7 +179,18 @@ mod tests {
     use super::*;
 
     fn run(t: &str, v: &Value) -> String {
-        Template::parse(t).unwrap().render(v).unwrap()
+        Template::parse(t).unwrap().render(v, true).unwrap()
+    }
+
+    #[test]
+    fn a_missing_field_fails_only_when_missing_keys_are_not_allowed() {
+        let v = json!({"verdict": {"author": "alice"}, "items": []});
+        let t = Template::parse("{.verdict.nope}").unwrap();
+        assert_eq!(t.render(&v, true).unwrap(), "");
+        let e = t.render(&v, false).unwrap_err();
+        assert!(e.contains(".verdict.nope is not found") && e.contains("--allow-missing-template-keys"), "{e}");
+        assert_eq!(Template::parse("{.items[*].name}").unwrap().render(&v, false).unwrap(), "");
+        assert_eq!(Template::parse("{.verdict.author}").unwrap().render(&v, false).unwrap(), "alice");
     }
 
     #[test]

@@ -11,17 +11,98 @@ use serde::Serialize;
 use super::jsonpath::Template;
 use super::{CliError, exit_code};
 
-/// `-o FORMAT` and `--no-headers`.
+/// `-o FORMAT` and `--no-headers`. `WIDE` and `NAME` say whether the
+/// command prints `-o wide` and `-o name`: only what it prints is offered,
+/// in `--help`, in completion, and by the parser.
 #[derive(Debug, Clone, Default, Args)]
-pub struct OutputArgs {
-    /// Output format: wide, json, yaml, name, or jsonpath=TEMPLATE (kubectl's
-    /// JSONPath, e.g. jsonpath='{.verdict.author}'). Default: a table.
-    #[arg(short = 'o', long, value_name = "FORMAT", value_parser = OutputFormat::parse)]
+pub struct OutputArgs<const WIDE: bool = true, const NAME: bool = true> {
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "FORMAT",
+        value_parser = FormatParser { wide: WIDE, name: NAME },
+        // The help names them already; completion still offers them.
+        hide_possible_values = true,
+        help = FormatParser { wide: WIDE, name: NAME }.help()
+    )]
     pub output: Option<OutputFormat>,
 
     /// Print tables without their header row.
     #[arg(long)]
     pub no_headers: bool,
+
+    /// With -o jsonpath: false fails on a field the result lacks.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, hide_possible_values = true)]
+    pub allow_missing_template_keys: bool,
+}
+
+/// `-o`'s parser for a command that prints `wide` and `name` or not.
+#[derive(Debug, Clone, Copy)]
+pub struct FormatParser {
+    pub wide: bool,
+    pub name: bool,
+}
+
+impl FormatParser {
+    /// The formats offered, as `-o` takes them (`jsonpath=` last).
+    fn offered(&self) -> Vec<&'static str> {
+        let mut f = vec!["json", "yaml"];
+        if self.wide {
+            f.push("wide");
+        }
+        if self.name {
+            f.push("name");
+        }
+        f.push("jsonpath=");
+        f
+    }
+
+    /// `json, yaml, wide or jsonpath=TEMPLATE`.
+    fn listed(&self) -> String {
+        let mut f: Vec<String> = self.offered().iter().map(|f| f.to_string()).collect();
+        let last = f.pop().map(|j| j + "TEMPLATE").unwrap_or_default();
+        format!("{} or {last}", f.join(", "))
+    }
+
+    fn help(&self) -> String {
+        format!("Output format: {} (kubectl's JSONPath over the -o json document). Default: a table.", self.listed())
+    }
+}
+
+impl clap::builder::TypedValueParser for FormatParser {
+    type Value = OutputFormat;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<OutputFormat, clap::Error> {
+        let _ = arg;
+        // One line, as the plugins' other usage errors read.
+        let invalid =
+            |why: String| clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{why}\n")).with_cmd(cmd);
+        let text = value.to_str().ok_or_else(|| invalid("not UTF-8".into()))?;
+        let format = OutputFormat::parse(text)
+            .map_err(|why| invalid(format!("-o {text}: {why}; use {}, or no -o for the table", self.listed())))?;
+        let offered = match format {
+            OutputFormat::Wide => self.wide,
+            OutputFormat::Name => self.name,
+            _ => true,
+        };
+        if !offered {
+            let command = cmd.get_name();
+            return Err(invalid(format!(
+                "{command} does not print -o {text}: use {}, or no -o for the table",
+                self.listed()
+            )));
+        }
+        Ok(format)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(self.offered().into_iter().map(clap::builder::PossibleValue::new)))
+    }
 }
 
 /// The output formats of `-o`.
@@ -53,10 +134,7 @@ impl OutputFormat {
             "name" => Ok(Self::Name),
             _ => match s.split_once('=') {
                 Some(("jsonpath", t)) => Template::parse(t).map(Self::JsonPath),
-                _ => Err(format!(
-                    "unknown output format {s:?}: use wide, json, yaml, name or jsonpath=TEMPLATE (e.g. \
-                     jsonpath='{{.metadata.name}}')"
-                )),
+                _ => Err(format!("unknown output format {s:?}")),
             },
         }
     }
@@ -282,13 +360,14 @@ pub struct Offers {
     pub name: bool,
 }
 
-impl OutputArgs {
+impl<const WIDE: bool, const NAME: bool> OutputArgs<WIDE, NAME> {
     /// The format asked for.
     pub fn format(&self) -> OutputFormat {
         self.output.clone().unwrap_or_default()
     }
 
-    /// Refuses, before any work, a format `command` does not offer.
+    /// Refuses, before any work, a format `command` does not offer (the
+    /// parser already refuses what `WIDE` and `NAME` leave out).
     pub fn check(&self, command: &str, offers: Offers) -> Result<(), CliError> {
         let format = self.format();
         let refused = match format {
@@ -297,18 +376,10 @@ impl OutputArgs {
             _ => false,
         };
         if refused {
-            let mut formats = vec!["json", "yaml"];
-            if offers.wide {
-                formats.push("wide");
-            }
-            if offers.name {
-                formats.push("name");
-            }
-            formats.push("jsonpath=TEMPLATE");
+            let listed = FormatParser { wide: offers.wide, name: offers.name }.listed();
             return Err(CliError::new(format!(
-                "{command} does not print -o {}: use {}, or no -o for the table",
-                format.label(),
-                formats.join(", ")
+                "{command} does not print -o {}: use {listed}, or no -o for the table",
+                format.label()
             ))
             .with_code(exit_code::USAGE));
         }
@@ -334,7 +405,12 @@ pub trait Human: Serialize {
 
 /// Prints `value` as `args` asks: the human form, names, JSON, YAML, or a
 /// JSONPath template over the JSON.
-pub fn print<T: Human>(args: &OutputArgs, colour: bool, value: &T, out: &mut dyn Write) -> Result<(), CliError> {
+pub fn print<T: Human, const WIDE: bool, const NAME: bool>(
+    args: &OutputArgs<WIDE, NAME>,
+    colour: bool,
+    value: &T,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let written = match args.format() {
         OutputFormat::Table | OutputFormat::Wide => value.render(&args.style(colour), out),
         OutputFormat::Name => value.names().iter().try_for_each(|n| writeln!(out, "{n}")),
@@ -351,7 +427,9 @@ pub fn print<T: Human>(args: &OutputArgs, colour: bool, value: &T, out: &mut dyn
         OutputFormat::JsonPath(template) => {
             let json = serde_json::to_value(value)
                 .map_err(|e| CliError::new(format!("cannot render the result as JSON: {e}")))?;
-            let text = template.render(&json).map_err(|e| CliError::new(e).with_code(exit_code::USAGE))?;
+            let text = template
+                .render(&json, args.allow_missing_template_keys)
+                .map_err(|e| CliError::new(e).with_code(exit_code::USAGE))?;
             out.write_all(text.as_bytes())
         }
     };

@@ -71,8 +71,34 @@ fn output_defaults_to_table_and_refuses_unknown_formats() {
     let Cmd::List { output, .. } = cli.command else { panic!("parsed the wrong subcommand") };
     assert!(matches!(output.format(), OutputFormat::JsonPath(_)) && output.no_headers);
     let err = Cli::try_parse_from(["kubectl-example", "list", "-o", "table2"]).unwrap_err().to_string();
-    assert!(err.contains("wide, json, yaml, name or jsonpath=TEMPLATE"), "{err}");
+    assert!(
+        err.contains("-o table2: unknown output format \"table2\"; use json, yaml, wide, name or jsonpath"),
+        "{err}"
+    );
     assert!(Cli::try_parse_from(["kubectl-example", "list", "-o", "jsonpath={.a"]).is_err());
+}
+
+/// A command that prints neither `-o wide` nor `-o name`.
+#[derive(Debug, clap::Parser)]
+#[command(name = "narrow")]
+struct Narrow {
+    #[command(flatten)]
+    output: OutputArgs<false, false>,
+}
+
+#[test]
+fn only_the_formats_a_command_prints_are_offered_and_parsed() {
+    use clap::CommandFactory;
+    let cmd = Narrow::command();
+    let arg = cmd.get_arguments().find(|a| a.get_id() == "output").unwrap();
+    let offered: Vec<String> = arg.get_possible_values().iter().map(|v| v.get_name().to_owned()).collect();
+    assert_eq!(offered, ["json", "yaml", "jsonpath="]);
+    let help = arg.get_help().unwrap().to_string();
+    assert!(help.starts_with("Output format: json, yaml or jsonpath=TEMPLATE"), "{help}");
+    let e = Narrow::try_parse_from(["narrow", "-o", "wide"]).unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("narrow does not print -o wide: use json, yaml or jsonpath=TEMPLATE"), "{e}");
+    assert!(Narrow::try_parse_from(["narrow", "-o", "yaml"]).is_ok());
 }
 
 #[tokio::test]
@@ -189,7 +215,7 @@ fn a_command_refuses_the_formats_it_does_not_print() {
     };
     let e = output.check("why", Offers::default()).unwrap_err();
     assert_eq!(e.code(), exit_code::USAGE);
-    assert!(e.message().contains("why does not print -o name: use json, yaml, jsonpath=TEMPLATE"), "{e}");
+    assert!(e.message().contains("why does not print -o name: use json, yaml or jsonpath=TEMPLATE"), "{e}");
     output.check("owners", Offers { wide: true, name: true }).unwrap();
 }
 

@@ -13,9 +13,10 @@ use crate::common::CliError;
 
 /// The flags of `kubectl reverser inject`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Examples:\n  kubectl reverser inject -f deploy.yaml | kubectl apply -f -\n  \
-                  kubectl get deploy watcher -o json | kubectl reverser inject -f - --watcher-container manager\n  \
-                  kubectl reverser inject -f deploy.yaml --redis-url-secret reverser-redis/url --sidecar-arg=--author-attribution-transport=redis")]
+#[command(after_help = "Examples:\n  \
+                  kubectl reverser inject -f deploy.yaml --redis-url-secret redis/url | kubectl apply -f -\n  \
+                  kubectl get deploy w -o json | kubectl reverser inject -f - --redis-url-secret redis/url\n  \
+                  kubectl reverser inject -f deploy.yaml --redis-url-secret redis/url --watcher-container manager")]
 pub struct Args {
     /// The manifests to inject: a YAML or JSON file of one or more
     /// documents, or - for stdin.

@@ -20,7 +20,7 @@ mod tests;
     version,
     after_help = common::top_level_help("Examples:\n  kubectl reverser why deploy/web -n shop --socket /var/run/reverser/reverser.sock\n  \
                   kubectl reverser why cm/settings --redis-url \"$REDIS_URL\" --route prod-eu-1 -o json\n  \
-                  kubectl get deploy web -o yaml | kubectl reverser inject -f - | kubectl apply -f -\n  \
+                  kubectl reverser inject -f deploy.yaml --redis-url-secret redis/url | kubectl apply -f -\n  \
                   source <(kubectl reverser completion bash)"),
     about = "Attribution for Git-mirrored cluster state: explain who authored an object, inject the reverser sidecar"
 )]

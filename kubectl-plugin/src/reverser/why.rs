@@ -39,7 +39,7 @@ pub struct Args {
     pub kube: KubeArgs,
 
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub output: OutputArgs<false, false>,
 
     /// The audit route whose facts to read. It must be the route the API
     /// server's audit webhook posts to (/audit-webhook/<route>, the
@@ -62,7 +62,7 @@ pub struct Args {
     #[arg(long, value_name = "NAMESPACE", requires = "pod")]
     pub pod_namespace: Option<String>,
 
-    /// The sidecar's ops port (--metrics-listen) for --pod.
+    /// The sidecar's ops port for --pod (9091 where the chart's webhook injected).
     #[arg(long, value_name = "PORT", default_value_t = 9090)]
     pub pod_port: u16,
 
@@ -185,7 +185,9 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         name: name.clone(),
     };
     let paths: Vec<String> = versions.iter().filter_map(|v| layout_path(&key_at(v)).ok()).collect();
-    state.path = paths.first().cloned();
+    // Secrets are never written in clear text: no file, no commit.
+    state.never_written = rules::mirror::select::is_sensitive(&res.group, &res.resource);
+    state.path = if state.never_written { None } else { paths.first().cloned() };
 
     let history = match &args.repo {
         Some(repo) => {
@@ -435,6 +437,8 @@ pub fn render_table(r: &Report, style: &Style) -> String {
     t.push_str(&format!("State:      {state}\n"));
     if let Some(p) = &o.path {
         t.push_str(&format!("Git path:   {}\n", why::printable(p)));
+    } else if o.never_written {
+        t.push_str(&format!("Git path:   none (the mirror never writes {} in clear text)\n", o.resource));
     }
     t.push_str(&format!("Route:      {}\n", why::printable(&r.route)));
     t.push_str(&format!(
@@ -463,7 +467,12 @@ pub fn render_table(r: &Report, style: &Style) -> String {
         }
         None => {
             let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);
-            t.push_str(&format!("Author of {what}: {unresolved} (committed as `unknown (attribution unresolved)`)\n"));
+            let committed = if o.never_written {
+                format!("not committed: the mirror never writes {}", o.resource)
+            } else {
+                "committed as `unknown (attribution unresolved)`".to_owned()
+            };
+            t.push_str(&format!("Author of {what}: {unresolved} ({committed})\n"));
             if r.causes.is_empty() && r.evidence.is_none() {
                 t.push_str("  ask the evidence (--socket, --pod or --redis-url) to learn which cause fits\n");
             }

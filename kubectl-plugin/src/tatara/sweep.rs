@@ -42,7 +42,7 @@ pub struct Args {
     #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub output: OutputArgs<true, false>,
 }
 
 /// The disposition of one open pull request, and what the pass did about it.

@@ -66,7 +66,7 @@ pub struct Args {
     #[command(flatten)]
     pub kube: KubeArgs,
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub output: OutputArgs<false, false>,
 }
 
 /// The comment the request names.

@@ -100,6 +100,14 @@ impl Cause {
                 "check that the API server's audit webhook posts to /audit-webhook/{route} (or carries the route \
                  annotation), and that --route matches the ClusterProvider's spec.attribution.auditRoute"
             ),
+            // docs/audit-setup.md: a Secret's contents never go to the
+            // receiver; at Metadata its name still attributes it.
+            Cause::AuditPolicyDropsType { resource } if resource == "secrets" => {
+                "check the API server's audit policy: a rule must log secrets at Metadata (never \
+                 RequestResponse, which would send their data to the receiver) for ResponseComplete; \
+                 gitopsreverser_audit_events_total shows which types arrive"
+                    .into()
+            }
             Cause::AuditPolicyDropsType { resource } => format!(
                 "check the API server's audit policy: a rule must log {resource} at RequestResponse for \
                  ResponseComplete; gitopsreverser_audit_events_total shows which types arrive"

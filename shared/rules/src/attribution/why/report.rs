@@ -26,9 +26,14 @@ pub struct ObjectState {
     pub deleting: bool,
     /// The API server answered 404: the answer comes from Git.
     pub deleted: bool,
-    /// The object's file in the Git mirror (the layout path).
+    /// The object's file in the Git mirror (the layout path); `None` for a
+    /// type the mirror never writes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The mirror never writes this type in clear text (core Secrets):
+    /// there is no file, and no commit to author.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub never_written: bool,
 }
 
 /// Where the verdict's author was read.
