@@ -7,12 +7,15 @@
 //! - [`watch_rules`]: which types are watched, where, for which operations.
 //! - [`select`]: which events are mirrored (operations, excluded field
 //!   managers and actors, sensitive types).
+//! - [`encryption`]: what `spec.encryption` asks for (SOPS, age
+//!   recipients and their sources).
 //! - [`window`]: when a commit window flushes.
 //! - [`reconcile`]: what a list changes in Git.
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
 pub mod config;
+pub mod encryption;
 pub mod message;
 pub mod reconcile;
 pub mod select;
