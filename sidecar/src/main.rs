@@ -10,6 +10,7 @@ mod accept;
 mod api;
 mod authority;
 mod devcerts;
+mod encryption;
 mod error;
 mod inject_webhook;
 mod ops;

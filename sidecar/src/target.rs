@@ -5,13 +5,20 @@
 //! signing; documents go under the target's `spec.path`, removals follow its
 //! prune mode.
 //!
-//! Secret keys read (the CRD leaves them to the implementation):
-//! - credentials: `token`, else `password` (with `username`, default
-//!   `x-access-token`) for HTTPS; `ssh-privatekey` or `identity` (with
-//!   `known_hosts`) for SSH;
-//! - signing: `ssh-privatekey`, `identity` or `signing-key` (an unencrypted
-//!   OpenSSH ed25519 or ECDSA key); generated as `ssh-privatekey` and
-//!   `ssh-publickey` when `generateWhenMissing` is set and none is there.
+//! Secret keys read, under gitops-reverser's names
+//! (internal/git/credentials.go, internal/git/signing.go):
+//! - credentials, first match wins: an SSH key `ssh-privatekey`, `identity`
+//!   or `sshPrivateKey` (passphrase `ssh-password`, else `password`), with
+//!   known hosts from the Secret's `known_hosts`, else the GitProvider's
+//!   `knownHostsRef` (`known_hosts`, then `ssh_known_hosts`); else HTTPS
+//!   basic `password` with `username` (default empty); else `bearerToken`.
+//!   `token` (this mirror's earlier key) is still read last, as basic auth
+//!   with username `x-access-token`;
+//! - signing: `signing.key`, else this mirror's
+//!   earlier `ssh-privatekey`, `identity`, `signing-key`; generated as
+//!   `signing.key` and `signing.pub` when `generateWhenMissing` is set and
+//!   the Secret holds none of them. A `passphrase` is read, but an
+//!   encrypted key is refused, naming it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,12 +38,17 @@ pub fn parse_target(s: &str) -> Result<(String, String)> {
     Ok(runtime::cli::parse_git_target(s)?)
 }
 
-const TOKEN_KEYS: [&str; 2] = ["token", "password"];
-const SSH_KEYS: [&str; 2] = ["ssh-privatekey", "identity"];
-const SIGNING_KEYS: [&str; 3] = ["ssh-privatekey", "identity", "signing-key"];
+const SSH_KEYS: [&str; 3] = ["ssh-privatekey", "identity", "sshPrivateKey"];
+const SSH_PASSPHRASE_KEYS: [&str; 2] = ["ssh-password", "password"];
+const KNOWN_HOSTS_KEYS: [&str; 2] = ["known_hosts", "ssh_known_hosts"];
+const SIGNING_KEYS: [&str; 4] = ["signing.key", "ssh-privatekey", "identity", "signing-key"];
+const SIGNING_PUBLIC_KEY: &str = "signing.pub";
+const SIGNING_PASSPHRASE: &str = "passphrase";
 
+/// The first of `keys` with a non-empty value (an empty value is absent,
+/// as the reference's `firstSecretValue` has it).
 fn first<'a>(data: &'a BTreeMap<String, Vec<u8>>, keys: &[&str]) -> Option<&'a [u8]> {
-    keys.iter().find_map(|k| data.get(*k)).map(Vec::as_slice)
+    keys.iter().find_map(|k| data.get(*k).filter(|v| !v.is_empty())).map(Vec::as_slice)
 }
 
 fn text(what: &str, bytes: &[u8]) -> Result<String> {
@@ -65,29 +77,13 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
             .await
             .map_err(runtime::Error::from)?
             .ok_or_else(|| Error::Config(format!("{what} does not exist; create it or drop spec.secretRef")))?;
-        remote.auth = if let Some(key) = first(&data, &SSH_KEYS) {
-            let known_hosts = match data.get("known_hosts") {
-                Some(k) => text(&format!("{what} known_hosts"), k)?,
-                None => known_hosts_ref(&client, &ns, provider).await?.unwrap_or_default(),
-            };
-            if known_hosts.trim().is_empty() {
-                tracing::warn!(
-                    provider = %provider_name,
-                    "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
-                );
-            }
-            RemoteAuth::SshKeyInMemory { username: "git".into(), private_key: text(&what, key)?, known_hosts }
-        } else if let Some(token) = first(&data, &TOKEN_KEYS) {
-            let username = data.get("username").map(|u| text(&what, u)).transpose()?;
-            RemoteAuth::Token {
-                username: username.unwrap_or_else(|| "x-access-token".into()),
-                token: text(&what, token)?,
-            }
-        } else {
-            return Err(Error::Config(format!(
-                "{what} has none of the keys token, password, ssh-privatekey, identity; add the credential under one of them"
-            )));
-        };
+        remote.auth = credentials(&client, &ns, provider, &what, &data).await?;
+        if matches!(remote.auth, RemoteAuth::SshKeyInMemory { ref known_hosts, .. } if known_hosts.trim().is_empty()) {
+            tracing::warn!(
+                provider = %provider_name,
+                "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
+            );
+        }
     }
 
     let signer = match provider.signing() {
@@ -98,24 +94,77 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     };
     let committer = provider.committer();
     let repo_dir = args.git_repo.clone().unwrap_or_else(|| PathBuf::from(format!("mirror-{ns}-{name}")));
+    // What was sealed is kept beside the clone's objects, never in Git.
+    let encryption = crate::encryption::encryptor_for(
+        &client,
+        &ns,
+        &name,
+        loaded.target.spec.encryption.as_ref(),
+        &args.sops_binary,
+        repo_dir.join("reverser-sealed"),
+    )
+    .await?
+    .map(|e| Arc::new(e) as Arc<dyn runtime::attribution::commit::encryption::Encryptor>);
     let config = WriterConfig {
         remote: Some(remote),
         prefix,
         messages: Some(messages),
         signer,
+        encryption,
+        sensitive: args.additional_sensitive_resources.clone(),
         ..WriterConfig::new(repo_dir, loaded.target.spec.branch.clone(), Identity::new(committer.name, committer.email))
     };
     let policy = MirrorPolicy { prune: Some(loaded.target.spec.prune_mode()) };
-    if loaded.target.spec.encryption.is_some() {
-        tracing::warn!(
-            target = %target,
-            "spec.encryption is set, but this mirror does not encrypt: Secrets stay skipped (never written in clear text)"
-        );
-    }
     Ok((config, policy, loaded))
 }
 
-/// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`.
+/// The remote's credentials from the GitProvider's `secretRef` data: SSH
+/// key, else HTTPS basic, else bearer token (the reference's precedence).
+async fn credentials(
+    client: &kube::Client,
+    ns: &str,
+    provider: &rules::mirror::config::GitProviderSpec,
+    what: &str,
+    data: &BTreeMap<String, Vec<u8>>,
+) -> Result<RemoteAuth> {
+    if let Some(key) = first(data, &SSH_KEYS) {
+        let known_hosts = match first(data, &["known_hosts"]) {
+            Some(k) => text(&format!("{what} known_hosts"), k)?,
+            None => known_hosts_ref(client, ns, provider).await?.unwrap_or_default(),
+        };
+        let passphrase = first(data, &SSH_PASSPHRASE_KEYS).map(|p| text(&format!("{what} ssh-password"), p)).transpose()?;
+        return Ok(RemoteAuth::SshKeyInMemory {
+            username: "git".into(),
+            private_key: text(what, key)?,
+            passphrase,
+            known_hosts,
+        });
+    }
+    let username = first(data, &["username"]).map(|u| text(what, u)).transpose()?;
+    if let Some(password) = first(data, &["password"]) {
+        // Azure DevOps documents an empty username with the token as the
+        // password, so the username defaults to empty, as the reference has it.
+        return Ok(RemoteAuth::Token { username: username.unwrap_or_default(), token: text(what, password)? });
+    }
+    if username.is_some() {
+        return Err(Error::Config(format!(
+            "{what} has username but no password for HTTPS basic auth; add password (or remove username)"
+        )));
+    }
+    if let Some(token) = first(data, &["bearerToken"]) {
+        return Ok(RemoteAuth::Bearer { token: text(what, token)? });
+    }
+    if let Some(token) = first(data, &["token"]) {
+        return Ok(RemoteAuth::Token { username: "x-access-token".into(), token: text(what, token)? });
+    }
+    Err(Error::Config(format!(
+        "{what} has no credential: add an SSH key (ssh-privatekey, identity or sshPrivateKey), \
+         username and password, or bearerToken"
+    )))
+}
+
+/// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`, else
+/// `ssh_known_hosts` (Argo CD's key).
 async fn known_hosts_ref(
     client: &kube::Client,
     ns: &str,
@@ -124,13 +173,29 @@ async fn known_hosts_ref(
     let Some(r) = &provider.known_hosts_ref else {
         return Ok(None);
     };
-    let bytes = if r.kind.as_deref() == Some("Secret") {
-        mirror::secret(client, ns, &r.name)
+    let bytes = match r.kind.as_deref() {
+        Some("Secret") => mirror::secret(client, ns, &r.name)
             .await
             .map_err(runtime::Error::from)?
-            .and_then(|d| d.get("known_hosts").cloned())
-    } else {
-        mirror::config_map_value(client, ns, &r.name, "known_hosts").await.map_err(runtime::Error::from)?
+            .and_then(|d| first(&d, &KNOWN_HOSTS_KEYS).map(<[u8]>::to_vec)),
+        None | Some("") | Some("ConfigMap") => {
+            let mut found = None;
+            for key in KNOWN_HOSTS_KEYS {
+                found = mirror::config_map_value(client, ns, &r.name, key)
+                    .await
+                    .map_err(runtime::Error::from)?
+                    .filter(|v| !v.is_empty());
+                if found.is_some() {
+                    break;
+                }
+            }
+            found
+        }
+        Some(other) => {
+            return Err(Error::Config(format!(
+                "knownHostsRef kind {other:?} is not supported; use ConfigMap or Secret"
+            )));
+        }
     };
     bytes.map(|b| text("knownHostsRef known_hosts", &b)).transpose()
 }
@@ -139,6 +204,7 @@ async fn known_hosts_ref(
 async fn signer(client: &kube::Client, ns: &str, secret: &str, generate: bool) -> Result<SshSigner> {
     let what = format!("signing Secret {ns}/{secret}");
     let data = mirror::secret(client, ns, secret).await.map_err(runtime::Error::from)?.unwrap_or_default();
+    let passphrase = first(&data, &[SIGNING_PASSPHRASE]).map(|p| text(&format!("{what} passphrase"), p)).transpose()?;
     let pem = match first(&data, &SIGNING_KEYS) {
         Some(key) => text(&what, key)?,
         None if generate => {
@@ -147,20 +213,26 @@ async fn signer(client: &kube::Client, ns: &str, secret: &str, generate: bool) -
             let public = runtime::attribution::commit::signing::public_key_line(&pem)
                 .map_err(|e| Error::Config(format!("{what}: {e}")))?;
             let generated = BTreeMap::from([
-                ("ssh-privatekey".to_owned(), pem.clone().into_bytes()),
-                ("ssh-publickey".to_owned(), public.clone().into_bytes()),
+                (SIGNING_KEYS[0].to_owned(), pem.clone().into_bytes()),
+                (SIGNING_PUBLIC_KEY.to_owned(), public.clone().into_bytes()),
             ]);
-            mirror::store_secret(client, ns, secret, generated).await.map_err(runtime::Error::from)?;
+            mirror::store_secret(client, ns, secret, generated, BTreeMap::new()).await.map_err(runtime::Error::from)?;
             tracing::info!(secret = %format!("{ns}/{secret}"), public_key = %public, "generated a commit signing key; add its public key to your forge and allowed signers");
-            pem
+            return SshSigner::from_openssh(&pem).map_err(|e| Error::Config(format!("{what}: {e}")));
         }
         None => {
             return Err(Error::Config(format!(
-                "{what} has no key (ssh-privatekey, identity or signing-key); add an unencrypted OpenSSH key, or set generateWhenMissing"
+                "{what} has no key (signing.key); add an OpenSSH ed25519 or ECDSA key, or set generateWhenMissing"
             )));
         }
     };
-    SshSigner::from_openssh(&pem).map_err(|e| Error::Config(format!("{what}: {e}")))
+    SshSigner::from_openssh(&pem).map_err(|e| match (passphrase.is_some(), e) {
+        // The reference decrypts with `passphrase`; this signer cannot yet.
+        (true, e @ runtime::attribution::commit::signing::SigningError::EncryptedKey) => {
+            Error::Config(format!("{what}: {e} (its passphrase key is read, but decrypting the key is not supported)"))
+        }
+        (_, e) => Error::Config(format!("{what}: {e}")),
+    })
 }
 
 #[cfg(test)]

@@ -99,6 +99,12 @@ pub fn dated_agekey_name(year: i32, month: u32, day: u32) -> String {
     format!("{year:04}{month:02}{day}{AGEKEY_SUFFIX}")
 }
 
+/// [`dated_agekey_name`] for the UTC day of `unix_secs`.
+pub fn dated_agekey_name_at(unix_secs: i64) -> String {
+    let (y, m, d) = crate::attribution::index::store::civil_from_days(unix_secs.div_euclid(86_400));
+    dated_agekey_name(y as i32, m as u32, d as u32)
+}
+
 /// The one identity line of a `*.agekey` entry: comments (`#`) and blank
 /// lines are skipped, and exactly one `AGE-SECRET-KEY-` line must remain.
 pub fn agekey_identity<'a>(key: &str, value: &'a str) -> Result<&'a str, EncryptionSpecError> {
@@ -186,6 +192,9 @@ mod tests {
         // `%04d%02d%d`: the day is not padded.
         assert_eq!(dated_agekey_name(2026, 12, 3), "2026123.agekey");
         assert_eq!(dated_agekey_name(2026, 1, 24), "20260124.agekey");
+        // 2026-12-03T23:59:59Z and the second after it.
+        assert_eq!(dated_agekey_name_at(1_796_342_399), "2026123.agekey");
+        assert_eq!(dated_agekey_name_at(1_796_342_400), "2026124.agekey");
         assert!(has_agekey(["token", "20260124.agekey"].into_iter()));
         assert!(!has_agekey(["signing.key", "agekey"].into_iter()));
     }

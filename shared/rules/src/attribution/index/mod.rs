@@ -29,7 +29,7 @@ pub mod order;
 mod packed;
 mod queue;
 mod slab;
-mod store;
+pub(crate) mod store;
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;
 use queue::Queue;

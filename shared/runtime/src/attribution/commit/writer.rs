@@ -16,7 +16,7 @@ use rules::attribution::commit::{Action, Change, Identity};
 use rules::attribution::render::{ObjectKey, layout_path, render_manifest};
 use rules::mirror::message::{CommitKind, Messages};
 use rules::mirror::reconcile::{Doc, under};
-use rules::mirror::select::is_sensitive;
+use rules::mirror::select::SensitiveTypes;
 
 use super::signing::{SIGNATURE_FIELD, SshSigner};
 use super::{GitError as Error, Result};
@@ -48,6 +48,9 @@ pub struct WriterConfig {
     /// Seals sensitive manifests (the GitTarget's `spec.encryption`);
     /// `None` skips sensitive writes (counted), never writing them in clear.
     pub encryption: Option<Arc<dyn super::encryption::Encryptor>>,
+    /// The types written only encrypted: core Secrets, and those of
+    /// `--additional-sensitive-resources`.
+    pub sensitive: SensitiveTypes,
 }
 
 impl WriterConfig {
@@ -63,6 +66,7 @@ impl WriterConfig {
             messages: None,
             signer: None,
             encryption: None,
+            sensitive: SensitiveTypes::default(),
         }
     }
 }
@@ -100,11 +104,18 @@ pub enum RemoteAuth {
         private_key: PathBuf,
         passphrase: Option<String>,
     },
+    /// An HTTP bearer token (`Authorization: Bearer`, a credentials
+    /// Secret's `bearerToken`).
+    Bearer {
+        token: String,
+    },
     /// An SSH private key held in memory (a GitProvider's credentials
-    /// Secret), with the `known_hosts` the server's key must appear in.
+    /// Secret), with its passphrase, and the `known_hosts` the server's key
+    /// must appear in.
     SshKeyInMemory {
         username: String,
         private_key: String,
+        passphrase: Option<String>,
         known_hosts: String,
     },
     /// The running ssh-agent.
@@ -126,6 +137,7 @@ impl std::fmt::Debug for RemoteAuth {
                 .field("username", username)
                 .field("private_key", private_key)
                 .finish_non_exhaustive(),
+            RemoteAuth::Bearer { .. } => f.debug_struct("Bearer").field("token", &"<redacted>").finish(),
             RemoteAuth::SshAgent { username } => f.debug_struct("SshAgent").field("username", username).finish(),
             RemoteAuth::SshKeyInMemory { username, .. } => {
                 f.debug_struct("SshKeyInMemory").field("username", username).finish_non_exhaustive()
@@ -144,8 +156,8 @@ pub struct CommitOutcome {
     /// Changes refused (bad object or coordinates), with why. The rest of the
     /// window is still committed.
     pub rejected: Vec<RejectedChange>,
-    /// Writes of a sensitive type (core Secrets), never written in clear
-    /// text: skipped and counted.
+    /// Writes of a sensitive type skipped, never written in clear text:
+    /// no encryption configured, or sealing failed (logged).
     pub sensitive_skipped: usize,
     /// The push, when a remote is configured.
     pub push: Option<PushOutcome>,
@@ -326,19 +338,27 @@ impl GitWriter {
         let mut outcome = CommitOutcome::default();
         // Render first: a change that cannot be rendered is refused alone.
         let mut rendered: Vec<Option<(String, Option<Vec<u8>>)>> = Vec::with_capacity(changes.len());
+        let head_tree = self.tree_of(self.local_head()?)?;
         for (index, change) in changes.iter().enumerate() {
-            if is_sensitive(&change.object.group, &change.object.resource) && matches!(change.action, Action::Write(_))
-            {
+            let sensitive = self.config.sensitive.contains(&change.object.group, &change.object.resource)
+                && matches!(change.action, Action::Write(_));
+            if sensitive && self.config.encryption.is_none() {
                 // Never in clear text: without encryption, skipped (a removal
                 // still goes through, it carries no secret).
-                outcome.sensitive_skipped += 1;
-                if let Some(metrics) = &self.metrics {
-                    metrics.mirror_sensitive_skipped.inc();
-                }
+                self.count_sensitive_skip(&mut outcome);
                 rendered.push(None);
                 continue;
             }
             match render(change, &self.config.prefix) {
+                Ok((path, Some(plain))) if sensitive => match self.seal(&head_tree, &path, &plain) {
+                    Ok(sealed) => rendered.push(Some((path, Some(sealed)))),
+                    Err(error) => {
+                        // A failed seal is a skip, never a write in clear.
+                        tracing::warn!(object = %change.object.display(), %error, "sensitive change not sealed, skipped");
+                        self.count_sensitive_skip(&mut outcome);
+                        rendered.push(None);
+                    }
+                },
                 Ok(r) => rendered.push(Some(r)),
                 Err(error) => {
                     tracing::warn!(object = %change.object.display(), %error, "change refused, not committed");
@@ -484,6 +504,28 @@ impl GitWriter {
             self.set_local_head(id, "reverser: commit")?;
         }
         Ok(outcome)
+    }
+
+    fn count_sensitive_skip(&self, outcome: &mut CommitOutcome) {
+        outcome.sensitive_skipped += 1;
+        if let Some(metrics) = &self.metrics {
+            metrics.mirror_sensitive_skipped.inc();
+        }
+    }
+
+    /// The sealed bytes for a sensitive manifest at `path`, given what the
+    /// branch holds there now (so an unchanged one is not sealed again).
+    fn seal(
+        &self,
+        tree: &Tree<'_>,
+        path: &str,
+        plain: &[u8],
+    ) -> std::result::Result<Vec<u8>, super::encryption::EncryptionError> {
+        let Some(encryptor) = &self.config.encryption else {
+            return Err(super::encryption::EncryptionError::Config("no encryption configured".into()));
+        };
+        let existing = entry_id(tree, path).and_then(|id| self.repo.find_blob(id).ok());
+        encryptor.seal(path, plain, existing.as_ref().map(|b| b.content()))
     }
 
     /// The message of one commit: the provider's template for the window's
