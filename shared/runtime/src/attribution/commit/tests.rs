@@ -729,3 +729,4 @@ fn a_rejected_push_backs_off_exponentially_with_jitter_and_a_cap() {
 }
 
 mod mirror;
+mod encryption;
