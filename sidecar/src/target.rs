@@ -5,25 +5,17 @@
 //! signing; documents go under the target's `spec.path`, removals follow its
 //! prune mode.
 //!
-//! Secret keys read, under gitops-reverser's names
-//! (internal/git/credentials.go, internal/git/signing.go):
-//! - credentials, first match wins: an SSH key `ssh-privatekey`, `identity`
-//!   or `sshPrivateKey` (passphrase `ssh-password`, else `password`), with
-//!   known hosts from the Secret's `known_hosts`, else the GitProvider's
-//!   `knownHostsRef` (`known_hosts`, then `ssh_known_hosts`); else HTTPS
-//!   basic `password` with `username` (default empty); else `bearerToken`.
-//!   `token` (this mirror's earlier key) is still read last, as basic auth
-//!   with username `x-access-token`;
-//! - signing: `signing.key`, else this mirror's
-//!   earlier `ssh-privatekey`, `identity`, `signing-key`; generated as
-//!   `signing.key` and `signing.pub` when `generateWhenMissing` is set and
-//!   the Secret holds none of them. A `passphrase` is read, but an
-//!   encrypted key is refused, naming it.
+//! Secret keys are read under gitops-reverser's names
+//! (`rules::mirror::credentials`); `generateWhenMissing` writes a signing
+//! key as `signing.key` and `signing.pub`, and only into a Secret that holds
+//! no signing key. An encrypted signing key is refused, naming it (its
+//! `passphrase` is read but not yet used).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rules::mirror::credentials::{self, Credential};
 use rules::mirror::message::Messages;
 use rules::mirror::reconcile::normalize_prefix;
 use runtime::attribution::commit::signing::{SshSigner, generate_ed25519_key};
@@ -36,19 +28,6 @@ use crate::error::{Error, Result};
 /// `NAMESPACE/NAME`.
 pub fn parse_target(s: &str) -> Result<(String, String)> {
     Ok(runtime::cli::parse_git_target(s)?)
-}
-
-const SSH_KEYS: [&str; 3] = ["ssh-privatekey", "identity", "sshPrivateKey"];
-const SSH_PASSPHRASE_KEYS: [&str; 2] = ["ssh-password", "password"];
-const KNOWN_HOSTS_KEYS: [&str; 2] = ["known_hosts", "ssh_known_hosts"];
-const SIGNING_KEYS: [&str; 4] = ["signing.key", "ssh-privatekey", "identity", "signing-key"];
-const SIGNING_PUBLIC_KEY: &str = "signing.pub";
-const SIGNING_PASSPHRASE: &str = "passphrase";
-
-/// The first of `keys` with a non-empty value (an empty value is absent,
-/// as the reference's `firstSecretValue` has it).
-fn first<'a>(data: &'a BTreeMap<String, Vec<u8>>, keys: &[&str]) -> Option<&'a [u8]> {
-    keys.iter().find_map(|k| data.get(*k).filter(|v| !v.is_empty())).map(Vec::as_slice)
 }
 
 fn text(what: &str, bytes: &[u8]) -> Result<String> {
@@ -118,8 +97,7 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     Ok((config, policy, loaded))
 }
 
-/// The remote's credentials from the GitProvider's `secretRef` data: SSH
-/// key, else HTTPS basic, else bearer token (the reference's precedence).
+/// The remote's credentials from the GitProvider's `secretRef` data.
 async fn credentials(
     client: &kube::Client,
     ns: &str,
@@ -127,40 +105,18 @@ async fn credentials(
     what: &str,
     data: &BTreeMap<String, Vec<u8>>,
 ) -> Result<RemoteAuth> {
-    if let Some(key) = first(data, &SSH_KEYS) {
-        let known_hosts = match first(data, &["known_hosts"]) {
-            Some(k) => text(&format!("{what} known_hosts"), k)?,
-            None => known_hosts_ref(client, ns, provider).await?.unwrap_or_default(),
-        };
-        let passphrase = first(data, &SSH_PASSPHRASE_KEYS).map(|p| text(&format!("{what} ssh-password"), p)).transpose()?;
-        return Ok(RemoteAuth::SshKeyInMemory {
-            username: "git".into(),
-            private_key: text(what, key)?,
-            passphrase,
-            known_hosts,
-        });
-    }
-    let username = first(data, &["username"]).map(|u| text(what, u)).transpose()?;
-    if let Some(password) = first(data, &["password"]) {
-        // Azure DevOps documents an empty username with the token as the
-        // password, so the username defaults to empty, as the reference has it.
-        return Ok(RemoteAuth::Token { username: username.unwrap_or_default(), token: text(what, password)? });
-    }
-    if username.is_some() {
-        return Err(Error::Config(format!(
-            "{what} has username but no password for HTTPS basic auth; add password (or remove username)"
-        )));
-    }
-    if let Some(token) = first(data, &["bearerToken"]) {
-        return Ok(RemoteAuth::Bearer { token: text(what, token)? });
-    }
-    if let Some(token) = first(data, &["token"]) {
-        return Ok(RemoteAuth::Token { username: "x-access-token".into(), token: text(what, token)? });
-    }
-    Err(Error::Config(format!(
-        "{what} has no credential: add an SSH key (ssh-privatekey, identity or sshPrivateKey), \
-         username and password, or bearerToken"
-    )))
+    let credential = credentials::credential(data).map_err(|e| Error::Config(format!("{what} {e}")))?;
+    Ok(match credential {
+        Credential::Ssh { private_key, passphrase, known_hosts } => {
+            let known_hosts = match known_hosts {
+                Some(k) => k,
+                None => known_hosts_ref(client, ns, provider).await?.unwrap_or_default(),
+            };
+            RemoteAuth::SshKeyInMemory { username: "git".into(), private_key, passphrase, known_hosts }
+        }
+        Credential::Basic { username, password } => RemoteAuth::Token { username, token: password },
+        Credential::Bearer { token } => RemoteAuth::Bearer { token },
+    })
 }
 
 /// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`, else
@@ -173,48 +129,40 @@ async fn known_hosts_ref(
     let Some(r) = &provider.known_hosts_ref else {
         return Ok(None);
     };
-    let bytes = match r.kind.as_deref() {
-        Some("Secret") => mirror::secret(client, ns, &r.name)
-            .await
-            .map_err(runtime::Error::from)?
-            .and_then(|d| first(&d, &KNOWN_HOSTS_KEYS).map(<[u8]>::to_vec)),
+    let what = format!("knownHostsRef {ns}/{}", r.name);
+    match r.kind.as_deref() {
+        Some("Secret") => {
+            let data = mirror::secret(client, ns, &r.name).await.map_err(runtime::Error::from)?.unwrap_or_default();
+            credentials::known_hosts(&data).map_err(|e| Error::Config(format!("{what}: {e}")))
+        }
         None | Some("") | Some("ConfigMap") => {
-            let mut found = None;
-            for key in KNOWN_HOSTS_KEYS {
-                found = mirror::config_map_value(client, ns, &r.name, key)
-                    .await
-                    .map_err(runtime::Error::from)?
-                    .filter(|v| !v.is_empty());
-                if found.is_some() {
-                    break;
+            for key in credentials::KNOWN_HOSTS_KEYS {
+                let value = mirror::config_map_value(client, ns, &r.name, key).await.map_err(runtime::Error::from)?;
+                if let Some(v) = value.filter(|v| !v.is_empty()) {
+                    return text(&format!("{what} {key}"), &v).map(Some);
                 }
             }
-            found
+            Ok(None)
         }
-        Some(other) => {
-            return Err(Error::Config(format!(
-                "knownHostsRef kind {other:?} is not supported; use ConfigMap or Secret"
-            )));
-        }
-    };
-    bytes.map(|b| text("knownHostsRef known_hosts", &b)).transpose()
+        Some(other) => Err(Error::Config(format!("{what}: kind {other:?} is not supported; use ConfigMap or Secret"))),
+    }
 }
 
 /// The signing key, generated into the Secret when allowed and missing.
 async fn signer(client: &kube::Client, ns: &str, secret: &str, generate: bool) -> Result<SshSigner> {
     let what = format!("signing Secret {ns}/{secret}");
     let data = mirror::secret(client, ns, secret).await.map_err(runtime::Error::from)?.unwrap_or_default();
-    let passphrase = first(&data, &[SIGNING_PASSPHRASE]).map(|p| text(&format!("{what} passphrase"), p)).transpose()?;
-    let pem = match first(&data, &SIGNING_KEYS) {
-        Some(key) => text(&what, key)?,
+    let found = credentials::signing_key(&data).map_err(|e| Error::Config(format!("{what}: {e}")))?;
+    let (pem, passphrase) = match found {
+        Some(found) => found,
         None if generate => {
             let pem = generate_ed25519_key(&format!("reverser {ns}/{secret}"))
                 .map_err(|e| Error::Config(format!("generating a signing key for {what}: {e}")))?;
             let public = runtime::attribution::commit::signing::public_key_line(&pem)
                 .map_err(|e| Error::Config(format!("{what}: {e}")))?;
             let generated = BTreeMap::from([
-                (SIGNING_KEYS[0].to_owned(), pem.clone().into_bytes()),
-                (SIGNING_PUBLIC_KEY.to_owned(), public.clone().into_bytes()),
+                (credentials::SIGNING_KEY.to_owned(), pem.clone().into_bytes()),
+                (credentials::SIGNING_PUBLIC_KEY.to_owned(), public.clone().into_bytes()),
             ]);
             mirror::store_secret(client, ns, secret, generated, BTreeMap::new()).await.map_err(runtime::Error::from)?;
             tracing::info!(secret = %format!("{ns}/{secret}"), public_key = %public, "generated a commit signing key; add its public key to your forge and allowed signers");

@@ -7,6 +7,8 @@
 //! - [`watch_rules`]: which types are watched, where, for which operations.
 //! - [`select`]: which events are mirrored (operations, excluded field
 //!   managers and actors, sensitive types).
+//! - [`credentials`]: which Secret keys hold the remote's and the
+//!   signing credentials.
 //! - [`encryption`]: what `spec.encryption` asks for (SOPS, age
 //!   recipients and their sources).
 //! - [`window`]: when a commit window flushes.
@@ -15,6 +17,7 @@
 //!   Go text/template strings, checked when the provider is read.
 
 pub mod config;
+pub mod credentials;
 pub mod encryption;
 pub mod message;
 pub mod reconcile;
