@@ -92,8 +92,12 @@ async fn key_secret(client: &kube::Client, ns: &str, secret: &str, generate: boo
     }
     if !generate {
         return Err(Error::Config(match existing {
-            None => format!("{what} does not exist; create it with a *.agekey entry, or set age.recipients.generateWhenMissing"),
-            Some(_) => format!("{what} has no *.agekey entry; add one (age-keygen), or set age.recipients.generateWhenMissing"),
+            None => format!(
+                "{what} does not exist; create it with a *.agekey entry, or set age.recipients.generateWhenMissing"
+            ),
+            Some(_) => {
+                format!("{what} has no *.agekey entry; add one (age-keygen), or set age.recipients.generateWhenMissing")
+            }
         }));
     }
     let identity = Identity::generate().map_err(|e| Error::Config(format!("{what}: {e}")))?;

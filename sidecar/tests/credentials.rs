@@ -89,10 +89,13 @@ fn an_argo_ssh_key_is_trusted_through_hashed_ssh_known_hosts_of_the_ref() {
         s.provider["spec"]["url"] = json!(server.url(&bare));
         s.provider["spec"]["secretRef"] = json!({"name": "lab-git-ssh"});
         s.provider["spec"]["knownHostsRef"] = json!({"name": "lab-known-hosts"});
-        s.rules.push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-ssh", "namespace": NS},
+        s.rules
+            .push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-ssh", "namespace": NS},
             "data": {"sshPrivateKey": b64(&server.client_key)}}));
-        s.rules.push(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lab-known-hosts", "namespace": NS},
-            "data": {"ssh_known_hosts": hashed}}));
+        s.rules.push(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lab-known-hosts", "namespace": NS},
+            "data": {"ssh_known_hosts": hashed}}),
+        );
     });
     m.act("alice", true, |s| {
         s.create("configmaps", NS, configmap("web", "1")).unwrap();
@@ -115,7 +118,8 @@ fn generate_when_missing_never_adds_a_key_to_a_secret_holding_signing_key() {
     let m = Mirror::start(|s| {
         s.provider["spec"]["commit"]["signing"] =
             json!({"secretRef": {"name": "lab-signing"}, "generateWhenMissing": true});
-        s.rules.push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-signing", "namespace": NS},
+        s.rules
+            .push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-signing", "namespace": NS},
             "data": {"signing.key": b64(&private), "signing.pub": b64(&public)}}));
     });
     m.act("alice", true, |s| {

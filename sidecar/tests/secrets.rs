@@ -215,9 +215,7 @@ fn serve_once(encryption: Value, objects: Vec<Value>) -> (std::process::ExitStat
 fn a_bad_age_key_or_recipient_stops_the_start_naming_it_and_nothing_is_written() {
     let from_secret = json!({"provider": "sops", "secretRef": {"name": "sops-age"},
         "age": {"enabled": true, "recipients": {"extractFromSecret": true}}});
-    let keys = |data: Value| {
-        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sops-age", "namespace": NS}, "data": data})
-    };
+    let keys = |data: Value| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sops-age", "namespace": NS}, "data": data});
     let cases = [
         (from_secret.clone(), vec![keys(json!({"bad.agekey": b64("not a key\n")}))], "bad.agekey"),
         (
@@ -225,7 +223,11 @@ fn a_bad_age_key_or_recipient_stops_the_start_naming_it_and_nothing_is_written()
             vec![keys(json!({"two.agekey": b64("AGE-SECRET-KEY-1AAAA\nAGE-SECRET-KEY-1BBBB\n")}))],
             "exactly one",
         ),
-        (from_secret.clone(), vec![keys(json!({"garbled.agekey": b64("AGE-SECRET-KEY-1QQQQQQQQ\n")}))], "garbled.agekey"),
+        (
+            from_secret.clone(),
+            vec![keys(json!({"garbled.agekey": b64("AGE-SECRET-KEY-1QQQQQQQQ\n")}))],
+            "garbled.agekey",
+        ),
         (from_secret, vec![], "Secret shop/sops-age (spec.encryption.secretRef) does not exist"),
         (
             json!({"provider": "sops", "age": {"enabled": true, "recipients": {"publicKeys": ["age1notarecipient"]}}}),

@@ -61,7 +61,9 @@ impl std::fmt::Debug for Credential {
             Credential::Ssh { passphrase, .. } => {
                 f.debug_struct("Ssh").field("passphrase", &passphrase.is_some()).finish_non_exhaustive()
             }
-            Credential::Basic { username, .. } => f.debug_struct("Basic").field("username", username).finish_non_exhaustive(),
+            Credential::Basic { username, .. } => {
+                f.debug_struct("Basic").field("username", username).finish_non_exhaustive()
+            }
             Credential::Bearer { .. } => f.write_str("Bearer"),
         }
     }
@@ -97,7 +99,10 @@ pub fn credential(data: &BTreeMap<String, Vec<u8>>) -> Result<Credential, Creden
         return Ok(Credential::Basic { username: username.unwrap_or_default(), password });
     }
     if let Some(token) = text(data, &["token"])? {
-        return Ok(Credential::Basic { username: username.unwrap_or_else(|| "x-access-token".into()), password: token });
+        return Ok(Credential::Basic {
+            username: username.unwrap_or_else(|| "x-access-token".into()),
+            password: token,
+        });
     }
     if username.is_some() {
         return Err(CredentialError::UsernameWithoutPassword);
@@ -169,7 +174,10 @@ mod tests {
             credential(&data(&[("token", "t")])),
             Ok(Credential::Basic { username: "x-access-token".into(), password: "t".into() })
         );
-        assert_eq!(credential(&data(&[("username", "bot"), ("bearerToken", "t")])), Err(CredentialError::UsernameWithoutPassword));
+        assert_eq!(
+            credential(&data(&[("username", "bot"), ("bearerToken", "t")])),
+            Err(CredentialError::UsernameWithoutPassword)
+        );
         assert_eq!(credential(&data(&[("bearerToken", "")])), Err(CredentialError::None));
         let mut bad = data(&[]);
         bad.insert("password".into(), vec![0xff]);

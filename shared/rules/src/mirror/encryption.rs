@@ -125,8 +125,7 @@ pub fn agekey_identity<'a>(key: &str, value: &'a str) -> Result<&'a str, Encrypt
 /// Recipients sorted and deduplicated (the order SOPS is given them in, so
 /// the same set always seals the same way).
 pub fn dedupe_sorted(recipients: impl IntoIterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> =
-        recipients.into_iter().map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect();
+    let mut out: Vec<String> = recipients.into_iter().map(|r| r.trim().to_owned()).filter(|r| !r.is_empty()).collect();
     out.sort();
     out.dedup();
     out

@@ -88,7 +88,9 @@ impl SensitiveTypes {
         }
         for entry in additional.split(',') {
             let bad = |why: &str| {
-                format!("invalid additional sensitive resource {entry:?}: {why}; use resource or group/resource, e.g. credentials,example.com/tokens")
+                format!(
+                    "invalid additional sensitive resource {entry:?}: {why}; use resource or group/resource, e.g. credentials,example.com/tokens"
+                )
             };
             let parts: Vec<String> = entry.trim().split('/').map(|p| p.trim().to_lowercase()).collect();
             let key = match parts.as_slice() {
@@ -184,7 +186,10 @@ mod tests {
         assert!(t.contains("core.cozystack.io", "TenantSecrets"));
         assert!(t.contains("", "credentials") && t.contains("", "secrets"));
         assert!(!t.contains("example.com", "credentials"));
-        assert_eq!(SensitiveTypes::parse("secrets, ").unwrap_err().split(':').next(), Some("invalid additional sensitive resource \" \""));
+        assert_eq!(
+            SensitiveTypes::parse("secrets, ").unwrap_err().split(':').next(),
+            Some("invalid additional sensitive resource \" \"")
+        );
         assert_eq!(SensitiveTypes::parse("").unwrap().entries(), ["secrets"]);
         assert_eq!(SensitiveTypes::parse("secrets").unwrap().entries(), ["secrets"]);
         for bad in ["example.io/v1/credentials", "/x", "x/", ","] {

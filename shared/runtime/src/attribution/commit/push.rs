@@ -154,7 +154,12 @@ fn callbacks<'a>(
             RemoteAuth::SshKeyInMemory { username, private_key, passphrase, .. }
                 if allowed.contains(CredentialType::SSH_KEY) =>
             {
-                Cred::ssh_key_from_memory(username_from_url.unwrap_or(username), None, private_key, passphrase.as_deref())
+                Cred::ssh_key_from_memory(
+                    username_from_url.unwrap_or(username),
+                    None,
+                    private_key,
+                    passphrase.as_deref(),
+                )
             }
             _ if allowed.contains(CredentialType::USERNAME) => Cred::username(username_from_url.unwrap_or("git")),
             _ => Err(git2::Error::from_str(&format!(

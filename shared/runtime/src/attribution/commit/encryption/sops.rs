@@ -101,7 +101,13 @@ impl SopsEncryptor {
     }
 
     /// Runs sops on `input` with `args`; `age_keys` set for decryption only.
-    fn run(&self, path: &str, args: &[&str], input: &[u8], age_keys: Option<String>) -> Result<Vec<u8>, EncryptionError> {
+    fn run(
+        &self,
+        path: &str,
+        args: &[&str],
+        input: &[u8],
+        age_keys: Option<String>,
+    ) -> Result<Vec<u8>, EncryptionError> {
         let fail = |message: String| EncryptionError::Encrypt { path: path.to_owned(), message };
         let mut cmd = Command::new(&self.binary);
         // No .sops.yaml of the working directory may change what is sealed:

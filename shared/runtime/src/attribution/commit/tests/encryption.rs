@@ -86,11 +86,7 @@ fn a_secret_sealed_to_each_recipient_source_decrypts_with_the_real_sops() {
     let derived = Command::new("age-keygen").arg("-y").arg(&ours_file).output().unwrap();
     assert_eq!(String::from_utf8(derived.stdout).unwrap().trim(), ours.recipient().as_str());
 
-    let recipients = vec![
-        Recipient::parse("publicKeys[0]", &public).unwrap(),
-        identity.recipient(),
-        ours.recipient(),
-    ];
+    let recipients = vec![Recipient::parse("publicKeys[0]", &public).unwrap(), identity.recipient(), ours.recipient()];
     let encryptor = SopsEncryptor::new("sops", recipients, vec![identity], None).unwrap();
     let mut w = sealing_writer(tmp.path(), &remote, Some(encryptor));
     let change = secret("db", PLAIN);
@@ -102,10 +98,13 @@ fn a_secret_sealed_to_each_recipient_source_decrypts_with_the_real_sops() {
     for needle in ["ENC[AES256_GCM", "mac: ENC[", "encrypted_regex: ^(data|stringData)$", &public, &agekey_recipient] {
         assert!(sealed.contains(needle), "{needle} missing:\n{sealed}");
     }
-    let expected = render_manifest(&change.object, match &change.action {
-        Action::Write(o) => o,
-        Action::Delete => unreachable!(),
-    })
+    let expected = render_manifest(
+        &change.object,
+        match &change.action {
+            Action::Write(o) => o,
+            Action::Delete => unreachable!(),
+        },
+    )
     .unwrap();
     for key in [&public_file, &agekey_file, &ours_file] {
         let plain = sops_decrypt(&tmp.path().join("db.sops.yaml"), key);
@@ -118,7 +117,11 @@ fn a_secret_sealed_to_each_recipient_source_decrypts_with_the_real_sops() {
     std::fs::write(&tampered, sealed.replace("name: db", "name: dbx")).unwrap();
     let refused = sops_decrypt(&tampered, &public_file);
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("MAC mismatch"), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("MAC mismatch"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
 }
 
 #[test]
@@ -128,8 +131,11 @@ fn an_unchanged_secret_is_not_sealed_again_across_relists_and_restarts() {
     let (key_file, public) = keygen(tmp.path(), "key.txt");
     let state = tmp.path().join("sealed-state");
     let recipients = || vec![Recipient::parse("publicKeys[0]", &public).unwrap()];
-    let mut w =
-        sealing_writer(tmp.path(), &remote, Some(SopsEncryptor::new("sops", recipients(), vec![], Some(state.clone())).unwrap()));
+    let mut w = sealing_writer(
+        tmp.path(),
+        &remote,
+        Some(SopsEncryptor::new("sops", recipients(), vec![], Some(state.clone())).unwrap()),
+    );
     assert_eq!(w.commit(&[secret("db", PLAIN)]).unwrap().commits.len(), 1);
     // A relist: the same manifest again.
     let again = w.commit(&[secret("db", PLAIN)]).unwrap();
@@ -138,8 +144,11 @@ fn an_unchanged_secret_is_not_sealed_again_across_relists_and_restarts() {
 
     // A restart with public keys only: the record beside the clone says the
     // file already seals this manifest.
-    let mut w =
-        sealing_writer(tmp.path(), &remote, Some(SopsEncryptor::new("sops", recipients(), vec![], Some(state.clone())).unwrap()));
+    let mut w = sealing_writer(
+        tmp.path(),
+        &remote,
+        Some(SopsEncryptor::new("sops", recipients(), vec![], Some(state.clone())).unwrap()),
+    );
     assert_eq!(w.commit(&[secret("db", PLAIN)]).unwrap().commits.len(), 0, "a restart re-sealed");
     drop(w);
 
@@ -147,7 +156,11 @@ fn an_unchanged_secret_is_not_sealed_again_across_relists_and_restarts() {
     // decrypted and compared.
     std::fs::remove_dir_all(tmp.path().join("clone")).unwrap();
     let identity = AgeIdentity::parse("k.agekey", &identity_line(&key_file)).unwrap();
-    let mut w = sealing_writer(tmp.path(), &remote, Some(SopsEncryptor::new("sops", recipients(), vec![identity], None).unwrap()));
+    let mut w = sealing_writer(
+        tmp.path(),
+        &remote,
+        Some(SopsEncryptor::new("sops", recipients(), vec![identity], None).unwrap()),
+    );
     assert_eq!(w.commit(&[secret("db", PLAIN)]).unwrap().commits.len(), 0, "a fresh clone re-sealed");
 
     // A real change is sealed anew and reads back as the new value.
@@ -155,7 +168,11 @@ fn an_unchanged_secret_is_not_sealed_again_across_relists_and_restarts() {
     let file = tmp.path().join("db.yaml");
     remote_file(&remote, &path_of(&secret("db", "")), &file);
     let plain = sops_decrypt(&file, &key_file);
-    assert!(String::from_utf8_lossy(&plain.stdout).contains("password: bmV3"), "{}", String::from_utf8_lossy(&plain.stdout));
+    assert!(
+        String::from_utf8_lossy(&plain.stdout).contains("password: bmV3"),
+        "{}",
+        String::from_utf8_lossy(&plain.stdout)
+    );
 }
 
 #[test]
