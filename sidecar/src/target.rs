@@ -5,19 +5,18 @@
 //! signing; documents go under the target's `spec.path`, removals follow its
 //! prune mode.
 //!
-//! Secret keys read (the CRD leaves them to the implementation):
-//! - credentials: `token`, else `password` (with `username`, default
-//!   `x-access-token`) for HTTPS; `ssh-privatekey` or `identity` (with
-//!   `known_hosts`) for SSH;
-//! - signing: `ssh-privatekey`, `identity` or `signing-key` (an unencrypted
-//!   OpenSSH ed25519 or ECDSA key); generated as `ssh-privatekey` and
-//!   `ssh-publickey` when `generateWhenMissing` is set and none is there.
+//! Secret keys are read under gitops-reverser's names
+//! (`rules::mirror::credentials`); `generateWhenMissing` writes a signing
+//! key as `signing.key` and `signing.pub`, and only into a Secret that holds
+//! no signing key. An encrypted signing key is refused, naming it (its
+//! `passphrase` is read but not yet used).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use rules::mirror::config::{commit_messages, commit_window};
+use rules::mirror::credentials::{self, Credential};
 use rules::mirror::message::Messages;
 use rules::mirror::reconcile::normalize_prefix;
 use runtime::attribution::commit::signing::{SshSigner, generate_ed25519_key};
@@ -32,14 +31,6 @@ use runtime::kubeconfig::Bounds;
 /// `NAMESPACE/NAME`.
 pub fn parse_target(s: &str) -> Result<(String, String)> {
     Ok(runtime::cli::parse_git_target(s)?)
-}
-
-const TOKEN_KEYS: [&str; 2] = ["token", "password"];
-const SSH_KEYS: [&str; 2] = ["ssh-privatekey", "identity"];
-const SIGNING_KEYS: [&str; 3] = ["ssh-privatekey", "identity", "signing-key"];
-
-fn first<'a>(data: &'a BTreeMap<String, Vec<u8>>, keys: &[&str]) -> Option<&'a [u8]> {
-    keys.iter().find_map(|k| data.get(*k)).map(Vec::as_slice)
 }
 
 fn text(what: &str, bytes: &[u8]) -> Result<String> {
@@ -71,29 +62,13 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
             .await
             .map_err(|e| server.mirror_error(e))?
             .ok_or_else(|| Error::Config(format!("{what} does not exist; create it or drop spec.secretRef")))?;
-        remote.auth = if let Some(key) = first(&data, &SSH_KEYS) {
-            let known_hosts = match data.get("known_hosts") {
-                Some(k) => text(&format!("{what} known_hosts"), k)?,
-                None => known_hosts_ref(&client, &ns, provider).await?.unwrap_or_default(),
-            };
-            if known_hosts.trim().is_empty() {
-                tracing::warn!(
-                    provider = %provider_name,
-                    "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
-                );
-            }
-            RemoteAuth::SshKeyInMemory { username: "git".into(), private_key: text(&what, key)?, known_hosts }
-        } else if let Some(token) = first(&data, &TOKEN_KEYS) {
-            let username = data.get("username").map(|u| text(&what, u)).transpose()?;
-            RemoteAuth::Token {
-                username: username.unwrap_or_else(|| "x-access-token".into()),
-                token: text(&what, token)?,
-            }
-        } else {
-            return Err(Error::Config(format!(
-                "{what} has none of the keys token, password, ssh-privatekey, identity; add the credential under one of them"
-            )));
-        };
+        remote.auth = credentials(&client, &ns, provider, &what, &data).await?;
+        if matches!(remote.auth, RemoteAuth::SshKeyInMemory { ref known_hosts, .. } if known_hosts.trim().is_empty()) {
+            tracing::warn!(
+                provider = %provider_name,
+                "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
+            );
+        }
     }
 
     let signer = match provider.signing() {
@@ -104,6 +79,23 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     };
     let committer = provider.committer();
     let repo_dir = args.git_repo.clone().unwrap_or_else(|| PathBuf::from(format!("mirror-{ns}-{name}")));
+    // What was sealed is kept beside the clone's objects, never in Git.
+    let encryption = crate::encryption::encryptor_for(
+        &client,
+        &ns,
+        &name,
+        loaded.target.spec.encryption.as_ref(),
+        &args.sops_binary,
+        repo_dir.join("reverser-sealed"),
+    )
+    .await?;
+    // The bootstrap `.sops.yaml` names the recipients the Secrets are sealed to.
+    let age_recipients: Vec<String> = encryption
+        .as_ref()
+        .map(|e| e.recipients().iter().map(|r| r.as_str().to_owned()).collect())
+        .unwrap_or_default();
+    let encryption =
+        encryption.map(|e| Arc::new(e) as Arc<dyn runtime::attribution::commit::encryption::Encryptor>);
     let config = WriterConfig {
         remote: Some(remote),
         prefix,
@@ -111,19 +103,39 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
         signer,
         placement,
         bootstrap: true,
+        encryption,
+        sensitive: args.additional_sensitive_resources.clone(),
+        age_recipients,
         ..WriterConfig::new(repo_dir, loaded.target.spec.branch.clone(), Identity::new(committer.name, committer.email))
     };
     let policy = MirrorPolicy { prune: Some(loaded.target.spec.prune_mode()) };
-    if loaded.target.spec.encryption.is_some() {
-        tracing::warn!(
-            target = %target,
-            "spec.encryption is set, but this mirror does not encrypt: Secrets stay skipped (never written in clear text)"
-        );
-    }
     Ok((config, policy, loaded))
 }
 
-/// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`.
+/// The remote's credentials from the GitProvider's `secretRef` data.
+async fn credentials(
+    client: &kube::Client,
+    ns: &str,
+    provider: &rules::mirror::config::GitProviderSpec,
+    what: &str,
+    data: &BTreeMap<String, Vec<u8>>,
+) -> Result<RemoteAuth> {
+    let credential = credentials::credential(data).map_err(|e| Error::Config(format!("{what} {e}")))?;
+    Ok(match credential {
+        Credential::Ssh { private_key, passphrase, known_hosts } => {
+            let known_hosts = match known_hosts {
+                Some(k) => k,
+                None => known_hosts_ref(client, ns, provider).await?.unwrap_or_default(),
+            };
+            RemoteAuth::SshKeyInMemory { username: "git".into(), private_key, passphrase, known_hosts }
+        }
+        Credential::Basic { username, password } => RemoteAuth::Token { username, token: password },
+        Credential::Bearer { token } => RemoteAuth::Bearer { token },
+    })
+}
+
+/// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`, else
+/// `ssh_known_hosts` (Argo CD's key).
 async fn known_hosts_ref(
     client: &kube::Client,
     ns: &str,
@@ -132,43 +144,58 @@ async fn known_hosts_ref(
     let Some(r) = &provider.known_hosts_ref else {
         return Ok(None);
     };
-    let bytes = if r.kind.as_deref() == Some("Secret") {
-        mirror::secret(client, ns, &r.name)
-            .await
-            .map_err(runtime::Error::from)?
-            .and_then(|d| d.get("known_hosts").cloned())
-    } else {
-        mirror::config_map_value(client, ns, &r.name, "known_hosts").await.map_err(runtime::Error::from)?
-    };
-    bytes.map(|b| text("knownHostsRef known_hosts", &b)).transpose()
+    let what = format!("knownHostsRef {ns}/{}", r.name);
+    match r.kind.as_deref() {
+        Some("Secret") => {
+            let data = mirror::secret(client, ns, &r.name).await.map_err(runtime::Error::from)?.unwrap_or_default();
+            credentials::known_hosts(&data).map_err(|e| Error::Config(format!("{what}: {e}")))
+        }
+        None | Some("") | Some("ConfigMap") => {
+            for key in credentials::KNOWN_HOSTS_KEYS {
+                let value = mirror::config_map_value(client, ns, &r.name, key).await.map_err(runtime::Error::from)?;
+                if let Some(v) = value.filter(|v| !v.is_empty()) {
+                    return text(&format!("{what} {key}"), &v).map(Some);
+                }
+            }
+            Ok(None)
+        }
+        Some(other) => Err(Error::Config(format!("{what}: kind {other:?} is not supported; use ConfigMap or Secret"))),
+    }
 }
 
 /// The signing key, generated into the Secret when allowed and missing.
 async fn signer(client: &kube::Client, ns: &str, secret: &str, generate: bool) -> Result<SshSigner> {
     let what = format!("signing Secret {ns}/{secret}");
     let data = mirror::secret(client, ns, secret).await.map_err(runtime::Error::from)?.unwrap_or_default();
-    let pem = match first(&data, &SIGNING_KEYS) {
-        Some(key) => text(&what, key)?,
+    let found = credentials::signing_key(&data).map_err(|e| Error::Config(format!("{what}: {e}")))?;
+    let (pem, passphrase) = match found {
+        Some(found) => found,
         None if generate => {
             let pem = generate_ed25519_key(&format!("reverser {ns}/{secret}"))
                 .map_err(|e| Error::Config(format!("generating a signing key for {what}: {e}")))?;
             let public = runtime::attribution::commit::signing::public_key_line(&pem)
                 .map_err(|e| Error::Config(format!("{what}: {e}")))?;
             let generated = BTreeMap::from([
-                ("ssh-privatekey".to_owned(), pem.clone().into_bytes()),
-                ("ssh-publickey".to_owned(), public.clone().into_bytes()),
+                (credentials::SIGNING_KEY.to_owned(), pem.clone().into_bytes()),
+                (credentials::SIGNING_PUBLIC_KEY.to_owned(), public.clone().into_bytes()),
             ]);
-            mirror::store_secret(client, ns, secret, generated).await.map_err(runtime::Error::from)?;
+            mirror::store_secret(client, ns, secret, generated, BTreeMap::new()).await.map_err(runtime::Error::from)?;
             tracing::info!(secret = %format!("{ns}/{secret}"), public_key = %public, "generated a commit signing key; add its public key to your forge and allowed signers");
-            pem
+            return SshSigner::from_openssh(&pem).map_err(|e| Error::Config(format!("{what}: {e}")));
         }
         None => {
             return Err(Error::Config(format!(
-                "{what} has no key (ssh-privatekey, identity or signing-key); add an unencrypted OpenSSH key, or set generateWhenMissing"
+                "{what} has no key (signing.key); add an OpenSSH ed25519 or ECDSA key, or set generateWhenMissing"
             )));
         }
     };
-    SshSigner::from_openssh(&pem).map_err(|e| Error::Config(format!("{what}: {e}")))
+    SshSigner::from_openssh(&pem).map_err(|e| match (passphrase.is_some(), e) {
+        // The reference decrypts with `passphrase`; this signer cannot yet.
+        (true, e @ runtime::attribution::commit::signing::SigningError::EncryptedKey) => {
+            Error::Config(format!("{what}: {e} (its passphrase key is read, but decrypting the key is not supported)"))
+        }
+        (_, e) => Error::Config(format!("{what}: {e}")),
+    })
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ fn commits_are_signed_with_a_generated_key_that_git_verify_commit_accepts() {
     // The sidecar generated the key into the Secret; its public half is what
     // a user adds to allowed signers.
     let secret = m.api.store.lock().unwrap().get("secrets", NS, "lab-signing").unwrap();
-    let public = secret["data"]["ssh-publickey"].as_str().expect("the generated public key");
+    let public = secret["data"]["signing.pub"].as_str().expect("the generated public key");
     let public = String::from_utf8(base64_decode(public)).unwrap();
     let allowed = m.dir.path().join("allowed_signers");
     std::fs::write(&allowed, format!("mirror@lab.invalid {public}\n")).unwrap();

@@ -108,6 +108,28 @@ def test_known_hosts_from_a_secret_and_signing_without_generate_are_reads_only(c
     assert secret_rules == {(("",), ("secrets",), ("git-signing", "git-ssh"), ("get",))}
 
 
+def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.Chart) -> None:
+    mirror = {**MINIMAL_MIRROR, "additionalSensitiveResources": ["credentials", "example.com/tokens"],
+              "secrets": {"encryption": {"name": "sops-age", "generate": True}}}
+    objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
+    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
+    secret_rules = {r for r in rules_of(config_role) if r[0] == ("",)}
+    assert secret_rules == {
+        (("",), ("secrets",), ("sops-age",), ("get",)),
+        (("",), ("secrets",), ("sops-age",), ("patch",)),
+        (("",), ("secrets",), (), ("create",)),
+    }
+    (deployment,) = [o for o in objs if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (sidecar,) = [c for c in pod["initContainers"] + pod["containers"] if c["args"][0] == "serve"]
+    assert "--additional-sensitive-resources=credentials,example.com/tokens" in sidecar["args"]
+    # Without generate: a read only.
+    mirror["secrets"] = {"encryption": {"name": "sops-age"}}
+    objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
+    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
+    assert {r for r in rules_of(config_role) if r[0] == ("",)} == {(("",), ("secrets",), ("sops-age",), ("get",))}
+
+
 def test_no_rbac_rule_of_any_scenario_has_a_wildcard(chart: helm.Chart) -> None:
     for scenario, values in SCENARIOS.items():
         for o in rbac(objects(render(chart, values))):

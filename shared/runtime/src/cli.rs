@@ -277,6 +277,19 @@ pub struct Git {
     pub git_committer_name: String,
     #[arg(long, env = "REVERSER_GIT_COMMITTER_EMAIL", default_value = "reverser@users.noreply.reverser.invalid")]
     pub git_committer_email: String,
+    /// More types written only encrypted (or skipped), besides Secrets:
+    /// comma-separated `resource` or `group/resource`, as gitops-reverser's
+    /// flag of the same name.
+    #[arg(long, env = "REVERSER_ADDITIONAL_SENSITIVE_RESOURCES", default_value = "", value_parser = parse_sensitive)]
+    pub additional_sensitive_resources: rules::mirror::select::SensitiveTypes,
+    /// The sops binary that seals sensitive documents (a GitTarget's
+    /// spec.encryption).
+    #[arg(long, env = "REVERSER_SOPS_BINARY", default_value = "sops")]
+    pub sops_binary: PathBuf,
+}
+
+fn parse_sensitive(s: &str) -> Result<rules::mirror::select::SensitiveTypes, String> {
+    rules::mirror::select::SensitiveTypes::parse(s)
 }
 
 impl Git {
@@ -299,6 +312,7 @@ impl Git {
         });
         Some(WriterConfig {
             remote,
+            sensitive: self.additional_sensitive_resources.clone(),
             ..WriterConfig::new(
                 repo_dir,
                 self.git_branch.clone(),

@@ -239,13 +239,32 @@ pub async fn config_map_value(
     }))
 }
 
-/// Writes `data` into Secret `namespace/name`, creating it when absent
-/// (`commit.signing.generateWhenMissing`). Existing keys are kept.
+/// A Secret's data and annotations.
+#[derive(Debug, Clone, Default)]
+pub struct SecretContent {
+    pub data: BTreeMap<String, Vec<u8>>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Secret `namespace/name` with its annotations, `None` when it does not
+/// exist.
+pub async fn secret_content(client: &kube::Client, namespace: &str, name: &str) -> Result<Option<SecretContent>> {
+    let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client.clone(), namespace);
+    let s = api.get_opt(name).await.map_err(kube_err(format!("Secret {namespace}/{name}")))?;
+    Ok(s.map(|s| SecretContent {
+        data: s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect(),
+        annotations: s.metadata.annotations.unwrap_or_default().into_iter().collect(),
+    }))
+}
+
+/// Writes `data` (and `annotations`) into Secret `namespace/name`, creating
+/// it when absent (`generateWhenMissing`). Existing keys are kept.
 pub async fn store_secret(
     client: &kube::Client,
     namespace: &str,
     name: &str,
     data: BTreeMap<String, Vec<u8>>,
+    annotations: BTreeMap<String, String>,
 ) -> Result<()> {
     use k8s_openapi::ByteString;
     use kube::api::{Patch, PatchParams, PostParams};
@@ -253,15 +272,20 @@ pub async fn store_secret(
     let what = format!("Secret {namespace}/{name}");
     let encoded: BTreeMap<String, ByteString> = data.into_iter().map(|(k, v)| (k, ByteString(v))).collect();
     if api.get_opt(name).await.map_err(kube_err(what.clone()))?.is_some() {
-        let patch = serde_json::json!({"data": encoded});
+        let mut patch = serde_json::json!({"data": encoded});
+        if !annotations.is_empty() {
+            patch["metadata"] = serde_json::json!({"annotations": annotations});
+        }
         api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map_err(kube_err(what))?;
     } else {
         let secret = k8s_openapi::api::core::v1::Secret {
             metadata: kube::api::ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some(namespace.into()),
+                annotations: (!annotations.is_empty()).then(|| annotations.into_iter().collect()),
                 ..Default::default()
             },
+            type_: Some("Opaque".into()),
             data: Some(encoded),
             ..Default::default()
         };

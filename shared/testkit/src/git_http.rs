@@ -25,12 +25,22 @@ pub struct GitHttpServer {
 impl GitHttpServer {
     /// Serves the repositories under `root` to `username:token`.
     pub fn start(root: &Path, username: &str, token: &str) -> Self {
+        Self::start_expecting(root, format!("Basic {}", STANDARD.encode(format!("{username}:{token}"))))
+    }
+
+    /// Serves the repositories under `root` to `Authorization: Bearer
+    /// <token>` only (a forge's token auth, Flux's and Argo CD's
+    /// `bearerToken`).
+    pub fn start_bearer(root: &Path, token: &str) -> Self {
+        Self::start_expecting(root, format!("Bearer {token}"))
+    }
+
+    fn start_expecting(root: &Path, expected: String) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let refused = Arc::new(AtomicUsize::new(0));
         let served = Arc::new(AtomicUsize::new(0));
-        let expected = format!("Basic {}", STANDARD.encode(format!("{username}:{token}")));
         let (root, s, r, v) = (root.to_path_buf(), stop.clone(), refused.clone(), served.clone());
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {

@@ -62,10 +62,10 @@ pub struct GitTargetSpec {
     pub prune: Option<Prune>,
     #[serde(default)]
     pub allowed_source_namespaces: Option<AllowedSourceNamespaces>,
-    /// Present when Secrets are to be encrypted (SOPS); this mirror does not
-    /// encrypt, so Secrets stay skipped even then (and it says so).
+    /// How Secrets (and the other sensitive types) are encrypted (SOPS with
+    /// age); see [`super::encryption`] for what it resolves to.
     #[serde(default)]
-    pub encryption: Option<serde_json::Value>,
+    pub encryption: Option<EncryptionSpec>,
     /// Where new objects' files go (`super::placement`).
     #[serde(default)]
     pub placement: Option<super::placement::Placement>,
@@ -145,6 +145,44 @@ pub fn commit_messages(target: &GitTargetSpec, provider: &GitProviderSpec) -> Me
         reconcile_template: pick(&own.reconcile_template, base.reconcile_template),
         live_template: pick(&own.live_template, base.live_template),
     }
+}
+
+/// `spec.encryption`: gitops-reverser's `EncryptionSpec`
+/// (api/v1alpha3/gitprovider_types.go:90).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EncryptionSpec {
+    /// `sops` (the CRD's default and only value); empty means `sops`.
+    #[serde(default)]
+    pub provider: String,
+    /// The namespace-local Secret holding `*.agekey` identities.
+    #[serde(default)]
+    pub secret_ref: Option<NameRef>,
+    #[serde(default)]
+    pub age: Option<AgeEncryptionSpec>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct AgeEncryptionSpec {
+    /// Off (the default) leaves encryption disabled, as the reference does.
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub recipients: AgeRecipientsSpec,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgeRecipientsSpec {
+    /// Static `age1...` recipients.
+    #[serde(default)]
+    pub public_keys: Vec<String>,
+    /// Derive a recipient from every `*.agekey` entry of `secretRef`.
+    #[serde(default)]
+    pub extract_from_secret: bool,
+    /// Write a date-named `*.agekey` into `secretRef` when it holds none.
+    #[serde(default)]
+    pub generate_when_missing: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -8,6 +8,10 @@
 //!   [`resource_policy`]: the types `resources: ["*"]` never reaches.
 //! - [`select`]: which events are mirrored (operations, excluded field
 //!   managers and actors, sensitive types).
+//! - [`credentials`]: which Secret keys hold the remote's and the
+//!   signing credentials.
+//! - [`encryption`]: what `spec.encryption` asks for (SOPS, age
+//!   recipients and their sources).
 //! - [`window`]: when a commit window flushes.
 //! - [`reconcile`]: what a list changes in Git.
 //! - [`placement`]: where a new object's file goes (gitops-reverser's
@@ -21,7 +25,9 @@
 
 pub mod bootstrap;
 pub mod config;
+pub mod credentials;
 pub mod document;
+pub mod encryption;
 pub mod message;
 pub mod placement;
 pub mod reconcile;

@@ -68,6 +68,61 @@ pub fn is_sensitive(group: &str, resource: &str) -> bool {
     group.is_empty() && resource == "secrets"
 }
 
+/// The sensitive types: core Secrets always, and those named by
+/// `--additional-sensitive-resources` (gitops-reverser's
+/// `SensitiveResourcePolicy`, internal/types/sensitive_resource.go).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SensitiveTypes {
+    /// (group, resource), lower-cased; never core Secrets (always in).
+    additional: std::collections::BTreeSet<(String, String)>,
+}
+
+impl SensitiveTypes {
+    /// Parses the flag's comma-separated `resource` or `group/resource`
+    /// entries (a bare resource is the core group). An empty string adds
+    /// nothing; an empty entry or one with a version is refused.
+    pub fn parse(additional: &str) -> Result<Self, String> {
+        let mut out = SensitiveTypes::default();
+        if additional.trim().is_empty() {
+            return Ok(out);
+        }
+        for entry in additional.split(',') {
+            let bad = |why: &str| {
+                format!(
+                    "invalid additional sensitive resource {entry:?}: {why}; use resource or group/resource, e.g. credentials,example.com/tokens"
+                )
+            };
+            let parts: Vec<String> = entry.trim().split('/').map(|p| p.trim().to_lowercase()).collect();
+            let key = match parts.as_slice() {
+                [r] if r.is_empty() => return Err(bad("entry is empty")),
+                [r] => (String::new(), r.clone()),
+                [g, _] if g.is_empty() => return Err(bad("group is empty")),
+                [_, r] if r.is_empty() => return Err(bad("resource is empty")),
+                [g, r] => (g.clone(), r.clone()),
+                _ => return Err(bad("expected resource or group/resource")),
+            };
+            if !(key.0.is_empty() && key.1 == "secrets") {
+                out.additional.insert(key);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `group`/`resource` is written only encrypted.
+    pub fn contains(&self, group: &str, resource: &str) -> bool {
+        is_sensitive(group, resource) || self.additional.contains(&(group.to_lowercase(), resource.to_lowercase()))
+    }
+
+    /// Every sensitive type in flag form, sorted.
+    pub fn entries(&self) -> Vec<String> {
+        let mut out: Vec<String> = std::iter::once("secrets".to_owned())
+            .chain(self.additional.iter().map(|(g, r)| if g.is_empty() { r.clone() } else { format!("{g}/{r}") }))
+            .collect();
+        out.sort();
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -121,5 +176,24 @@ mod tests {
         assert!(is_sensitive("", "secrets"));
         assert!(!is_sensitive("", "configmaps"));
         assert!(!is_sensitive("example.com", "secrets"));
+    }
+
+    #[test]
+    fn additional_sensitive_types_parse_as_the_reference_parses_them() {
+        // gitops-reverser cmd/main_audit_server_test.go:192.
+        let t = SensitiveTypes::parse("core.cozystack.io/tenantsecrets,credentials").unwrap();
+        assert_eq!(t.entries(), ["core.cozystack.io/tenantsecrets", "credentials", "secrets"]);
+        assert!(t.contains("core.cozystack.io", "TenantSecrets"));
+        assert!(t.contains("", "credentials") && t.contains("", "secrets"));
+        assert!(!t.contains("example.com", "credentials"));
+        assert_eq!(
+            SensitiveTypes::parse("secrets, ").unwrap_err().split(':').next(),
+            Some("invalid additional sensitive resource \" \"")
+        );
+        assert_eq!(SensitiveTypes::parse("").unwrap().entries(), ["secrets"]);
+        assert_eq!(SensitiveTypes::parse("secrets").unwrap().entries(), ["secrets"]);
+        for bad in ["example.io/v1/credentials", "/x", "x/", ","] {
+            assert!(SensitiveTypes::parse(bad).unwrap_err().contains("invalid additional sensitive resource"), "{bad}");
+        }
     }
 }

@@ -30,7 +30,7 @@ pub mod order;
 mod packed;
 mod queue;
 mod slab;
-mod store;
+pub(crate) mod store;
 pub use answered::{Answered, Previous, version_key};
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;

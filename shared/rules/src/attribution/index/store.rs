@@ -192,7 +192,7 @@ fn digits(into: &mut [u8], mut n: u32) {
 }
 
 /// Inverse of `days_from_civil` (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -14,7 +14,7 @@ use rules::attribution::render::{ObjectKey, sanitize, to_stable_yaml};
 use rules::mirror::document::{self, Content, Identity, append, edit, parse, remove, replace, split};
 use rules::mirror::placement::{Placement, is_sensitive_path};
 use rules::mirror::reconcile::under;
-use rules::mirror::select::is_sensitive;
+use rules::mirror::select::SensitiveTypes;
 use rules::mirror::watch_rules::WatchScope;
 
 use super::encryption::Encryptor;
@@ -73,6 +73,8 @@ pub(super) struct Context<'a> {
     pub(super) prefix: &'a str,
     pub(super) placement: &'a Placement,
     pub(super) encryptor: Option<&'a dyn Encryptor>,
+    /// The types written only sealed (Secrets and `--additional-sensitive-resources`).
+    pub(super) sensitive: &'a SensitiveTypes,
     pub(super) index: &'a mut DocIndex,
     /// (group, resource) → kind, as objects of the type named it: a
     /// removal names its type by resource alone.
@@ -121,7 +123,7 @@ impl Context<'_> {
             Err(e) => return Ok(Outcome::Rejected(e.into())),
         };
         let id = Identity::new(&key.group, &kind, &key.namespace, &key.name);
-        let sensitive = is_sensitive(&key.group, &key.resource);
+        let sensitive = self.sensitive.contains(&key.group, &key.resource);
         let found = self.index.find(&id).map(str::to_owned);
         if sensitive {
             return self.write_sealed(files, key, &kind, &desired, found);

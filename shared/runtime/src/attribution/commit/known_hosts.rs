@@ -16,10 +16,29 @@ pub fn ssh_port(url: &str) -> u16 {
         .unwrap_or(22)
 }
 
-/// Whether `known_hosts` (OpenSSH format, unhashed host patterns) trusts
-/// `key` (the raw public key blob the server presented) for `host:port`.
-/// Hashed (`|1|...`) and negated (`!host`) entries are not matched: use
-/// `ssh-keyscan` output, which names hosts in clear.
+/// Whether a hashed host field `|1|<salt>|<hash>` (OpenSSH's
+/// `HashKnownHosts`: base64 of a salt and of HMAC-SHA1(salt, name)) names
+/// `name`.
+fn hashed_names(field: &str, name: &str) -> bool {
+    use hmac::Mac as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let Some((salt, hash)) = field.strip_prefix("|1|").and_then(|rest| rest.split_once('|')) else {
+        return false;
+    };
+    let (Ok(salt), Ok(hash)) = (b64.decode(salt), b64.decode(hash)) else {
+        return false;
+    };
+    let Ok(mut mac) = hmac::Hmac::<sha1::Sha1>::new_from_slice(&salt) else {
+        return false;
+    };
+    mac.update(name.as_bytes());
+    mac.verify_slice(&hash).is_ok()
+}
+
+/// Whether `known_hosts` (OpenSSH format: host patterns in clear, or hashed
+/// `|1|...` entries as `ssh-keyscan -H` writes them) trusts `key` (the raw
+/// public key blob the server presented) for `host:port`. Negated (`!host`)
+/// and wildcard patterns are not matched.
 pub fn trusts(known_hosts: &str, host: &str, port: u16, key: &[u8]) -> bool {
     let bracketed = format!("[{host}]:{port}");
     known_hosts.lines().any(|line| {
@@ -32,7 +51,8 @@ pub fn trusts(known_hosts: &str, host: &str, port: u16, key: &[u8]) -> bool {
             return false;
         };
         // A bare name means port 22; any other port is written `[host]:port`.
-        let names_host = hosts.split(',').any(|h| h == bracketed || (port == 22 && h == host));
+        let names = |name: &str| hosts.split(',').any(|h| h == name || hashed_names(h, name));
+        let names_host = names(&bracketed) || (port == 22 && names(host));
         names_host && base64::engine::general_purpose::STANDARD.decode(blob).is_ok_and(|b| b == key)
     })
 }
@@ -61,5 +81,25 @@ mod tests {
         assert_eq!(ssh_port("ssh://git@git.local:2222/org/repo.git"), 2222);
         assert_eq!(ssh_port("ssh://git.local/org/repo.git"), 22);
         assert_eq!(ssh_port("git@github.com:org/repo.git"), 22);
+    }
+
+    #[test]
+    fn hashed_entries_as_ssh_keyscan_h_writes_them_are_read() {
+        // `ssh-keygen -H` of a known_hosts naming `github.com` and
+        // `[git.local]:2222` (OpenSSH 9): salt and HMAC-SHA1 per line.
+        let kh = hashed_fixture();
+        assert!(trusts(&kh, "github.com", 22, KEY));
+        assert!(trusts(&kh, "git.local", 2222, KEY));
+        assert!(!trusts(&kh, "git.local", 22, KEY));
+        assert!(!trusts(&kh, "gitlab.com", 22, KEY));
+        assert!(!trusts(&kh, "github.com", 22, b"another key"));
+    }
+
+    fn hashed_fixture() -> String {
+        let blob = base64::engine::general_purpose::STANDARD.encode(KEY);
+        format!(
+            "|1|mjaXGNJ5HbDjXsNlwBpwyS1MSo4=|nlzV/cpkzLJSTDsxOWYeufIL3Hc= ssh-ed25519 {blob}\n\
+             |1|0s+sSxeWjVPTuhJQRXA5C1+2qtM=|1wMGsekyJFNJPVfjGPweaKeBkrM= ssh-ed25519 {blob}\n"
+        )
     }
 }

@@ -116,6 +116,15 @@ impl HostKeyRefusal {
     }
 }
 
+/// HTTP headers the credentials add to every request: a bearer token goes
+/// in `Authorization`, which libgit2's credential callback cannot send.
+fn auth_headers(auth: &RemoteAuth) -> Vec<String> {
+    match auth {
+        RemoteAuth::Bearer { token } => vec![format!("Authorization: Bearer {token}")],
+        _ => Vec::new(),
+    }
+}
+
 /// Credentials for git2, giving up after a few refusals (libgit2 asks again
 /// on every failure and would otherwise loop).
 fn callbacks<'a>(
@@ -142,8 +151,15 @@ fn callbacks<'a>(
             RemoteAuth::SshAgent { username } if allowed.contains(CredentialType::SSH_KEY) => {
                 Cred::ssh_key_from_agent(username_from_url.unwrap_or(username))
             }
-            RemoteAuth::SshKeyInMemory { username, private_key, .. } if allowed.contains(CredentialType::SSH_KEY) => {
-                Cred::ssh_key_from_memory(username_from_url.unwrap_or(username), None, private_key, None)
+            RemoteAuth::SshKeyInMemory { username, private_key, passphrase, .. }
+                if allowed.contains(CredentialType::SSH_KEY) =>
+            {
+                Cred::ssh_key_from_memory(
+                    username_from_url.unwrap_or(username),
+                    None,
+                    private_key,
+                    passphrase.as_deref(),
+                )
             }
             _ if allowed.contains(CredentialType::USERNAME) => Cred::username(username_from_url.unwrap_or("git")),
             _ => Err(git2::Error::from_str(&format!(
@@ -204,6 +220,9 @@ impl GitWriter {
         let mut opts = FetchOptions::new();
         opts.remote_callbacks(callbacks(&remote.auth, &tries, &refusal, &url));
         opts.update_fetchhead(false);
+        let headers = auth_headers(&remote.auth);
+        let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+        opts.custom_headers(&headers);
         self.repo
             .remote_anonymous(&url)
             .and_then(|mut r| r.fetch(&[format!("+refs/heads/{b}:refs/remotes/origin/{b}")], Some(&mut opts), None))
@@ -369,6 +388,9 @@ impl GitWriter {
             });
             let mut opts = PushOptions::new();
             opts.remote_callbacks(cb);
+            let headers = auth_headers(&config.auth);
+            let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+            opts.custom_headers(&headers);
             self.repo
                 .remote_anonymous(url)
                 .and_then(|mut r| r.push(&[format!("refs/heads/{b}:refs/heads/{b}")], Some(&mut opts)))

@@ -728,4 +728,5 @@ fn a_rejected_push_backs_off_exponentially_with_jitter_and_a_cap() {
     }
 }
 
+mod encryption;
 mod mirror;

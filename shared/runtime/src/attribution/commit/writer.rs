@@ -18,6 +18,7 @@ use rules::mirror::message::{CommitKind, Messages, untemplated_message};
 use rules::mirror::placement::Placement;
 use rules::mirror::reconcile::{Doc, under};
 use rules::mirror::watch_rules::WatchScope;
+use rules::mirror::select::SensitiveTypes;
 
 use super::apply::{Context, Files, Outcome, digest, documents_in};
 use super::index::{DocIndex, KindMatch, read_blob};
@@ -60,6 +61,9 @@ pub struct WriterConfig {
     /// Stage the bootstrap files (a GitTarget's `README.md`,
     /// `.gittargetignore`, `.sops.yaml`) with the first write under the prefix.
     pub bootstrap: bool,
+    /// The types written only encrypted: core Secrets, and those of
+    /// `--additional-sensitive-resources`.
+    pub sensitive: SensitiveTypes,
 }
 
 impl WriterConfig {
@@ -78,6 +82,7 @@ impl WriterConfig {
             placement: Placement::default(),
             age_recipients: Vec::new(),
             bootstrap: false,
+            sensitive: SensitiveTypes::default(),
         }
     }
 }
@@ -115,11 +120,18 @@ pub enum RemoteAuth {
         private_key: PathBuf,
         passphrase: Option<String>,
     },
+    /// An HTTP bearer token (`Authorization: Bearer`, a credentials
+    /// Secret's `bearerToken`).
+    Bearer {
+        token: String,
+    },
     /// An SSH private key held in memory (a GitProvider's credentials
-    /// Secret), with the `known_hosts` the server's key must appear in.
+    /// Secret), with its passphrase, and the `known_hosts` the server's key
+    /// must appear in.
     SshKeyInMemory {
         username: String,
         private_key: String,
+        passphrase: Option<String>,
         known_hosts: String,
     },
     /// The running ssh-agent.
@@ -141,6 +153,7 @@ impl std::fmt::Debug for RemoteAuth {
                 .field("username", username)
                 .field("private_key", private_key)
                 .finish_non_exhaustive(),
+            RemoteAuth::Bearer { .. } => f.debug_struct("Bearer").field("token", &"<redacted>").finish(),
             RemoteAuth::SshAgent { username } => f.debug_struct("SshAgent").field("username", username).finish(),
             RemoteAuth::SshKeyInMemory { username, .. } => {
                 f.debug_struct("SshKeyInMemory").field("username", username).finish_non_exhaustive()
@@ -159,8 +172,8 @@ pub struct CommitOutcome {
     /// Changes refused (bad object or coordinates), with why. The rest of the
     /// window is still committed.
     pub rejected: Vec<RejectedChange>,
-    /// Writes of a sensitive type (core Secrets), never written in clear
-    /// text: skipped and counted.
+    /// Writes of a sensitive type skipped, never written in clear text:
+    /// no encryption configured, or sealing failed (logged).
     pub sensitive_skipped: usize,
     /// The push, when a remote is configured.
     pub push: Option<PushOutcome>,
@@ -392,6 +405,7 @@ impl GitWriter {
                 prefix: &self.config.prefix,
                 placement: &self.config.placement,
                 encryptor: self.config.encryption.as_deref(),
+                sensitive: &self.config.sensitive,
                 index: &mut self.index,
                 kinds: &mut self.kinds,
             };
