@@ -9,6 +9,7 @@
 //!   managers and actors, sensitive types).
 //! - [`window`]: when a commit window flushes.
 //! - [`reconcile`]: what a list changes in Git.
+//! - [`status`]: the conditions written back on the CRs (kstatus).
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
@@ -16,6 +17,7 @@ pub mod config;
 pub mod message;
 pub mod reconcile;
 pub mod select;
+pub mod status;
 pub mod template;
 pub mod watch_rules;
 pub mod window;
