@@ -7,6 +7,7 @@
 pub mod encryption;
 mod known_hosts;
 mod push;
+pub use push::probe;
 pub mod signing;
 mod writer;
 
