@@ -58,37 +58,7 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     provider.commit_window().map_err(|e| Error::Config(format!("{provider_name} spec.push.commitWindow: {e}")))?;
     let prefix = normalize_prefix(&loaded.target.spec.path)?;
 
-    let mut remote = RemoteConfig::new(provider.url.clone());
-    if let Some(secret_ref) = &provider.secret_ref {
-        let what = format!("Secret {ns}/{} (the credentials of {provider_name})", secret_ref.name);
-        let data = mirror::secret(&client, &ns, &secret_ref.name)
-            .await
-            .map_err(runtime::Error::from)?
-            .ok_or_else(|| Error::Config(format!("{what} does not exist; create it or drop spec.secretRef")))?;
-        remote.auth = if let Some(key) = first(&data, &SSH_KEYS) {
-            let known_hosts = match data.get("known_hosts") {
-                Some(k) => text(&format!("{what} known_hosts"), k)?,
-                None => known_hosts_ref(&client, &ns, provider).await?.unwrap_or_default(),
-            };
-            if known_hosts.trim().is_empty() {
-                tracing::warn!(
-                    provider = %provider_name,
-                    "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
-                );
-            }
-            RemoteAuth::SshKeyInMemory { username: "git".into(), private_key: text(&what, key)?, known_hosts }
-        } else if let Some(token) = first(&data, &TOKEN_KEYS) {
-            let username = data.get("username").map(|u| text(&what, u)).transpose()?;
-            RemoteAuth::Token {
-                username: username.unwrap_or_else(|| "x-access-token".into()),
-                token: text(&what, token)?,
-            }
-        } else {
-            return Err(Error::Config(format!(
-                "{what} has none of the keys token, password, ssh-privatekey, identity; add the credential under one of them"
-            )));
-        };
-    }
+    let remote = remote_for(&client, &ns, provider).await?;
 
     let signer = match provider.signing() {
         None => None,
@@ -113,6 +83,66 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
         );
     }
     Ok((config, policy, loaded))
+}
+
+/// The GitProvider's credentials Secret cannot be used as it is.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CredentialError {
+    #[error("{what} does not exist; create it or drop spec.secretRef")]
+    SecretNotFound { what: String, secret: String },
+    #[error(
+        "{what} has none of the keys token, password, ssh-privatekey, identity; add the credential under one of them"
+    )]
+    NoCredential { what: String, secret: String },
+    #[error("{what} {key} is not UTF-8 text; store the credential as text")]
+    NotText { what: String, secret: String, key: String },
+}
+
+/// The remote of GitProvider `provider` in `ns`, with the credentials of
+/// its `secretRef` (and `knownHostsRef` for SSH).
+pub async fn remote_for(
+    client: &kube::Client,
+    ns: &str,
+    provider: &rules::mirror::config::GitProviderSpec,
+) -> Result<RemoteConfig> {
+    let mut remote = RemoteConfig::new(provider.url.clone());
+    let Some(secret_ref) = &provider.secret_ref else { return Ok(remote) };
+    let secret = secret_ref.name.clone();
+    let what = format!("Secret {ns}/{secret} (the credentials of the GitProvider)");
+    let data = mirror::secret(client, ns, &secret)
+        .await
+        .map_err(runtime::Error::from)?
+        .ok_or_else(|| CredentialError::SecretNotFound { what: what.clone(), secret: secret.clone() })?;
+    let text_of = |key: &str, bytes: &[u8]| {
+        String::from_utf8(bytes.to_vec()).map_err(|_| CredentialError::NotText {
+            what: what.clone(),
+            secret: secret.clone(),
+            key: key.into(),
+        })
+    };
+    remote.auth = if let Some(key) = first(&data, &SSH_KEYS) {
+        let known_hosts = match data.get("known_hosts") {
+            Some(k) => text_of("known_hosts", k)?,
+            None => known_hosts_ref(client, ns, provider).await?.unwrap_or_default(),
+        };
+        if known_hosts.trim().is_empty() {
+            tracing::warn!(
+                secret = %format!("{ns}/{secret}"),
+                "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
+            );
+        }
+        RemoteAuth::SshKeyInMemory { username: "git".into(), private_key: text_of("ssh-privatekey", key)?, known_hosts }
+    } else if let Some(token) = first(&data, &TOKEN_KEYS) {
+        let username = data.get("username").map(|u| text_of("username", u)).transpose()?;
+        RemoteAuth::Token {
+            username: username.unwrap_or_else(|| "x-access-token".into()),
+            token: text_of("token", token)?,
+        }
+    } else {
+        return Err(CredentialError::NoCredential { what, secret }.into());
+    };
+    Ok(remote)
 }
 
 /// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`.

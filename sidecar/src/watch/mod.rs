@@ -7,6 +7,7 @@
 //! types.
 
 mod metrics;
+mod status;
 mod stream;
 mod window;
 
@@ -80,6 +81,11 @@ pub struct Args {
     /// How often the rules are read again (a change takes effect within it).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub rescan: Duration,
+    /// With --git-target: write status on the GitTarget and its GitProvider
+    /// at most this often per object (a change inside waits for the next
+    /// rescan after it); 0s writes every change.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub status_interval: Duration,
 }
 
 /// How long shutdown waits for the pending window to reach the sidecar.
@@ -107,9 +113,16 @@ pub async fn run(args: Args) -> Result<()> {
     let mut tasks = Tasks::new();
     start_ops(args.metrics_listen, metrics.clone(), &mut tasks).await?;
 
+    let (streams_tx, streams_rx) = watch::channel(Default::default());
+    let mut status_task = None;
     let (source, route, policy, prune) = match &args.git_target {
         Some(t) => {
             let (namespace, name) = crate::target::parse_target(t)?;
+            let mut r = status::Reporter::new(client.clone(), &namespace, &name, args.status_interval);
+            if !r.until_loadable(args.rescan).await {
+                return Ok(());
+            }
+            status_task = Some(tokio::spawn(r.run(streams_rx, args.rescan)));
             let loaded = mirror::load(&client, &namespace, &name).await.map_err(runtime::Error::from)?;
             let window = loaded.provider.spec.commit_window().map_err(|e| {
                 Error::Config(format!(
@@ -165,12 +178,16 @@ pub async fn run(args: Args) -> Result<()> {
             Ok(resolved) => supervisor.apply(resolved, &metrics),
             Err(e) => tracing::warn!(error = %e, "reading the rules failed; keeping the types already watched"),
         }
+        streams_tx.send_replace(status::streams(&supervisor));
         tokio::select! {
             _ = &mut stop => break,
             _ = tokio::time::sleep(args.rescan) => {}
         }
     }
 
+    if let Some(t) = status_task {
+        t.abort();
+    }
     tracing::info!("shutting down: the pending window goes to the sidecar first");
     supervisor.stop_all();
     drop(supervisor);
