@@ -24,6 +24,10 @@ pub enum Error {
     #[error(transparent)]
     Git(#[from] runtime::attribution::commit::GitError),
 
+    /// The GitProvider's credentials Secret is missing or unusable.
+    #[error(transparent)]
+    Credentials(#[from] crate::target::CredentialError),
+
     /// A flag, or a combination of flags, that cannot work; the message says
     /// which and what to pass instead.
     #[error("{0}")]

@@ -55,21 +55,7 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     let placement = loaded.target.spec.placement.clone().unwrap_or_default();
     placement.validate().map_err(|e| Error::Config(format!("GitTarget {ns}/{name}: {e}")))?;
 
-    let mut remote = RemoteConfig::new(provider.url.clone());
-    if let Some(secret_ref) = &provider.secret_ref {
-        let what = format!("Secret {ns}/{} (the credentials of {provider_name})", secret_ref.name);
-        let data = mirror::secret(&client, &ns, &secret_ref.name)
-            .await
-            .map_err(|e| server.mirror_error(e))?
-            .ok_or_else(|| Error::Config(format!("{what} does not exist; create it or drop spec.secretRef")))?;
-        remote.auth = credentials(&client, &ns, provider, &what, &data).await?;
-        if matches!(remote.auth, RemoteAuth::SshKeyInMemory { ref known_hosts, .. } if known_hosts.trim().is_empty()) {
-            tracing::warn!(
-                provider = %provider_name,
-                "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
-            );
-        }
-    }
+    let remote = remote_for(&client, &ns, provider).await?;
 
     let signer = match provider.signing() {
         None => None,
@@ -112,26 +98,58 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     Ok((config, policy, loaded))
 }
 
-/// The remote's credentials from the GitProvider's `secretRef` data.
-async fn credentials(
+/// The GitProvider's credentials Secret cannot be used as it is.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CredentialError {
+    #[error("{what} does not exist; create it or drop spec.secretRef")]
+    SecretNotFound { what: String, secret: String },
+    #[error("{what} {problem}")]
+    NoCredential { what: String, secret: String, problem: String },
+    #[error("{what} {key} is not UTF-8 text; store the credential as text")]
+    NotText { what: String, secret: String, key: String },
+}
+
+/// The remote of GitProvider `provider` in `ns`, with the credentials of
+/// its `secretRef` (keys as gitops-reverser names them,
+/// `rules::mirror::credentials`; `knownHostsRef` for SSH).
+pub async fn remote_for(
     client: &kube::Client,
     ns: &str,
     provider: &rules::mirror::config::GitProviderSpec,
-    what: &str,
-    data: &BTreeMap<String, Vec<u8>>,
-) -> Result<RemoteAuth> {
-    let credential = credentials::credential(data).map_err(|e| Error::Config(format!("{what} {e}")))?;
-    Ok(match credential {
+) -> Result<RemoteConfig> {
+    let mut remote = RemoteConfig::new(provider.url.clone());
+    let Some(secret_ref) = &provider.secret_ref else { return Ok(remote) };
+    let secret = secret_ref.name.clone();
+    let what = format!("Secret {ns}/{secret} (the credentials of the GitProvider)");
+    let data = mirror::secret(client, ns, &secret)
+        .await
+        .map_err(runtime::Error::from)?
+        .ok_or_else(|| CredentialError::SecretNotFound { what: what.clone(), secret: secret.clone() })?;
+    let credential = credentials::credential(&data).map_err(|e| match e {
+        credentials::CredentialError::NotText(key) => {
+            CredentialError::NotText { what: what.clone(), secret: secret.clone(), key }
+        }
+        other => CredentialError::NoCredential { what: what.clone(), secret: secret.clone(), problem: other.to_string() },
+    })?;
+    remote.auth = match credential {
         Credential::Ssh { private_key, passphrase, known_hosts } => {
             let known_hosts = match known_hosts {
                 Some(k) => k,
                 None => known_hosts_ref(client, ns, provider).await?.unwrap_or_default(),
             };
+            if known_hosts.trim().is_empty() {
+                tracing::warn!(
+                    secret = %format!("{ns}/{secret}"),
+                    "no known_hosts for SSH (credentials Secret key known_hosts, or spec.knownHostsRef): pushes fail closed"
+                );
+            }
             RemoteAuth::SshKeyInMemory { username: "git".into(), private_key, passphrase, known_hosts }
         }
         Credential::Basic { username, password } => RemoteAuth::Token { username, token: password },
         Credential::Bearer { token } => RemoteAuth::Bearer { token },
-    })
+    };
+    Ok(remote)
 }
 
 /// `knownHostsRef`: a ConfigMap (default) or Secret, key `known_hosts`, else

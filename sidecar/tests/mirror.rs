@@ -240,7 +240,9 @@ fn a_push_rejected_by_a_concurrent_writer_loses_nothing() {
 }
 
 #[test]
-fn a_gittarget_naming_a_missing_provider_stops_both_processes_with_the_fix() {
+fn a_gittarget_naming_a_missing_provider_stops_the_sidecar_with_the_fix() {
+    // The watcher waits instead, saying ProviderNotFound in the GitTarget's
+    // status (tests/status.rs).
     let dir = tempfile::tempdir().unwrap();
     let mut store = Store::new();
     store.load_crd_schemas(&testkit::fixtures::gitops_reverser_crds()).unwrap();
@@ -251,7 +253,7 @@ fn a_gittarget_naming_a_missing_provider_stops_both_processes_with_the_fix() {
         .unwrap();
     let api = fakeapi::spawn(store).unwrap();
     let kc = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
-    for (mode, extra) in [("serve", vec!["--audit-listen", "off", "--socket"]), ("watch", vec!["--socket"])] {
+    for (mode, extra) in [("serve", vec!["--audit-listen", "off", "--socket"])] {
         let out = Command::new(sidecar::binary())
             .arg(mode)
             .args(["--git-target", "shop/lab", "--kubeconfig"])

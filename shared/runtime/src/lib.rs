@@ -21,6 +21,8 @@ pub mod ownership;
 pub mod proto;
 pub mod redact;
 pub mod shutdown;
+#[cfg(feature = "kube")]
+pub mod status;
 pub mod telemetry;
 
 pub use error::{Error, Result, error_chain};

@@ -29,12 +29,14 @@
 //!
 //! `testkit fake-api` runs the same server as a process.
 
+mod apply;
 mod error;
 mod registry;
 mod schema;
 mod select;
 mod server;
 mod store;
+mod table;
 mod tatara;
 mod watch;
 

@@ -8,6 +8,7 @@
 
 mod metrics;
 mod readiness;
+mod status;
 mod stream;
 mod window;
 
@@ -89,6 +90,11 @@ pub struct Args {
     /// How often the rules are read again (a change takes effect within it).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub rescan: Duration,
+    /// With --git-target: write status on the GitTarget and its GitProvider
+    /// at most this often per object (a change inside waits for the next
+    /// rescan after it); 0s writes every change.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub status_interval: Duration,
 }
 
 /// How long shutdown waits for the pending window to reach the sidecar.
@@ -126,10 +132,18 @@ pub async fn run(args: Args) -> Result<()> {
     let stop = tokio::spawn(terminated());
     tokio::pin!(stop);
 
+    let (streams_tx, streams_rx) = watch::channel(Default::default());
+    let mut status_task = None;
     let started = async {
         let (source, route, policy, prune) = match &args.git_target {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
+                let mut r = status::Reporter::new(client.clone(), &namespace, &name, args.status_interval);
+                if !r.until_loadable(args.rescan).await {
+                    // Told to stop: the stop branch below ends the run.
+                    std::future::pending::<()>().await;
+                }
+                status_task = Some(tokio::spawn(r.run(streams_rx, args.rescan)));
                 let loaded = mirror::load(&client, &namespace, &name).await.map_err(|e| server.mirror_error(e))?;
                 // The GitTarget's spec.commit.window (the newer upstream shape) wins over the provider's.
                 let timers = commit_window(&loaded.target.spec, &loaded.provider.spec).map_err(|e| {
@@ -196,12 +210,16 @@ pub async fn run(args: Args) -> Result<()> {
             wait = pass.run(&client, &server, &source, &readiness, &mut supervisor, &metrics) => wait?,
             _ = &mut stop => break,
         };
+        streams_tx.send_replace(status::streams(&supervisor));
         tokio::select! {
             _ = &mut stop => break,
             _ = tokio::time::sleep(wait.unwrap_or(args.rescan)) => {}
         }
     }
 
+    if let Some(t) = status_task {
+        t.abort();
+    }
     tracing::info!("shutting down: the pending window goes to the sidecar first");
     supervisor.stop_all();
     drop(supervisor);

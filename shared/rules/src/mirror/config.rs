@@ -26,6 +26,9 @@ pub struct Meta {
     pub namespace: String,
     #[serde(default)]
     pub resource_version: String,
+    /// Bumped by the API server on every spec change (observedGeneration).
+    #[serde(default)]
+    pub generation: i64,
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
 }

@@ -20,6 +20,7 @@
 //!   edited in place.
 //! - [`bootstrap`]: the files a target's first write stages, and the
 //!   `.gittargetignore` they leave.
+//! - [`status`]: the conditions written back on the CRs (kstatus).
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
@@ -33,6 +34,7 @@ pub mod placement;
 pub mod reconcile;
 pub mod resource_policy;
 pub mod select;
+pub mod status;
 pub mod template;
 pub mod watch_rules;
 pub mod window;

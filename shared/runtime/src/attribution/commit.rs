@@ -9,6 +9,7 @@ pub mod encryption;
 mod index;
 mod known_hosts;
 mod push;
+pub use push::probe;
 pub mod signing;
 mod writer;
 

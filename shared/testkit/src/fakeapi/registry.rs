@@ -48,6 +48,9 @@ pub struct ResourceType {
     pub custom: bool,
     /// The CRD's `openAPIV3Schema` for this version, when loaded.
     pub schema: Option<Value>,
+    /// The CRD's `additionalPrinterColumns` for this version (`None`: not
+    /// a CRD; empty: a CRD without them, shown as Name and Age).
+    pub printer_columns: Option<Vec<Value>>,
 }
 
 impl ResourceType {
@@ -68,6 +71,7 @@ impl ResourceType {
             generation: false,
             custom: false,
             schema: None,
+            printer_columns: None,
         }
     }
 
@@ -199,6 +203,8 @@ impl ResourceType {
             t.generation = true;
             t.custom = true;
             t.schema = v.pointer("/schema/openAPIV3Schema").cloned();
+            t.printer_columns =
+                Some(v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default());
             out.push(t);
         }
         Ok(out)

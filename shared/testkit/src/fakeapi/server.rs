@@ -551,8 +551,18 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         }
         Route::Resource { t, ns, name, sub, watch } => {
             let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-            let req =
-                ResourceRequest { t: *t, ns, name, sub, watch, user, query, content_type: content_type.to_string() };
+            let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+            let req = ResourceRequest {
+                t: *t,
+                ns,
+                name,
+                sub,
+                watch,
+                user,
+                query,
+                content_type: content_type.to_string(),
+                accept,
+            };
             resource(shared, method, req, body).await
         }
     }
@@ -567,6 +577,7 @@ struct ResourceRequest {
     user: String,
     query: String,
     content_type: String,
+    accept: String,
 }
 
 fn parse_body(body: &Bytes) -> Result<Value, ApiError> {
@@ -618,10 +629,12 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
             ),
         ));
     }
-    let parsed = match parse_body(&body) {
-        Ok(v) => v,
-        Err(e) => return error_reply(&e),
-    };
+    let media = req.content_type.split(';').next().unwrap_or("").trim().to_string();
+    let parsed =
+        match if media == "application/apply-patch+yaml" { super::apply::parse(&body) } else { parse_body(&body) } {
+            Ok(v) => v,
+            Err(e) => return error_reply(&e),
+        };
     let dry_run = req.query.split('&').any(|p| p == "dryRun=All");
     let status_only = req.sub.as_deref() == Some("status");
     let q = t.qualified();
@@ -659,10 +672,12 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
                     store.patch(&q, ns, name, &parsed, status_only)
                 }
                 "application/json-patch+json" => store.json_patch(&q, ns, name, &parsed, status_only),
+                "application/apply-patch+yaml" => super::apply::ApplyOptions::from_query(&req.query, status_only)
+                    .and_then(|opts| store.server_side_apply(&q, ns, name, &parsed, &opts)),
                 other => Err(ApiError::new(
                     415,
                     "UnsupportedMediaType",
-                    format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {other:?})"),
+                    format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other:?})"),
                 )),
             }
             .map(|o| (200, o))
@@ -671,6 +686,22 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         _ => store.delete_collection(&q, req.ns.as_deref(), &opts).map(|o| (200, o)),
     };
     match result {
+        Ok((code, obj)) if matches!(verb, "get" | "list") && super::table::wants_table(&req.accept) => {
+            let (items, meta) = if verb == "list" {
+                (obj["items"].as_array().cloned().unwrap_or_default(), obj["metadata"].clone())
+            } else {
+                let rv = obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(json!(""));
+                (vec![obj], json!({"resourceVersion": rv}))
+            };
+            match super::table::table(t, &items, meta.clone(), &req.query, store.now()) {
+                Some(table) => json_reply(code, &table),
+                None if verb == "list" => json_reply(
+                    code,
+                    &json!({"kind": format!("{}List", t.kind), "apiVersion": t.api_version(), "metadata": meta, "items": items}),
+                ),
+                None => json_reply(code, &store.present(t, items.into_iter().next().unwrap_or_default(), false)),
+            }
+        }
         Ok((code, obj)) => {
             let obj = if obj.get("kind") == Some(&json!("Status")) || verb == "list" || verb == "deletecollection" {
                 obj

@@ -11,6 +11,7 @@ use base64::Engine;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
+use super::apply::ApplyOptions;
 use super::error::ApiError;
 use super::registry::{Registry, ResourceType, documents};
 use super::schema::{default_and_prune, validate_schema};
@@ -189,6 +190,8 @@ struct Change {
     /// The resourceVersion precondition, when the body carries one.
     rv: Option<String>,
     request: Value,
+    /// Server-side apply's managedFields, kept through the status split.
+    managed_fields: Option<Value>,
 }
 
 /// Restores the user (and dry-run flag) a guard replaced.
@@ -418,6 +421,11 @@ impl Store {
     fn bump(&mut self) -> u64 {
         self.resource_version += 1;
         self.resource_version
+    }
+
+    /// The store's clock (what creationTimestamps are read against).
+    pub(crate) fn now(&self) -> Timestamp {
+        Timestamp::from_second(self.clock).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
     fn tick(&mut self) -> String {
@@ -982,8 +990,65 @@ impl Store {
         let ns = Self::scope(&t, ns);
         let current = self.get(resource, &ns, name)?;
         let proposed = propose(&t, &current)?;
-        let next = Self::split(&t, &current, proposed, change.status_only);
+        let mut next = Self::split(&t, &current, proposed, change.status_only);
+        if let Some(mf) = &change.managed_fields {
+            next["metadata"]["managedFields"] = mf.clone();
+        }
         self.write(&t, &ns, name, next, change)
+    }
+
+    /// PATCH with `application/apply-patch+yaml` (see [`super::apply`]):
+    /// creates the object when it does not exist (not through `/status`);
+    /// an apply that changes nothing but managedFields times is a no-op.
+    pub(crate) fn server_side_apply(
+        &mut self,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        config: &Value,
+        opts: &ApplyOptions,
+    ) -> Result<Value, ApiError> {
+        let t = self.resource_type(resource)?;
+        let ns = Self::scope(&t, ns);
+        let body_name = meta_str(config, "name").unwrap_or_default();
+        if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let now = Timestamp::from_second(self.clock).map(|t| t.to_string()).unwrap_or_default();
+        let current = match self.get(resource, &ns, name) {
+            Ok(c) => c,
+            Err(e) if e.code == 404 && !opts.status_only => {
+                let obj = super::apply::apply(&t, None, config, opts, &now)?;
+                return self.create(resource, &ns, obj);
+            }
+            Err(e) => return Err(e),
+        };
+        let next = super::apply::apply(&t, Some(&current), config, opts, &now)?;
+        let untimed = |v: &Value| {
+            let mut v = v.clone();
+            for e in v.pointer_mut("/metadata/managedFields").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(o) = e.as_object_mut() {
+                    o.remove("time");
+                }
+            }
+            v
+        };
+        if untimed(&Self::split(&t, &current, next.clone(), opts.status_only)) == untimed(&current)
+            && untimed(&next).pointer("/metadata/managedFields") == untimed(&current).pointer("/metadata/managedFields")
+        {
+            return Ok(current);
+        }
+        let rv = meta_str(config, "resourceVersion").map(str::to_string);
+        let change = Change {
+            verb: "patch",
+            status_only: opts.status_only,
+            rv,
+            request: config.clone(),
+            managed_fields: next.pointer("/metadata/managedFields").cloned(),
+        };
+        self.update_with(resource, &ns, name, change, |_, _| Ok(next))
     }
 
     /// PUT (whole object or `/status`), guarded by the body's
@@ -997,7 +1062,7 @@ impl Store {
         status_only: bool,
     ) -> Result<Value, ApiError> {
         let rv = meta_str(&obj, "resourceVersion").map(str::to_string);
-        let change = Change { verb: "update", status_only, rv, request: obj.clone() };
+        let change = Change { verb: "update", status_only, rv, request: obj.clone(), managed_fields: None };
         self.update_with(resource, ns, name, change, |_, _| Ok(obj))
     }
 
@@ -1012,7 +1077,7 @@ impl Store {
         status_only: bool,
     ) -> Result<Value, ApiError> {
         let rv = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string);
-        let change = Change { verb: "patch", status_only, rv, request: patch.clone() };
+        let change = Change { verb: "patch", status_only, rv, request: patch.clone(), managed_fields: None };
         self.update_with(resource, ns, name, change, |_, current| {
             let mut proposed = current.clone();
             merge_patch(&mut proposed, patch);
@@ -1032,7 +1097,7 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let patch: json_patch::Patch = serde_json::from_value(ops.clone())
             .map_err(|e| ApiError::bad_request(format!("the body is not a JSON patch: {e}")))?;
-        let change = Change { verb: "patch", status_only, rv: None, request: ops.clone() };
+        let change = Change { verb: "patch", status_only, rv: None, request: ops.clone(), managed_fields: None };
         self.update_with(resource, ns, name, change, |t, current| {
             let mut proposed = current.clone();
             json_patch::patch(&mut proposed, &patch).map_err(|e| {

@@ -481,3 +481,29 @@ pub(super) const RETRY_MAX: Duration = Duration::from_millis(640);
 pub(super) fn push_backoff() -> Backoff {
     Backoff::new(RETRY_MIN, RETRY_MAX).expect("RETRY_MIN is above zero and below RETRY_MAX")
 }
+
+/// Connects to `remote` with its credentials and lists its refs, as `git
+/// ls-remote` does, transferring nothing: the GitProvider connectivity
+/// check (ref: gitops-reverser `internal/controller/gitprovider_controller.go`
+/// `checkRemoteConnectivity`). Returns how many branches the remote has.
+pub fn probe(remote: &super::RemoteConfig) -> Result<usize> {
+    let url = match endpoint(&remote.url) {
+        Endpoint::Local(path) => path.to_string_lossy().into_owned(),
+        Endpoint::Transport(url) => url,
+    };
+    let redacted = crate::redact::redact_url(&url);
+    let mut r =
+        git2::Remote::create_detached(url.as_str()).map_err(git(format!("reading the remote URL {redacted}")))?;
+    let (tries, refusal) = (Cell::new(0), HostKeyRefusal::default());
+    let cb = callbacks(&remote.auth, &tries, &refusal, &url);
+    let conn = r
+        .connect_auth(git2::Direction::Fetch, Some(cb), None)
+        .map_err(|e| git(format!("connecting to {redacted}"))(refusal.explain(e)))?;
+    let heads = conn
+        .list()
+        .map_err(git(format!("listing the refs of {redacted}")))?
+        .iter()
+        .filter(|h| h.name().starts_with("refs/heads/"))
+        .count();
+    Ok(heads)
+}

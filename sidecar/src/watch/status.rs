@@ -1,0 +1,249 @@
+//! The watcher reports status on its GitTarget and the GitTarget's
+//! GitProvider (issue 27 item 1): each rescan it reads both, checks the
+//! provider as the reference's GitProvider controller does (commit
+//! configuration, then the credentials Secret, then the remote, ref:
+//! gitops-reverser `internal/controller/gitprovider_controller.go:98-145`),
+//! counts its streams, lets `rules::mirror::status` decide the
+//! conditions and `runtime::status` write them. Until the GitTarget can be
+//! mirrored at all (it, its provider and an allowed branch exist) the
+//! watcher waits here, saying why in status, instead of exiting.
+
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject};
+use rules::mirror::config::{GitProvider, GitTarget};
+use rules::mirror::message::Messages;
+use rules::mirror::status::{self, ProviderCheck, ProviderView, Streams, TargetObservation};
+use runtime::mirror::configbutler;
+use runtime::status::{Object, StatusWriter, conditions, now};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::Supervisor;
+use crate::target::CredentialError;
+
+/// How long a successful connectivity check stands before it is repeated.
+const PROBE_OK_FOR: Duration = Duration::from_secs(60);
+/// How long a failed one stands (the remote may be back).
+const PROBE_FAILED_FOR: Duration = Duration::from_secs(10);
+/// How long one connectivity check may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+
+struct Probe {
+    key: String,
+    at: Instant,
+    result: Result<(), String>,
+}
+
+/// Reports the status of one GitTarget and its GitProvider.
+pub struct Reporter {
+    client: kube::Client,
+    namespace: String,
+    name: String,
+    writer: StatusWriter,
+    probe: Option<Probe>,
+}
+
+/// The streams the supervisor runs: each watch loop alive is ready (it
+/// lists again by itself after any failure).
+pub(super) fn streams(supervisor: &Supervisor) -> Streams {
+    let total = supervisor.running.len() as u32;
+    let ready = supervisor.running.values().filter(|r| !r.task.is_finished()).count() as u32;
+    Streams { total, ready, replaying: 0, blocked: total - ready }
+}
+
+fn raw_object(kind: &str, plural: &str, obj: &DynamicObject) -> Object {
+    Object {
+        resource: configbutler(kind, plural),
+        namespace: obj.metadata.namespace.clone(),
+        name: obj.metadata.name.clone().unwrap_or_default(),
+        uid: obj.metadata.uid.clone().unwrap_or_default(),
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Option<T> {
+    serde_json::to_value(obj).ok().and_then(|v| serde_json::from_value(v).ok())
+}
+
+impl Reporter {
+    pub fn new(client: kube::Client, namespace: &str, name: &str, min_interval: Duration) -> Self {
+        Reporter {
+            writer: StatusWriter::new(client.clone(), min_interval),
+            client,
+            namespace: namespace.into(),
+            name: name.into(),
+            probe: None,
+        }
+    }
+
+    /// Reports until the GitTarget can be mirrored (`true`), or the
+    /// process is told to stop (`false`).
+    pub async fn until_loadable(&mut self, every: Duration) -> bool {
+        let stop = runtime::shutdown::terminated();
+        tokio::pin!(stop);
+        loop {
+            if self.report(Streams::default()).await {
+                return true;
+            }
+            tokio::select! {
+                _ = &mut stop => return false,
+                _ = tokio::time::sleep(every) => {}
+            }
+        }
+    }
+
+    /// Reads, checks and writes both statuses; whether the GitTarget can be
+    /// mirrored. Failures to read or write are logged, never fatal.
+    pub async fn report(&mut self, streams: Streams) -> bool {
+        let ns = self.namespace.clone();
+        let targets: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &ns, &configbutler("GitTarget", "gittargets"));
+        let raw_target = match targets.get_opt(&self.name).await {
+            Ok(Some(t)) => t,
+            Ok(None) => {
+                tracing::warn!(target = %format!("{ns}/{}", self.name), "the GitTarget does not exist; nothing to report on");
+                return false;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the GitTarget for its status failed");
+                return false;
+            }
+        };
+        let Some(target) = decode::<GitTarget>(&raw_target) else {
+            tracing::warn!("the GitTarget does not have the shape of its CRD; no status written");
+            return false;
+        };
+        let providers: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), &ns, &configbutler("GitProvider", "gitproviders"));
+        let provider_ref = target.spec.provider_ref.name.clone();
+        let raw_provider = match providers.get_opt(&provider_ref).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the GitProvider for its status failed");
+                return false;
+            }
+        };
+
+        let stamp = now();
+        let view = match raw_provider.as_ref().and_then(|raw| decode::<GitProvider>(raw).map(|p| (raw, p))) {
+            None => None,
+            Some((raw, provider)) => {
+                let check = self.check(raw, &provider).await;
+                let current = raw.data.get("status");
+                let computed = status::git_provider(
+                    &ns,
+                    &provider.spec.url,
+                    provider.metadata.generation,
+                    &check,
+                    &conditions(current),
+                    &stamp,
+                );
+                let next = json!({
+                    "observedGeneration": computed.observed_generation,
+                    "conditions": computed.conditions,
+                });
+                self.write(&raw_object("GitProvider", "gitproviders", raw), current, next).await;
+                Some(ProviderView {
+                    name: provider_ref.clone(),
+                    allowed_branches: provider.spec.allowed_branches.clone(),
+                    branch_allowed: provider.spec.allows_branch(&target.spec.branch),
+                    ready: status::ready(&computed.conditions).cloned(),
+                })
+            }
+        };
+        let loadable = view.as_ref().is_some_and(|v| v.branch_allowed);
+        let observation = TargetObservation {
+            namespace: ns.clone(),
+            branch: target.spec.branch.clone(),
+            generation: target.metadata.generation,
+            provider: view,
+            provider_ref,
+            streams,
+        };
+        let current = raw_target.data.get("status");
+        let computed = status::git_target(&observation, &conditions(current), &stamp);
+        let mut next = json!({
+            "observedGeneration": computed.observed_generation,
+            "conditions": computed.conditions,
+            "streams": computed.streams,
+        });
+        next["streams"]["summary"] = json!(computed.streams.summary());
+        // lastPushTime belongs to the sidecar's pushes; keep what is there.
+        if let Some(t) = current.and_then(|s| s.get("lastPushTime")) {
+            next["lastPushTime"] = t.clone();
+        }
+        self.write(&raw_object("GitTarget", "gittargets", &raw_target), current, next).await;
+        loadable
+    }
+
+    async fn write(&mut self, obj: &Object, current: Option<&Value>, next: Value) {
+        match self.writer.report(obj, current, next).await {
+            Ok(outcome) => tracing::debug!(object = %obj.name, ?outcome, "status"),
+            Err(e) => tracing::warn!(error = %e, "status not written"),
+        }
+    }
+
+    /// Reports every `every`, with the streams the watcher last counted.
+    pub async fn run(mut self, mut streams: watch::Receiver<Streams>, every: Duration) {
+        loop {
+            let now = *streams.borrow_and_update();
+            self.report(now).await;
+            tokio::time::sleep(every).await;
+        }
+    }
+
+    /// The provider's first failing check, in the reference's order.
+    async fn check(&mut self, raw: &DynamicObject, provider: &GitProvider) -> ProviderCheck {
+        let spec = &provider.spec;
+        if let Err(e) = Messages::new(&spec.messages(), &self.name) {
+            return ProviderCheck::CommitConfigInvalid(format!("spec.commit.message: {e}"));
+        }
+        if let Err(e) = spec.commit_window() {
+            return ProviderCheck::CommitConfigInvalid(format!("spec.push.commitWindow: {e}"));
+        }
+        let remote = match crate::target::remote_for(&self.client, &self.namespace, spec).await {
+            Ok(r) => r,
+            Err(crate::error::Error::Credentials(c)) => {
+                let detail = c.to_string();
+                return match c {
+                    CredentialError::SecretNotFound { secret, .. } => ProviderCheck::SecretNotFound { secret, detail },
+                    CredentialError::NoCredential { secret, .. } | CredentialError::NotText { secret, .. } => {
+                        ProviderCheck::SecretMalformed { secret, detail }
+                    }
+                };
+            }
+            Err(e) => {
+                let secret = spec.secret_ref.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                return ProviderCheck::SecretMalformed { secret, detail: e.to_string() };
+            }
+        };
+        // The remote is asked again when the provider changed, or the last
+        // answer is old.
+        let key = format!("{}|{}", raw.metadata.resource_version.as_deref().unwrap_or(""), spec.url);
+        let fresh = self.probe.as_ref().filter(|p| {
+            p.key == key && p.at.elapsed() < if p.result.is_ok() { PROBE_OK_FOR } else { PROBE_FAILED_FOR }
+        });
+        let result = match fresh {
+            Some(p) => p.result.clone(),
+            None => {
+                let probed = tokio::time::timeout(
+                    PROBE_TIMEOUT,
+                    tokio::task::spawn_blocking(move || runtime::attribution::commit::probe(&remote)),
+                )
+                .await;
+                let result = match probed {
+                    Ok(Ok(Ok(_branches))) => Ok(()),
+                    Ok(Ok(Err(e))) => Err(e.to_string()),
+                    Ok(Err(e)) => Err(format!("the check did not finish: {e}")),
+                    Err(_) => Err(format!("no answer within {PROBE_TIMEOUT:?}")),
+                };
+                self.probe = Some(Probe { key, at: Instant::now(), result: result.clone() });
+                result
+            }
+        };
+        match result {
+            Ok(()) => ProviderCheck::Ok,
+            Err(e) => ProviderCheck::ConnectionFailed(e),
+        }
+    }
+}
