@@ -449,7 +449,7 @@ impl Attribution for Api {
             plan.write.iter().map(|&i| WatchEvent { kind: WatchKind::Modified, object: keyed[i].1.clone() }).collect();
         events.extend(dying.into_iter().map(|object| WatchEvent { kind: WatchKind::Modified, object }));
         // A document is named `<namespace>/<name>` (documents_of_type).
-        events.extend(plan.remove.iter().filter_map(|p| p.split_once('/')).map(|(namespace, name)| WatchEvent {
+        events.extend(plan.remove.iter().filter_map(|p| object_of_document(p)).map(|(namespace, name)| WatchEvent {
             kind: WatchKind::Deleted,
             object: serde_json::json!({"metadata": {"name": name, "namespace": namespace}}),
         }));
@@ -531,17 +531,21 @@ impl Attribution for Api {
     }
 }
 
+/// The namespace and name a reconcile's document is named by
+/// (`GitWriter::documents_of_type`: `<namespace>/<name>`, the namespace
+/// empty for a cluster-scoped object).
+fn object_of_document(doc: &str) -> Option<(&str, &str)> {
+    doc.split_once('/').filter(|(_, name)| !name.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn document_paths_name_their_object() {
-        let k = key_of_path("clusters/prod/apps/v1/deployments/shop/web.yaml", "clusters/prod").unwrap();
-        assert_eq!((k.group.as_str(), k.namespace.as_str(), k.name.as_str()), ("apps", "shop", "web"));
-        let k = key_of_path("core/v1/namespaces/_cluster/shop.yaml", "").unwrap();
-        assert_eq!((k.group.as_str(), k.namespace.as_str(), k.name.as_str()), ("", "", "shop"));
-        assert_eq!(key_of_path("elsewhere/x.yaml", "clusters/prod"), None);
-        assert_eq!(key_of_path("core/v1/configmaps/ns/README.md", ""), None);
+    fn reconcile_documents_name_their_object() {
+        assert_eq!(object_of_document("shop/web"), Some(("shop", "web")));
+        assert_eq!(object_of_document("/shop"), Some(("", "shop")));
+        assert_eq!(object_of_document("shop/"), None);
     }
 }
