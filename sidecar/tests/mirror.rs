@@ -436,6 +436,9 @@ fn without_custom_resources_watch_takes_the_types_from_flags() {
     };
     // The first list reconciles what exists; no prefix without a GitTarget.
     wait("the reconcile of the existing ConfigMap", &|| has(&format!("{NS}/configmaps/existing.yaml")));
+    // Without templates a reconcile is still titled as one (issue 29).
+    let subject = git(&remote, &["log", "-1", "--format=%s", "main"]);
+    assert!(subject.starts_with("reconciled 1 configmaps (last resourceVersion: "), "{subject}");
     let writes = {
         let mut s = api.store.lock().unwrap();
         s.as_user("alice").create("configmaps", NS, configmap("web", "1")).unwrap();
