@@ -165,7 +165,13 @@ fn mirror_comments(db: &Mutex<Store>, gh: &FakeGitHub, ns: &str) {
             continue;
         }
         let name = mr.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let _ = store.as_user(OPERATOR_USER).patch("mergerequests", ns, &name, &json!({"status": {"comments": list}}), true);
+        let _ = store.as_user(OPERATOR_USER).patch(
+            "mergerequests",
+            ns,
+            &name,
+            &json!({"status": {"comments": list}}),
+            true,
+        );
     }
 }
 
@@ -199,8 +205,7 @@ fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let authorization =
-        headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let (tokens, ns) = {
         let s = st.lock().unwrap();
         (s.tokens.clone(), s.namespace.clone())
@@ -361,7 +366,8 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
     // The controller hand-over from the caller Task, in one update
     // (takeover.go:406-429: AddPlainOwner, then HandOverController).
     let tk_uid = tk.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut refs: Vec<Value> = mr_json.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut refs: Vec<Value> =
+        mr_json.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
     for r in refs.iter_mut() {
         if r["name"] == caller.name() {
             r["controller"] = json!(false);
@@ -370,7 +376,8 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
     }
     refs.retain(|r| r["name"] != tk_name.as_str());
     refs.push(serde_json::to_value(task_owner_ref(&tk_name, &tk_uid, true)).unwrap());
-    let rv = store.get("mergerequests", ns, &mr_name).ok().and_then(|m| m.pointer("/metadata/resourceVersion").cloned());
+    let rv =
+        store.get("mergerequests", ns, &mr_name).ok().and_then(|m| m.pointer("/metadata/resourceVersion").cloned());
     let owners = json!({"metadata": {"ownerReferences": refs, "resourceVersion": rv}});
     if store.patch("mergerequests", ns, &mr_name, &owners, false).is_err() {
         return error(500, "internal error");

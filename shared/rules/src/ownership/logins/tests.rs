@@ -84,7 +84,14 @@ fn is_allowed_reporter_table() {
         ("configured: bot always allowed", None, Some(&["alice"]), None, "bot", true),
         ("configured: maintainer always allowed", Some(&["carol"]), Some(&["alice"]), None, "carol", true),
         ("configured: empty login fails closed", None, Some(&["alice"]), None, "", false),
-        ("repo override opens intake for this repo", None, Some(&["alice"]), Some(repo(Some(&[]), None)), "mallory", true),
+        (
+            "repo override opens intake for this repo",
+            None,
+            Some(&["alice"]),
+            Some(repo(Some(&[]), None)),
+            "mallory",
+            true,
+        ),
         ("repo override tightens intake", None, Some(&["alice"]), Some(repo(Some(&["bob"]), None)), "alice", false),
     ];
     for (name, maintain, reporters, r, login, want) in cases {
