@@ -80,7 +80,7 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert!(!t.owners[0].exists);
 
     let t = tree(&snap, "task/parked").unwrap();
-    assert_eq!(t.stage.as_deref(), Some("parked(backlog-sweep)"));
+    assert_eq!(t.stage.as_deref(), Some("parked(backlog-sweep, unpark: human)"));
     assert_eq!(t.owns.len(), 2);
     assert_eq!(t.owns.iter().filter(|o| !o.violations.is_empty()).count(), 1);
 
