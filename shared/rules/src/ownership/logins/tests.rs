@@ -76,7 +76,9 @@ fn is_trusted_author_table() {
 #[test]
 fn is_allowed_reporter_table() {
     // TestIsAllowedReporter
-    let cases: &[(&str, Option<&[&str]>, Option<&[&str]>, Option<Repository>, &str, bool)] = &[
+    // (name, maintainers, reporters, repository override, login, allowed)
+    type Case<'a> = (&'a str, Option<&'a [&'a str]>, Option<&'a [&'a str]>, Option<Repository>, &'a str, bool);
+    let cases: &[Case<'_>] = &[
         ("empty list is open for anyone", None, None, None, "stranger", true),
         ("empty list is open for empty login", None, None, None, "", true),
         ("configured: listed reporter allowed", None, Some(&["alice"]), None, "alice", true),
