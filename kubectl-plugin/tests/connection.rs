@@ -120,10 +120,13 @@ fn a_paused_api_server_and_a_silent_forge_end_within_the_request_timeout() {
     // The forge accepts and never answers: sweep reads the cluster, then
     // waits on GitHub.
     let forge = Hang::start();
-    let (out, _) =
+    let (out, took) =
         ends(&k, &["tatara", "sweep", "--project", "tatara", "--forge-url", &forge.url(), "--request-timeout", "1s"]);
     let (_, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(5), "{stderr}");
+    // The flag bounds the whole call: no retry multiplies it (it took 4.1 s
+    // while octocrab retried each timed-out request).
+    assert!(took < Duration::from_millis(3000), "a 1 s --request-timeout took {took:?}");
     assert!(stderr.starts_with("error: forge request") && stderr.contains("timed out"), "{stderr}");
     assert!(!stderr.contains("ERROR"), "the forge client's own log stays quiet: {stderr}");
 

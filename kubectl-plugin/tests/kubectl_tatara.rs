@@ -530,10 +530,15 @@ fn repair_promotes_only_live_heirs_and_reports_a_failed_write_among_several() {
             let gone = json!({"apiVersion": "tatara.dev/v1alpha1", "kind": "Task", "name": "gone", "uid": "uid-gone",
                 "controller": true, "blockOwnerDeletion": true});
             let seed = |s: &mut Store, n: i64, refs: Vec<Value>| {
-                s.seed("issues", NS, json!({"metadata": {"name": format!("iss-tatara-operator-{n}"), "ownerReferences": refs},
+                s.seed(
+                    "issues",
+                    NS,
+                    json!({"metadata": {"name": format!("iss-tatara-operator-{n}"), "ownerReferences": refs},
                     "spec": {"number": n, "projectRef": "tatara", "repositoryRef": "tatara-operator",
                              "url": format!("https://github.com/acme/tatara-operator/issues/{n}")},
-                    "status": {"state": "open", "author": "alice"}})).unwrap();
+                    "status": {"state": "open", "author": "alice"}}),
+                )
+                .unwrap();
             };
             // 700: the done member-a is first in order; member-b inherits.
             seed(s, 700, vec![task_ref(&a, Some(false), true), task_ref(&b, Some(false), true)]);

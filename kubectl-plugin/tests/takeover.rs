@@ -80,7 +80,12 @@ impl World {
                 body: String::new(),
                 comments: comments
                     .iter()
-                    .map(|(id, a, b)| Comment { id: *id, author: a.to_string(), author_type: "User".into(), body: b.to_string() })
+                    .map(|(id, a, b)| Comment {
+                        id: *id,
+                        author: a.to_string(),
+                        author_type: "User".into(),
+                        body: b.to_string(),
+                    })
                     .collect(),
             }],
         );
@@ -161,7 +166,13 @@ fn stderr(o: &Output) -> String {
 }
 
 fn ok_json(o: &Output) -> Value {
-    assert!(o.status.success(), "exit {:?}\nstdout: {}\nstderr: {}", o.status, String::from_utf8_lossy(&o.stdout), stderr(o));
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        stderr(o)
+    );
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
@@ -254,10 +265,14 @@ fn the_operators_409_reason_is_printed_verbatim() {
     // the existing takeover Task is parked implement-declined.
     let tk = takeover_task_name("tatara", "tatara-operator", 9);
     let w = World::new(&[(501, "maint", "take over")], |s| {
-        s.seed("tasks", NS, json!({"metadata": {"name": tk}, "spec": {"projectRef": "tatara", "goal": "Take over",
+        s.seed(
+            "tasks",
+            NS,
+            json!({"metadata": {"name": tk}, "spec": {"projectRef": "tatara", "goal": "Take over",
             "kind": "takeover", "repositoryRef": "tatara-operator"},
-            "status": {"state": "under-implementation", "parkReason": "implement-declined"}}))
-            .unwrap();
+            "status": {"state": "under-implementation", "parkReason": "implement-declined"}}),
+        )
+        .unwrap();
     });
     let out = w.maint(&["tatara-operator!9"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -275,7 +290,11 @@ fn an_unreachable_operator_exits_5_and_the_retry_reuses_the_comment() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
     let out = w.takeover(&["tatara-operator!9"], Some("tok-maint"), Some(OIDC), Some(&format!("http://{closed}")));
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(stderr(&out).contains(&format!("the tatara operator at http://{closed} did not answer")), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("the tatara operator at http://{closed} did not answer")),
+        "{}",
+        stderr(&out)
+    );
     assert_eq!(w.forge_comments_posted(), 1);
     // The retry finds the mirrored comment: no second comment, one request.
     let r = ok_json(&w.maint(&["tatara-operator!9", "-o", "json"]));

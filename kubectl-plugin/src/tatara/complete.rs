@@ -38,9 +38,7 @@ impl Complete for Completer {
                 return Completions::none();
             };
             let values: Vec<String> = match path.first().map(String::as_str) {
-                Some("takeover") => {
-                    snap.merge_requests.iter().map(|m| m.key()).collect()
-                }
+                Some("takeover") => snap.merge_requests.iter().map(|m| m.key()).collect(),
                 _ => match current.split_once('/').map(|(k, _)| k) {
                     Some(kind @ ("issue" | "issues" | "iss")) => {
                         snap.issues.iter().map(|i| format!("{kind}/{}", i.name())).collect()

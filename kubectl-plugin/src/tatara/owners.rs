@@ -83,14 +83,20 @@ pub struct Tree {
     pub violations: Vec<Finding>,
 }
 
-/// A Task's stage in the spec's words: `under-implementation`,
-/// `parked(backlog-sweep)`, `failed(object-too-large)`, `delivered`, `rejected`.
+/// A Task's stage in the operator's words: its `state` (`new`,
+/// `under-implementation`, ..., `done`, `rejected`), or, when `parkReason`
+/// is set, `parked(<reason>, unpark: <class>)` with the operator's unpark
+/// class (`stage.UnparkClassFor`: never, human, timer, retired, retry). The
+/// operator has no `failed` state: every such reason is a park.
 pub fn stage_text(stage: &Stage) -> String {
+    let parked = |r: &str| match rules::ownership::park::unpark_class(r) {
+        Some(c) => format!("parked({r}, unpark: {})", c.label()),
+        None => format!("parked({r})"),
+    };
     match stage {
         Stage::Active(s) => s.clone(),
-        Stage::Parked(r) => format!("parked({r})"),
-        Stage::Failed(r) => format!("failed({r})"),
-        Stage::Delivered => "delivered".into(),
+        Stage::Parked(r) | Stage::Failed(r) => parked(r),
+        Stage::Delivered => "done".into(),
         Stage::Rejected => "rejected".into(),
     }
 }

@@ -207,9 +207,13 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
             // first, and its repair may already be ours.
             for planned in plan.iter().filter_map(|a| line(ns, &snap, a)) {
                 let (kind, name) = (planned.kind, planned.name.clone());
-                let this = |a: &Action| matches!(a, Action::SetOwners { kind: k, name: n, .. } if *k == kind && *n == name);
+                let this =
+                    |a: &Action| matches!(a, Action::SetOwners { kind: k, name: n, .. } if *k == kind && *n == name);
                 let what = format!("repair of {}/{name} in namespace {ns}", kind_name(kind).to_lowercase());
-                match exec.converge(&what, None, |snap| Ok(decide_repairs(snap).into_iter().filter(this).collect())).await {
+                match exec
+                    .converge(&what, None, |snap| Ok(decide_repairs(snap).into_iter().filter(this).collect()))
+                    .await
+                {
                     Ok(report) => {
                         result.applied.extend(report.applied.iter().filter_map(|a| line(ns, &snap, a)));
                         result.conflicts += report.conflicts;
@@ -231,8 +235,10 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
     common::print(&args.output, colour, &result, out)?;
     if let Some(first) = result.failed.first() {
         let names = |v: Vec<String>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
-        let written = names(result.applied.iter().map(|l| format!("{}/{}", kind_name(l.kind).to_lowercase(), l.name)).collect());
-        let not = names(result.failed.iter().map(|f| format!("{}/{}", kind_name(f.kind).to_lowercase(), f.name)).collect());
+        let written =
+            names(result.applied.iter().map(|l| format!("{}/{}", kind_name(l.kind).to_lowercase(), l.name)).collect());
+        let not =
+            names(result.failed.iter().map(|f| format!("{}/{}", kind_name(f.kind).to_lowercase(), f.name)).collect());
         return Err(CliError::new(format!(
             "{} of {} repair(s) could not be written (written: {written}; not written: {not}); the first failure: {}",
             result.failed.len(),

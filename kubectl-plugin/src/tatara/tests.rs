@@ -67,7 +67,7 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     let t = tree(&snap, "r#1").unwrap();
     assert_eq!(t.name, "iss-r-1");
     assert!(t.violations.is_empty(), "{:?}", t.violations);
-    assert_eq!(t.owners[1].stage.as_deref(), Some("parked(backlog-sweep)"));
+    assert_eq!(t.owners[1].stage.as_deref(), Some("parked(backlog-sweep, unpark: human)"));
     assert!(t.owners.iter().all(|o| o.exists && o.block_owner_deletion));
 
     let t = tree(&snap, "issue/iss-r-2").unwrap();
@@ -80,7 +80,7 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert!(!t.owners[0].exists);
 
     let t = tree(&snap, "task/parked").unwrap();
-    assert_eq!(t.stage.as_deref(), Some("parked(backlog-sweep)"));
+    assert_eq!(t.stage.as_deref(), Some("parked(backlog-sweep, unpark: human)"));
     assert_eq!(t.owns.len(), 2);
     assert_eq!(t.owns.iter().filter(|o| !o.violations.is_empty()).count(), 1);
 
@@ -92,7 +92,12 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     assert!(matches!(tree(&snap, "r#x"), Err(Lookup::Invalid(_))));
     assert!(matches!(tree(&snap, "pod/a"), Err(Lookup::Invalid(_))));
     assert!(matches!(tree(&snap, "r#99"), Err(Lookup::NotFound(_))));
-    assert_eq!(stage_text(&rules::ownership::types::Stage::Failed("x".into())), "failed(x)");
+    use rules::ownership::types::Stage;
+    // The operator's words: no failed state, parks with their unpark class.
+    assert_eq!(stage_text(&Stage::Failed("object-too-large".into())), "parked(object-too-large, unpark: never)");
+    assert_eq!(stage_text(&Stage::Parked("backlog-sweep".into())), "parked(backlog-sweep, unpark: human)");
+    assert_eq!(stage_text(&Stage::Parked("something-new".into())), "parked(something-new)");
+    assert_eq!(stage_text(&Stage::Delivered), "done");
 }
 
 #[test]

@@ -165,7 +165,13 @@ fn mirror_comments(db: &Mutex<Store>, gh: &FakeGitHub, ns: &str) {
             continue;
         }
         let name = mr.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let _ = store.as_user(OPERATOR_USER).patch("mergerequests", ns, &name, &json!({"status": {"comments": list}}), true);
+        let _ = store.as_user(OPERATOR_USER).patch(
+            "mergerequests",
+            ns,
+            &name,
+            &json!({"status": {"comments": list}}),
+            true,
+        );
     }
 }
 
@@ -199,8 +205,7 @@ fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let authorization =
-        headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     let (tokens, ns) = {
         let s = st.lock().unwrap();
         (s.tokens.clone(), s.namespace.clone())
@@ -284,9 +289,9 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
     let mut guard = db.lock().unwrap();
     let store: &Store = &guard;
     let get = |store: &Store, plural: &str, name: &str| store.get(plural, ns, name).ok();
-    let Some(proj) = get(&store, "projects", project) else { return error(404, "not found") };
+    let Some(proj) = get(store, "projects", project) else { return error(404, "not found") };
     let proj: Project = serde_json::from_value(proj).unwrap();
-    let Some(repo) = get(&store, "repositories", &repo_name) else { return error(404, "not found") };
+    let Some(repo) = get(store, "repositories", &repo_name) else { return error(404, "not found") };
     let repo: Repository = serde_json::from_value(repo).unwrap();
     // repoCR's "not in project" is a plain error: writeClientErr's 500.
     if repo.spec.project_ref != project {
@@ -296,10 +301,10 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
     if task_name.is_empty() {
         return error(400, "task required");
     }
-    let Some(caller) = get(&store, "tasks", &task_name) else { return error(404, "not found") };
+    let Some(caller) = get(store, "tasks", &task_name) else { return error(404, "not found") };
     let caller: Task = serde_json::from_value(caller).unwrap();
     let mr_name = merge_request_cr_name(&repo_name, number);
-    let Some(mr_json) = get(&store, "mergerequests", &mr_name) else { return error(404, "not found") };
+    let Some(mr_json) = get(store, "mergerequests", &mr_name) else { return error(404, "not found") };
     let mr: MergeRequest = serde_json::from_value(mr_json.clone()).unwrap();
     if controller_task(&mr).as_deref() != Some(task_name.as_str()) {
         return error(409, "task does not own this merge request");
@@ -319,7 +324,7 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
         return error(403, rules::ownership::takeover::REFUSAL_BODY);
     }
     let tk_name = takeover_task_name(project, &repo_name, number);
-    let existing: Option<Task> = get(&store, "tasks", &tk_name).and_then(|t| serde_json::from_value(t).ok());
+    let existing: Option<Task> = get(store, "tasks", &tk_name).and_then(|t| serde_json::from_value(t).ok());
     if let Some(t) = existing.as_ref().filter(|t| unresumable_takeover_park(t)) {
         let reason = t.status.as_ref().and_then(|s| s.park_reason.clone()).unwrap_or_default();
         return error(409, &unresumable_text(&reason));
@@ -361,7 +366,8 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
     // The controller hand-over from the caller Task, in one update
     // (takeover.go:406-429: AddPlainOwner, then HandOverController).
     let tk_uid = tk.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-    let mut refs: Vec<Value> = mr_json.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut refs: Vec<Value> =
+        mr_json.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
     for r in refs.iter_mut() {
         if r["name"] == caller.name() {
             r["controller"] = json!(false);
@@ -370,7 +376,8 @@ fn mr_takeover(ns: &str, db: &Mutex<Store>, gh: Option<&FakeGitHub>, project: &s
     }
     refs.retain(|r| r["name"] != tk_name.as_str());
     refs.push(serde_json::to_value(task_owner_ref(&tk_name, &tk_uid, true)).unwrap());
-    let rv = store.get("mergerequests", ns, &mr_name).ok().and_then(|m| m.pointer("/metadata/resourceVersion").cloned());
+    let rv =
+        store.get("mergerequests", ns, &mr_name).ok().and_then(|m| m.pointer("/metadata/resourceVersion").cloned());
     let owners = json!({"metadata": {"ownerReferences": refs, "resourceVersion": rv}});
     if store.patch("mergerequests", ns, &mr_name, &owners, false).is_err() {
         return error(500, "internal error");

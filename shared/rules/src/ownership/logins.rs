@@ -18,7 +18,8 @@ fn without_bot(project: &Project, list: Option<Vec<String>>) -> BTreeSet<String>
 /// `EffectiveMaintainerLogins` (logins.go:24-37): closed by default, none is
 /// empty.
 pub fn effective_maintainers(project: &Project, repo: Option<&Repository>) -> BTreeSet<String> {
-    let list = repo.and_then(|r| r.spec.maintainer_logins.clone()).or_else(|| project.spec.scm.maintainer_logins.clone());
+    let list =
+        repo.and_then(|r| r.spec.maintainer_logins.clone()).or_else(|| project.spec.scm.maintainer_logins.clone());
     without_bot(project, list)
 }
 

@@ -39,8 +39,11 @@ pub fn parse_key(key: &str) -> Result<(String, i64), String> {
     let (repo, number) = key
         .rsplit_once(['!', '#'])
         .ok_or_else(|| format!("{key:?} is not REPO!NUMBER (e.g. tatara-operator!9; REPO#NUMBER is accepted too)"))?;
-    let number: i64 =
-        number.parse().ok().filter(|n| *n > 0).ok_or_else(|| format!("{key:?}: {number:?} is not a positive number"))?;
+    let number: i64 = number
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| format!("{key:?}: {number:?} is not a positive number"))?;
     if repo.is_empty() {
         return Err(format!("{key:?}: the repository (a Repository CR's name) is missing before the number"));
     }

@@ -233,13 +233,8 @@ impl Operator {
                 body: text,
             });
         }
-        let message = json
-            .as_ref()
-            .and_then(|v| v.get("error"))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-            .unwrap_or(text);
+        let message =
+            json.as_ref().and_then(|v| v.get("error")).and_then(Value::as_str).map(str::to_string).unwrap_or(text);
         Err(OperatorError::Refused { what: what.to_string(), status, message })
     }
 }
-

@@ -76,7 +76,9 @@ fn is_trusted_author_table() {
 #[test]
 fn is_allowed_reporter_table() {
     // TestIsAllowedReporter
-    let cases: &[(&str, Option<&[&str]>, Option<&[&str]>, Option<Repository>, &str, bool)] = &[
+    // (name, maintainers, reporters, repository override, login, allowed)
+    type Case<'a> = (&'a str, Option<&'a [&'a str]>, Option<&'a [&'a str]>, Option<Repository>, &'a str, bool);
+    let cases: &[Case<'_>] = &[
         ("empty list is open for anyone", None, None, None, "stranger", true),
         ("empty list is open for empty login", None, None, None, "", true),
         ("configured: listed reporter allowed", None, Some(&["alice"]), None, "alice", true),
@@ -84,7 +86,14 @@ fn is_allowed_reporter_table() {
         ("configured: bot always allowed", None, Some(&["alice"]), None, "bot", true),
         ("configured: maintainer always allowed", Some(&["carol"]), Some(&["alice"]), None, "carol", true),
         ("configured: empty login fails closed", None, Some(&["alice"]), None, "", false),
-        ("repo override opens intake for this repo", None, Some(&["alice"]), Some(repo(Some(&[]), None)), "mallory", true),
+        (
+            "repo override opens intake for this repo",
+            None,
+            Some(&["alice"]),
+            Some(repo(Some(&[]), None)),
+            "mallory",
+            true,
+        ),
         ("repo override tightens intake", None, Some(&["alice"]), Some(repo(Some(&["bob"]), None)), "alice", false),
     ];
     for (name, maintain, reporters, r, login, want) in cases {

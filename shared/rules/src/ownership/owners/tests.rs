@@ -1,6 +1,6 @@
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use super::*;
 use crate::ownership::testkit::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
 fn rules(f: &[Finding]) -> Vec<u8> {
     let mut r: Vec<u8> = f.iter().map(|f| f.rule).collect();
@@ -100,7 +100,16 @@ fn the_first_live_owner_in_reference_order_is_promoted_not_the_oldest_by_timesta
 fn dead_and_finished_owners_are_skipped() {
     // "skips dead owners, picks oldest survivor"; a TaskDone owner is no
     // heir (own.go:198-205), nor is a Task being deleted.
-    let a = issue("iss", vec![oref("gone", false), oref("done", false), oref("rejected", false), oref("deleting", false), oref("b", false)]);
+    let a = issue(
+        "iss",
+        vec![
+            oref("gone", false),
+            oref("done", false),
+            oref("rejected", false),
+            oref("deleting", false),
+            oref("b", false),
+        ],
+    );
     let mut deleting = task("deleting", 3);
     deleting.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(ts(9)));
     let tasks = [

@@ -70,7 +70,8 @@ fn a_non_maintainer_with_a_mirrored_comment_is_still_asked_for_the_operator_deci
 #[test]
 fn a_comment_on_the_forge_not_yet_mirrored_is_waited_for_never_posted_again() {
     let m = mr(json!([]));
-    let comments = [forge("20", "maint", "take over"), forge("21", "maint", "take over please"), forge("22", "x", "take over")];
+    let comments =
+        [forge("20", "maint", "take over"), forge("21", "maint", "take over please"), forge("22", "x", "take over")];
     let step = next_step(&project(Some(vec!["maint"])), None, &m, "maint", &comments).unwrap();
     assert_eq!(step, Step::Wait { external_id: "21".into() });
 }
