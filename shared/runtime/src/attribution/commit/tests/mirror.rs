@@ -150,3 +150,97 @@ fn the_documents_a_reconcile_compares_are_found_by_identity_and_digested_by_cont
     assert_eq!(everything.iter().map(|d: &Doc| d.path.as_str()).collect::<Vec<_>>(), ["ops/x", "shop/web"]);
     assert!(w.documents_of_type("", "secrets", None, &[]).unwrap().is_empty());
 }
+
+/// Commits `files` to the remote's `main` with the git CLI, as another tool.
+fn prefill(root: &Path, remote: &Path, files: &[(&str, &str)]) {
+    let work = root.join("prefill");
+    git_cli(root, &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
+    for (path, content) in files {
+        let file = work.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+    git_cli(&work, &["add", "--all"]);
+    git_cli(&work, &["-c", "user.name=other", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-m", "filled"]);
+    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+}
+
+#[test]
+fn ignored_and_unparsable_files_are_never_read_nor_rewritten() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let web = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: shop\ndata:\n  key: old\n";
+    prefill(
+        tmp.path(),
+        &remote,
+        &[
+            ("clusters/prod/.gittargetignore", "# passengers\nkept/\n"),
+            ("clusters/prod/kept/web.yaml", web),
+            ("clusters/prod/broken.yaml", "kind: [\n"),
+        ],
+    );
+    let mut w = mirror_writer(tmp.path(), &remote, None, None);
+    let out = w.commit(&[write(user("alice"), cm("shop", "web", "1"), "a-1", 0)]).unwrap();
+    assert_eq!(out.unparsable, 1, "the broken document is counted");
+    // The ignored copy is not the object's document: a new one is written.
+    assert_eq!(git_cli(&remote, &["show", "main:clusters/prod/kept/web.yaml"]), web);
+    assert!(git_cli(&remote, &["show", "main:clusters/prod/shop/configmaps/web.yaml"]).contains("key: '1'"));
+    assert_eq!(git_cli(&remote, &["show", "main:clusters/prod/broken.yaml"]), "kind: [\n");
+    // A placement into an ignored path is refused, naming the file.
+    let mut placed = mirror_writer(tmp.path().join("b").as_path(), &remote, None, None);
+    placed.config.placement.default = Some("kept/{name}.yaml".into());
+    let out = placed.commit(&[write(user("bob"), cm("shop", "other", "1"), "b-1", 1)]).unwrap();
+    assert_eq!(out.rejected.len(), 1);
+    assert!(out.rejected[0].error.to_string().contains(".gittargetignore"), "{}", out.rejected[0].error);
+}
+
+/// Stands in for the SOPS encryptor (written elsewhere): the identity in
+/// clear, the content only as its digest, and the same bytes back for the
+/// same plaintext, as `Encryptor::seal` promises.
+#[derive(Debug)]
+struct DigestSeal;
+
+impl super::super::encryption::Encryptor for DigestSeal {
+    fn seal(
+        &self,
+        _path: &str,
+        plaintext: &[u8],
+        existing: Option<&[u8]>,
+    ) -> Result<Vec<u8>, super::super::encryption::EncryptionError> {
+        let v: Value = serde_norway::from_slice(plaintext).unwrap();
+        let digest = git2::Oid::hash_object(git2::ObjectType::Blob, plaintext).unwrap();
+        let sealed = format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {}\n  namespace: {}\nsops:\n  digest: {digest}\n",
+            v["metadata"]["name"].as_str().unwrap(),
+            v["metadata"]["namespace"].as_str().unwrap()
+        );
+        match existing {
+            Some(e) if e == sealed.as_bytes() => Ok(e.to_vec()),
+            _ => Ok(sealed.into_bytes()),
+        }
+    }
+}
+
+#[test]
+fn a_sensitive_object_goes_through_the_encryptor_to_its_own_sops_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = mirror_writer(tmp.path(), &remote, None, None);
+    w.config.encryption = Some(Arc::new(DigestSeal));
+    let out = w.commit(&[secret("shop", "db")]).unwrap();
+    assert_eq!((out.commits.len(), out.sensitive_skipped), (1, 0));
+    let path = "main:clusters/prod/shop/secrets/db.sops.yaml";
+    assert!(git_cli(&remote, &["show", path]).contains("digest: "));
+    assert!(!git_cli(&remote, &["log", "-p", "--all"]).contains("aHVudGVyMg=="), "never in clear text");
+    // The same Secret again: sealed to the same bytes, no commit.
+    let out = w.commit(&[secret("shop", "db")]).unwrap();
+    assert_eq!((out.commits.len(), out.unchanged), (0, 1));
+    // Removed by identity.
+    let gone = Change {
+        action: Action::Delete,
+        object: ObjectKey { resource: "secrets".into(), ..cm_key("shop", "db") },
+        ..secret("shop", "db")
+    };
+    w.commit(&[gone]).unwrap();
+    assert!(!git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]).contains("db.sops.yaml"));
+}
