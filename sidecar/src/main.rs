@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 mod accept;
 mod api;
 mod authority;
+mod client_usage;
 mod devcerts;
 mod error;
 mod inject_webhook;
