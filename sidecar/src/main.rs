@@ -10,6 +10,7 @@ mod accept;
 mod api;
 mod apiserver;
 mod authority;
+mod client_usage;
 mod devcerts;
 mod encryption;
 mod error;

@@ -120,7 +120,7 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>> {
             let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
                 .map_err(|e| Error::Tls(format!("client verification setup: {e}")))?;
-            builder.with_client_cert_verifier(verifier)
+            builder.with_client_cert_verifier(crate::client_usage::ClientUsage::new(verifier))
         }
         None => builder.with_no_client_auth(),
     };
