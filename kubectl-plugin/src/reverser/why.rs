@@ -50,7 +50,7 @@ pub struct Args {
     pub route: String,
 
     /// Ask a sidecar's Explain over its Unix socket.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["pod", "redis_url"])]
+    #[arg(long, value_name = "PATH", env = "REVERSER_SOCKET", conflicts_with_all = ["pod", "redis_url"])]
     pub socket: Option<PathBuf>,
 
     /// Ask the sidecar inside this pod (in -n's namespace), through the API
