@@ -463,6 +463,12 @@ pub fn render_table(r: &Report, style: &Style) -> String {
             };
             t.push_str(&format!("  read from:   {from}\n"));
         }
+        // Nobody was asked: not a verdict, so no UNRESOLVED.
+        None if r.evidence.is_none() && r.evidence_source.is_none() => {
+            t.push_str(&format!(
+                "Author of {what}: not known, no evidence was asked (pass --socket, --pod or --redis-url)\n"
+            ));
+        }
         None => {
             let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);
             let committed = if o.never_written {
