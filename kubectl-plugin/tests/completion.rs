@@ -135,3 +135,26 @@ fn without_the_helper_kubectl_completes_nothing() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!stdout.contains("why"), "{stdout}");
 }
+
+#[test]
+fn a_tab_against_a_server_that_never_answers_gives_up_within_two_seconds() {
+    let hang = testkit::process::Hang::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, fakeapi::kubeconfig(&hang.url(), "shop")).unwrap();
+    // The helper kubectl runs for a TAB (kubectl itself spends about 5 s
+    // against such a server before it runs the helper: not ours to bound).
+    for (helper, words) in [
+        (PLUGINS[2], &["why", ""][..]),
+        (PLUGINS[2], &["why", "-n", ""]),
+        (PLUGINS[2], &["why", "cm/"]),
+        (PLUGINS[3], &["owners", ""]),
+    ] {
+        let started = std::time::Instant::now();
+        let out = std::process::Command::new(helper).args(words).env("KUBECONFIG", &kc).output().unwrap();
+        let elapsed = started.elapsed();
+        assert!(elapsed < std::time::Duration::from_secs(2), "{words:?} took {elapsed:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.lines().all(|l| l.starts_with(':')), "{words:?}: {stdout}");
+    }
+}

@@ -550,6 +550,10 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
     assert!(out.contains("Git path:   none (the mirror never writes secrets in clear text)"), "{out}");
     assert!(out.contains("UNRESOLVED (not committed: the mirror never writes secrets)"), "{out}");
     assert!(!out.contains("committed as `unknown"), "{out}");
+    // No evidence flag: nobody was asked, which is no verdict.
+    let out = why(&k, &kc, &["secret/db-pass"]);
+    assert!(out.contains("Author of the current state: not known, no evidence was asked (pass --socket"), "{out}");
+    assert!(!out.contains("UNRESOLVED"), "{out}");
     // A field the answer lacks: nothing, as kubectl's default; an error
     // naming it with --allow-missing-template-keys=false, as kubectl's.
     assert_eq!(why(&k, &kc, &["secret/db-pass", "--socket", socket, "-o", "jsonpath={.nope}"]), "");

@@ -117,7 +117,7 @@ async fn start_receiver(
 ) -> Result<()> {
     let tls = receiver_tls(r)?;
     let config = tls::server_config(&tls.server)?;
-    let listener = bind(addr, "the audit webhook").await?;
+    let listener = bind(addr, "the audit webhook (--audit-listen)").await?;
     let local = listener.local_addr().map_err(Error::io("reading the audit webhook's address"))?;
     let state = Arc::new(ReceiverState {
         publisher: transport.publisher(),
@@ -150,7 +150,7 @@ fn spawn_monitor(transport: &Transport, tasks: &mut Tasks) {
 
 /// Serves /metrics, /healthz, /readyz (and, with an engine, /v1/explain).
 async fn start_ops(addr: std::net::SocketAddr, router: axum::Router, tasks: &mut Tasks) -> Result<()> {
-    let listener = bind(addr, "metrics").await?;
+    let listener = bind(addr, "metrics (--metrics-listen)").await?;
     let local = listener.local_addr().map_err(Error::io("reading the metrics listener's address"))?;
     let stopping = tasks.stopping();
     tasks.spawn("metrics listener", async move {

@@ -174,7 +174,8 @@ fn watch_waiting_for_the_sidecars_socket_stops_on_sigterm() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    wait_for_log(&log, &["waiting for the sidecar's socket"], Duration::from_secs(20));
+    // The cause, not `transport error` alone.
+    wait_for_log(&log, &["waiting for the sidecar's socket", "No such file or directory"], Duration::from_secs(20));
     let status = terminate(&mut watch, Duration::from_secs(5));
     assert!(status.success(), "{status:?}\n{}", std::fs::read_to_string(&log).unwrap());
 }
@@ -229,4 +230,25 @@ fn a_mistyped_resource_stops_watch_at_start_naming_the_close_match() {
             && stderr.contains("did you mean configmaps?"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_taken_port_names_the_flag_that_chose_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    for (flag, extra) in
+        [("--metrics-listen", ["--audit-listen", "off"]), ("--audit-listen", ["--metrics-listen", "127.0.0.1:0"])]
+    {
+        let out = Command::new(BIN)
+            .current_dir(dir.path())
+            .args(["serve", "--socket", "s.sock", flag, &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{flag}: {stderr}");
+        assert!(stderr.contains(&format!("({flag}) on 127.0.0.1:{port}")), "{flag}: {stderr}");
+    }
 }

@@ -30,9 +30,13 @@ pub mod directive {
     pub const NO_FILES: u32 = 4;
 }
 
-/// How long completion waits for the cluster unless `--request-timeout`
-/// says otherwise: a TAB must answer quickly or not at all.
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+/// How long each call completion makes waits for the cluster unless
+/// `--request-timeout` says otherwise: a TAB must answer quickly or not at
+/// all.
+pub const TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a whole completion may take: a hung server gives no
+/// candidates after this, however many calls the completion would make.
+pub const DEADLINE: Duration = Duration::from_millis(1500);
 
 /// Candidates and the directive for the shell.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,8 +131,12 @@ pub fn run_if_asked<C: CommandFactory>(plugin: &dyn Complete) -> Option<ExitCode
         return None;
     }
     let words: Vec<String> = args.collect();
-    let completions = super::block_on(async { Ok(complete(&C::command(), &words, plugin).await) })
-        .unwrap_or_else(|_| Completions::none());
+    let completions = super::block_on(async {
+        Ok(tokio::time::timeout(DEADLINE, complete(&C::command(), &words, plugin))
+            .await
+            .unwrap_or_else(|_| Completions::none()))
+    })
+    .unwrap_or_else(|_| Completions::none());
     // A shell that went away needs no answer.
     let _ = completions.write(&mut std::io::stdout().lock());
     Some(ExitCode::SUCCESS)

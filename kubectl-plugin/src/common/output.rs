@@ -31,8 +31,10 @@ pub struct OutputArgs<const WIDE: bool = true, const NAME: bool = true> {
     #[arg(long)]
     pub no_headers: bool,
 
-    /// With -o jsonpath: false fails on a field the result lacks.
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, hide_possible_values = true)]
+    /// With -o jsonpath: false fails on a field the result lacks. Named in
+    /// -o's help, not listed itself: a flag this long would push every
+    /// command's help into the one-flag-per-two-lines layout.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, hide = true)]
     pub allow_missing_template_keys: bool,
 }
 
@@ -65,7 +67,11 @@ impl FormatParser {
     }
 
     fn help(&self) -> String {
-        format!("Output format: {} (kubectl's JSONPath over the -o json document). Default: a table.", self.listed())
+        format!(
+            "Output format: {} (kubectl's JSONPath over the -o json document; \
+             --allow-missing-template-keys=false fails on a missing field). Default: a table.",
+            self.listed()
+        )
     }
 }
 

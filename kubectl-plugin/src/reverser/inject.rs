@@ -129,6 +129,13 @@ pub fn run(args: &Args, stdin: &mut dyn Read, out: &mut dyn Write, log: &mut dyn
             "cannot read manifests from {source}: {e}; pass an existing YAML or JSON file with -f, or - for stdin"
         ))
     })?;
+    if text.trim().is_empty() {
+        // As `kubectl apply -f` with nothing in it: an empty pipe is a
+        // mistake upstream (a failed `kubectl get`), not a success.
+        return Err(CliError::new(format!(
+            "{source} holds no manifests; pass a YAML or JSON file with -f, or pipe one into -f -"
+        )));
+    }
     let injection = inject_manifests(&text, &options).map_err(|e| CliError::new(format!("{source}: {e}")))?;
     out.write_all(injection.output.as_bytes())
         .and_then(|()| out.flush())

@@ -50,7 +50,7 @@ pub struct Args {
     pub route: String,
 
     /// Ask a sidecar's Explain over its Unix socket.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["pod", "redis_url"])]
+    #[arg(long, value_name = "PATH", env = "REVERSER_SOCKET", conflicts_with_all = ["pod", "redis_url"])]
     pub socket: Option<PathBuf>,
 
     /// Ask the sidecar inside this pod (in -n's namespace), through the API
@@ -464,6 +464,12 @@ pub fn render_table(r: &Report, style: &Style) -> String {
                 _ => "the fact index".into(),
             };
             t.push_str(&format!("  read from:   {from}\n"));
+        }
+        // Nobody was asked: not a verdict, so no UNRESOLVED.
+        None if r.evidence.is_none() && r.evidence_source.is_none() => {
+            t.push_str(&format!(
+                "Author of {what}: not known, no evidence was asked (pass --socket, --pod or --redis-url)\n"
+            ));
         }
         None => {
             let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);

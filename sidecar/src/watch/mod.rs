@@ -362,6 +362,13 @@ impl Supervisor {
                 }
                 None => {
                     tracing::info!(r#type = %key.0, scope = %key.1, "watching");
+                    if rules::mirror::select::is_sensitive(&ty.group, &ty.resource) {
+                        tracing::info!(
+                            r#type = %key.0,
+                            "{} are watched but never written to Git in clear text (skipped and counted)",
+                            ty.resource
+                        );
+                    }
                     self.shared.readiness.pending(&stream::concern(&key.0, &key.1), "not listed yet");
                     let (tx, rx) = watch::channel(ty);
                     let task = tokio::spawn(stream::run(self.shared.clone(), rx, key.1.clone()));
@@ -389,7 +396,12 @@ async fn connect(socket: &std::path::Path) -> tonic::transport::Channel {
             Ok(channel) => return channel,
             Err(e) => {
                 if !warned {
-                    tracing::info!(socket = %socket.display(), error = %e, "waiting for the sidecar's socket");
+                    // The whole chain: `transport error` alone hides the ENOENT.
+                    tracing::info!(
+                        "waiting for the sidecar's socket {}: {}; retrying until `serve` listens there (--socket)",
+                        socket.display(),
+                        runtime::error_chain(&e)
+                    );
                     warned = true;
                 }
                 tokio::time::sleep(backoff.next_delay()).await;
@@ -405,7 +417,7 @@ async fn start_ops(
     tasks: &mut Tasks,
 ) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| Error::Listen {
-        what: "the watcher's metrics",
+        what: "the watcher's metrics (--metrics-listen)",
         addr: addr.to_string(),
         source,
     })?;
