@@ -8,8 +8,8 @@
 //! Secret keys are read under gitops-reverser's names
 //! (`rules::mirror::credentials`); `generateWhenMissing` writes a signing
 //! key as `signing.key` and `signing.pub`, and only into a Secret that holds
-//! no signing key. An encrypted signing key is refused, naming it (its
-//! `passphrase` is read but not yet used).
+//! no signing key. A passphrase-protected key is decrypted with the
+//! Secret's `passphrase`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -207,13 +207,8 @@ async fn signer(client: &kube::Client, ns: &str, secret: &str, generate: bool) -
             )));
         }
     };
-    SshSigner::from_openssh(&pem).map_err(|e| match (passphrase.is_some(), e) {
-        // The reference decrypts with `passphrase`; this signer cannot yet.
-        (true, e @ runtime::attribution::commit::signing::SigningError::EncryptedKey) => {
-            Error::Config(format!("{what}: {e} (its passphrase key is read, but decrypting the key is not supported)"))
-        }
-        (_, e) => Error::Config(format!("{what}: {e}")),
-    })
+    SshSigner::from_openssh_with_passphrase(&pem, passphrase.as_deref())
+        .map_err(|e| Error::Config(format!("{what}: {e}")))
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! through the real `reverser-sidecar` binaries: a `bearerToken` sent as
 //! `Authorization: Bearer`, basic auth with an empty username, an Argo CD
 //! `sshPrivateKey` trusted through a knownHostsRef's hashed
-//! `ssh_known_hosts`, and a `signing.key` that `generateWhenMissing` leaves
-//! alone. Every key name's selection is unit-tested in
+//! `ssh_known_hosts`, an SSH key decrypted with `ssh-password`, a signing key
+//! decrypted with `passphrase`, and a `signing.key` that `generateWhenMissing`
+//! leaves alone. Every key name's selection is unit-tested in
 //! `rules::mirror::credentials`.
 
 use std::process::{Command, Stdio};
@@ -104,17 +105,86 @@ fn an_argo_ssh_key_is_trusted_through_hashed_ssh_known_hosts_of_the_ref() {
 }
 
 #[test]
-fn generate_when_missing_never_adds_a_key_to_a_secret_holding_signing_key() {
+fn an_ssh_key_with_its_ssh_password_pushes() {
+    let server = testkit::ssh_git::SshGitServer::start().expect("sshd (openssh-server) must be installed");
+    let bare = server.dir().join("history.git");
+    std::fs::create_dir_all(&bare).unwrap();
+    git(&bare, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    // The server's client key, passphrase-protected by ssh-keygen.
     let tmp = tempfile::tempdir().unwrap();
-    let key = tmp.path().join("signing");
+    let key = tmp.path().join("id");
+    std::fs::write(&key, &server.client_key).unwrap();
+    let mut perms = std::fs::metadata(&key).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o600);
+    std::fs::set_permissions(&key, perms).unwrap();
+    let out = Command::new("ssh-keygen").args(["-q", "-p", "-N", "s3cret pass", "-f"]).arg(&key).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let encrypted = std::fs::read_to_string(&key).unwrap();
+    assert_ne!(encrypted, server.client_key);
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["url"] = json!(server.url(&bare));
+        s.provider["spec"]["secretRef"] = json!({"name": "lab-git-ssh"});
+        s.rules.push(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-git-ssh", "namespace": NS},
+            "data": {"ssh-privatekey": b64(&encrypted), "ssh-password": b64("s3cret pass"),
+                     "known_hosts": b64(&server.known_hosts())}}),
+        );
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create pushed with the decrypted key", || authors_on(&bare).lines().any(|a| a == "alice"));
+}
+
+/// An OpenSSH ed25519 key from the real ssh-keygen: (private, public).
+fn ssh_keygen(dir: &std::path::Path, passphrase: &str) -> (String, String) {
+    let key = dir.join(format!("signing-{}", passphrase.len()));
     let made = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", "existing", "-f"])
+        .args(["-q", "-t", "ed25519", "-N", passphrase, "-C", "existing", "-f"])
         .arg(&key)
         .output()
         .unwrap();
     assert!(made.status.success());
-    let private = std::fs::read_to_string(&key).unwrap();
-    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    (std::fs::read_to_string(&key).unwrap(), std::fs::read_to_string(key.with_extension("pub")).unwrap())
+}
+
+/// `git verify-commit` of the remote's main with `public` as the only
+/// allowed signer.
+fn verify_head(m: &Mirror, public: &str) {
+    let allowed = m.dir.path().join("allowed_signers");
+    std::fs::write(&allowed, format!("mirror@lab.invalid {public}")).unwrap();
+    let verify = Command::new("git")
+        .arg("-C")
+        .arg(&m.remote)
+        .args(["-c", "gpg.format=ssh", "-c"])
+        .arg(format!("gpg.ssh.allowedSignersFile={}", allowed.display()))
+        .args(["verify-commit", "main"])
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+}
+
+#[test]
+fn a_passphrase_protected_signing_key_signs_with_its_passphrase() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (private, public) = ssh_keygen(tmp.path(), "correct horse");
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["commit"]["signing"] = json!({"secretRef": {"name": "lab-signing"}});
+        s.rules
+            .push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-signing", "namespace": NS},
+            "data": {"signing.key": b64(&private), "passphrase": b64("correct horse")}}));
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&cm_path("web")));
+    verify_head(&m, &public);
+}
+
+#[test]
+fn generate_when_missing_never_adds_a_key_to_a_secret_holding_signing_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (private, public) = ssh_keygen(tmp.path(), "");
     let m = Mirror::start(|s| {
         s.provider["spec"]["commit"]["signing"] =
             json!({"secretRef": {"name": "lab-signing"}, "generateWhenMissing": true});
@@ -130,15 +200,5 @@ fn generate_when_missing_never_adds_a_key_to_a_secret_holding_signing_key() {
     let keys: Vec<&String> = secret["data"].as_object().unwrap().keys().collect();
     assert_eq!(keys, ["signing.key", "signing.pub"], "a key was added");
     // The commit is signed by the existing key.
-    let allowed = tmp.path().join("allowed_signers");
-    std::fs::write(&allowed, format!("mirror@lab.invalid {public}")).unwrap();
-    let verify = Command::new("git")
-        .arg("-C")
-        .arg(&m.remote)
-        .args(["-c", "gpg.format=ssh", "-c"])
-        .arg(format!("gpg.ssh.allowedSignersFile={}", allowed.display()))
-        .args(["verify-commit", "main"])
-        .output()
-        .unwrap();
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stderr));
+    verify_head(&m, &public);
 }

@@ -541,7 +541,7 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
         assert not [f for f in files if "/other/" in f or "/mirror/" in f], files
         # Signed with the key the sidecar generated into the signing Secret.
         signing = api.get("", "secrets", "mirror", "git-signing")
-        assert signing and "ssh-privatekey" in signing["data"]
+        assert signing and {"signing.key", "signing.pub"} <= set(signing["data"]), "generated under the reference's key names"
         head = subprocess.run(["git", "--git-dir", str(remote), "cat-file", "commit", "main"], capture_output=True, text=True, check=True).stdout
         assert "-----BEGIN SSH SIGNATURE-----" in head
         requests = api.requests()

@@ -5,8 +5,8 @@
 //! (namespace `git`, message hash SHA-512) in `-----BEGIN SSH SIGNATURE-----` armor, exactly what
 //! `ssh-keygen -Y sign -n git` emits, so `git verify-commit` with `gpg.format=ssh` accepts it.
 //!
-//! Supported keys: unencrypted OpenSSH-format ed25519 and ECDSA nistp256/nistp384. Refused with a clear error:
-//! passphrase-protected keys, RSA and ECDSA nistp521 (ssh-key 0.6.7 bugs, see `is_supported`), DSA and
+//! Supported keys: OpenSSH-format ed25519 and ECDSA nistp256/nistp384, in clear or passphrase-protected (decrypted
+//! once, with the given passphrase). Refused with a clear error: RSA and ECDSA nistp521 (ssh-key 0.6.7 bugs, see `is_supported`), DSA and
 //! hardware-backed (`sk-*`) keys.
 
 use base64::Engine as _;
@@ -33,12 +33,19 @@ pub enum SigningError {
         source: ssh_key::Error,
     },
 
-    /// The key is protected by a passphrase, which an unattended signer has no way to supply.
+    /// The key is protected by a passphrase and none was given.
     #[error(
-        "the SSH signing key is passphrase-protected, which is not supported; provide an unencrypted key \
-         (remove the passphrase from a copy with `ssh-keygen -p -N \"\" -f <copy-of-key>`)"
+        "the SSH signing key is passphrase-protected and no passphrase was given; put it under the \
+         signing Secret's `passphrase` key, or provide an unencrypted key"
     )]
     EncryptedKey,
+
+    /// The passphrase given does not decrypt the key.
+    #[error("the passphrase does not decrypt the SSH signing key ({source}); check the signing Secret's `passphrase`")]
+    WrongPassphrase {
+        #[source]
+        source: ssh_key::Error,
+    },
 
     /// The key's algorithm is one this module can't sign with (whether or not ssh-key could parse the key).
     #[error(
@@ -87,6 +94,12 @@ impl std::fmt::Debug for SshSigner {
 impl SshSigner {
     /// Parses an OpenSSH private key (`-----BEGIN OPENSSH PRIVATE KEY-----` text) and checks it can sign.
     pub fn from_openssh(pem: &str) -> Result<Self, SigningError> {
+        Self::from_openssh_with_passphrase(pem, None)
+    }
+
+    /// [`SshSigner::from_openssh`] for a key that may be passphrase-protected:
+    /// it is decrypted once with `passphrase` (ignored for a key in clear).
+    pub fn from_openssh_with_passphrase(pem: &str, passphrase: Option<&str>) -> Result<Self, SigningError> {
         // Secrets mounted from Kubernetes often carry stray whitespace or CRLF line endings.
         let key = PrivateKey::from_openssh(pem.trim()).map_err(|source| match declared_algorithm(pem) {
             // ssh-key can't even parse some key types (e.g. a third of nistp521 keys); name the type instead.
@@ -95,9 +108,11 @@ impl SshSigner {
             }
             _ => SigningError::UnreadableKey { hint: format_hint(pem), source },
         })?;
-        if key.is_encrypted() {
-            return Err(SigningError::EncryptedKey);
-        }
+        let key = match (key.is_encrypted(), passphrase) {
+            (false, _) => key,
+            (true, None) => return Err(SigningError::EncryptedKey),
+            (true, Some(p)) => key.decrypt(p).map_err(|source| SigningError::WrongPassphrase { source })?,
+        };
         if !is_supported(&key.algorithm()) {
             return Err(SigningError::UnsupportedAlgorithm { algorithm: key.algorithm().as_str().to_owned() });
         }

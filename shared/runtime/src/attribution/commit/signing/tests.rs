@@ -176,13 +176,22 @@ fn key_with_surrounding_whitespace_and_crlf_is_accepted() {
 }
 
 #[test]
-fn passphrase_protected_key_is_refused_with_advice() {
+fn a_passphrase_protected_key_signs_with_its_passphrase_and_is_refused_without() {
     let dir = TempDir::new().unwrap();
     let pem = keygen(dir.path(), "enc", &["-t", "ed25519", "-N", "correct horse"]);
     let err = SshSigner::from_openssh(&pem).unwrap_err();
     assert!(matches!(err, SigningError::EncryptedKey), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains("passphrase-protected") && msg.contains("provide an unencrypted key"), "{msg}");
+    assert!(msg.contains("passphrase-protected") && msg.contains("`passphrase` key"), "{msg}");
+    let err = SshSigner::from_openssh_with_passphrase(&pem, Some("wrong")).unwrap_err();
+    assert!(matches!(err, SigningError::WrongPassphrase { .. }), "{err:?}");
+    // With its passphrase (gitops-reverser's `passphrase` key), commits
+    // git verifies.
+    let signer = SshSigner::from_openssh_with_passphrase(&pem, Some("correct horse")).unwrap();
+    let (dir, repo, buffer) = repo_with_buffer("signed with a decrypted key\n");
+    let oid = commit_signed_on_main(&repo, &buffer, &signer.sign_commit(buffer.as_bytes()).unwrap());
+    let out = verify_commit(dir.path(), oid, &signer.public_key_line().unwrap());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]
