@@ -142,7 +142,16 @@ pub async fn run(args: Args) -> Result<()> {
         }
     };
 
-    let channel = connect(&args.socket).await;
+    // A sidecar that never comes up must not make the watcher deaf to SIGTERM.
+    let channel = tokio::select! {
+        c = connect(&args.socket) => c,
+        _ = terminated() => {
+            if let Some(t) = status_task {
+                t.abort();
+            }
+            return Ok(());
+        }
+    };
     let (tx, rx) = mpsc::channel(1024);
     let settings = window::Settings {
         policy,
