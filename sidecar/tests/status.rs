@@ -280,3 +280,72 @@ fn server_side_apply_through_kubectl_records_managers_and_refuses_a_conflict_unl
     let bob = owners.iter().find(|(m, _)| m == "bob").map(|(_, f)| f.clone()).unwrap();
     assert!(!alice.contains("f:branch") && bob.contains("f:branch"), "alice {alice}, bob {bob}");
 }
+
+/// Status writes: a healthy target costs none once settled; a remote that
+/// flaps every 250ms costs at most one write per object per
+/// `--status-interval` (1s here), however often it changes.
+#[test]
+fn status_writes_are_none_when_healthy_and_bounded_when_the_remote_flaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = dir.path().join("remote.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let mut p = provider(&format!("file://{}", remote.display()));
+    p["spec"].as_object_mut().unwrap().remove("secretRef");
+    let api = api_with(vec![p, target("lab-git")]);
+    let kc = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
+    let k = kubectl(&kc);
+    let mut w = Command::new(sidecar::binary())
+        .args(["watch", "--git-target", &format!("{NS}/lab"), "--rescan", "100ms", "--status-interval", "1s"])
+        .arg("--kubeconfig")
+        .arg(&kc)
+        .arg("--socket")
+        .arg(dir.path().join("absent.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let log = String::new;
+    wait_for(&k, "gitprovider/lab-git", READY_REASON, "Succeeded", log);
+    let writes = || api.requests().iter().filter(|r| r.method == "PATCH" && r.path.ends_with("/status")).count();
+    std::thread::sleep(Duration::from_secs(2));
+    let settled = writes();
+    std::thread::sleep(Duration::from_secs(3));
+    let healthy = writes() - settled;
+    assert_eq!(healthy, 0, "a healthy target's status is not rewritten");
+
+    let start = writes();
+    let began = Instant::now();
+    let flap = Duration::from_secs(4);
+    let mut up = false;
+    while began.elapsed() < flap {
+        let url = if up { format!("file://{}", remote.display()) } else { "http://127.0.0.1:1/lab.git".into() };
+        run(
+            &k,
+            &[
+                "patch",
+                "gitprovider/lab-git",
+                "-n",
+                NS,
+                "--type=merge",
+                "-p",
+                &json!({"spec": {"url": url}}).to_string(),
+            ],
+        );
+        up = !up;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let flapping = writes() - start;
+    let secs = began.elapsed().as_secs_f64();
+    // Two objects, one write each per started second of the interval.
+    let bound = 2 * (secs.ceil() as usize + 1);
+    println!(
+        "status writes: healthy 0/min; flapping {flapping} in {secs:.1}s = {:.0}/min (bound {bound})",
+        flapping as f64 * 60.0 / secs
+    );
+    assert!(flapping >= 2, "the flapping was reported at all ({flapping})");
+    assert!(flapping <= bound, "{flapping} writes in {secs:.1}s exceed one per object per second");
+    w.kill().unwrap();
+    w.wait().unwrap();
+}
