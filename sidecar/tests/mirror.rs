@@ -253,24 +253,18 @@ fn a_gittarget_naming_a_missing_provider_stops_the_sidecar_with_the_fix() {
         .unwrap();
     let api = fakeapi::spawn(store).unwrap();
     let kc = api.write_kubeconfig(&dir.path().join("kubeconfig"), NS).unwrap();
-    for (mode, extra) in [("serve", vec!["--audit-listen", "off", "--socket"])] {
-        let out = Command::new(sidecar::binary())
-            .arg(mode)
-            .args(["--git-target", "shop/lab", "--kubeconfig"])
-            .arg(&kc)
-            .args(&extra)
-            .arg(dir.path().join(format!("{mode}.sock")))
-            .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{mode}: {stderr}");
-        assert!(
-            stderr.contains("GitProvider shop/nowhere not found") && stderr.contains("spec.providerRef"),
-            "{mode}: {stderr}"
-        );
-    }
+    let out = Command::new(sidecar::binary())
+        .args(["serve", "--audit-listen", "off", "--git-target", "shop/lab", "--kubeconfig"])
+        .arg(&kc)
+        .arg("--socket")
+        .arg(dir.path().join("serve.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("GitProvider shop/nowhere not found") && stderr.contains("spec.providerRef"), "{stderr}");
 }
 
 #[test]

@@ -232,7 +232,7 @@ impl Reporter {
                 )
                 .await;
                 let result = match probed {
-                    Ok(Ok(Ok(_branches))) => Ok(()),
+                    Ok(Ok(Ok(()))) => Ok(()),
                     Ok(Ok(Err(e))) => Err(e.to_string()),
                     Ok(Err(e)) => Err(format!("the check did not finish: {e}")),
                     Err(_) => Err(format!("no answer within {PROBE_TIMEOUT:?}")),

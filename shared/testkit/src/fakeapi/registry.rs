@@ -402,7 +402,18 @@ impl Registry {
     /// case or `singular`, optionally qualified `.group` or
     /// `.version.group` (as kubectl accepts them). An unqualified name
     /// matching types of several groups is ambiguous: `None`.
+    /// A core type's own plural (`events`) names it even where another
+    /// group has the same plural (`events.k8s.io`): the store's key, and
+    /// kubectl's choice (the core group first).
     pub fn resolve(&self, resource: &str) -> Option<&ResourceType> {
+        if let Some(core) = self
+            .types
+            .iter()
+            .filter(|t| t.group.is_empty() && t.plural == resource)
+            .max_by_key(|t| version_priority(&t.version))
+        {
+            return Some(core);
+        }
         let matches_name = |t: &ResourceType, n: &str| {
             t.plural == n || t.singular == n || t.kind.to_lowercase() == n || t.short_names.iter().any(|s| s == n)
         };

@@ -482,11 +482,11 @@ pub(super) fn push_backoff() -> Backoff {
     Backoff::new(RETRY_MIN, RETRY_MAX).expect("RETRY_MIN is above zero and below RETRY_MAX")
 }
 
-/// Connects to `remote` with its credentials and lists its refs, as `git
-/// ls-remote` does, transferring nothing: the GitProvider connectivity
-/// check (ref: gitops-reverser `internal/controller/gitprovider_controller.go`
-/// `checkRemoteConnectivity`). Returns how many branches the remote has.
-pub fn probe(remote: &super::RemoteConfig) -> Result<usize> {
+/// Connects to `remote` with its credentials, as `git ls-remote` does
+/// (the connection reads the ref advertisement), transferring nothing: the
+/// GitProvider connectivity check (ref: gitops-reverser
+/// `internal/controller/gitprovider_controller.go` `checkRemoteConnectivity`).
+pub fn probe(remote: &super::RemoteConfig) -> Result<()> {
     let url = match endpoint(&remote.url) {
         Endpoint::Local(path) => path.to_string_lossy().into_owned(),
         Endpoint::Transport(url) => url,
@@ -496,14 +496,11 @@ pub fn probe(remote: &super::RemoteConfig) -> Result<usize> {
         git2::Remote::create_detached(url.as_str()).map_err(git(format!("reading the remote URL {redacted}")))?;
     let (tries, refusal) = (Cell::new(0), HostKeyRefusal::default());
     let cb = callbacks(&remote.auth, &tries, &refusal, &url);
+    // Not `list()`: git2 0.20 builds its slice from a null pointer when the
+    // remote has no refs (an empty repository), which aborts.
     let conn = r
         .connect_auth(git2::Direction::Fetch, Some(cb), None)
         .map_err(|e| git(format!("connecting to {redacted}"))(refusal.explain(e)))?;
-    let heads = conn
-        .list()
-        .map_err(git(format!("listing the refs of {redacted}")))?
-        .iter()
-        .filter(|h| h.name().starts_with("refs/heads/"))
-        .count();
-    Ok(heads)
+    drop(conn);
+    Ok(())
 }
