@@ -76,12 +76,9 @@ pub async fn writer_for(args: &runtime::cli::Git, target: &str) -> Result<(Write
     )
     .await?;
     // The bootstrap `.sops.yaml` names the recipients the Secrets are sealed to.
-    let age_recipients: Vec<String> = encryption
-        .as_ref()
-        .map(|e| e.recipients().iter().map(|r| r.as_str().to_owned()).collect())
-        .unwrap_or_default();
-    let encryption =
-        encryption.map(|e| Arc::new(e) as Arc<dyn runtime::attribution::commit::encryption::Encryptor>);
+    let age_recipients: Vec<String> =
+        encryption.as_ref().map(|e| e.recipients().iter().map(|r| r.as_str().to_owned()).collect()).unwrap_or_default();
+    let encryption = encryption.map(|e| Arc::new(e) as Arc<dyn runtime::attribution::commit::encryption::Encryptor>);
     let config = WriterConfig {
         remote: Some(remote),
         prefix,
@@ -130,7 +127,9 @@ pub async fn remote_for(
         credentials::CredentialError::NotText(key) => {
             CredentialError::NotText { what: what.clone(), secret: secret.clone(), key }
         }
-        other => CredentialError::NoCredential { what: what.clone(), secret: secret.clone(), problem: other.to_string() },
+        other => {
+            CredentialError::NoCredential { what: what.clone(), secret: secret.clone(), problem: other.to_string() }
+        }
     })?;
     remote.auth = match credential {
         Credential::Ssh { private_key, passphrase, known_hosts } => {

@@ -147,7 +147,10 @@ pub async fn run(args: Args) -> Result<()> {
                 let loaded = mirror::load(&client, &namespace, &name).await.map_err(|e| server.mirror_error(e))?;
                 // The GitTarget's spec.commit.window (the newer upstream shape) wins over the provider's.
                 let timers = commit_window(&loaded.target.spec, &loaded.provider.spec).map_err(|e| {
-                    Error::Config(format!("GitTarget {namespace}/{name}, GitProvider {}: {e}", loaded.provider.metadata.name))
+                    Error::Config(format!(
+                        "GitTarget {namespace}/{name}, GitProvider {}: {e}",
+                        loaded.provider.metadata.name
+                    ))
                 })?;
                 let window = timers.silence;
                 let mut policy = WindowPolicy::new(window);

