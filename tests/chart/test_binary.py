@@ -527,17 +527,17 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
                 wait_healthy(wp, watcher_log, watcher_ports["--metrics-listen"])
                 logs = [sidecar_log, watcher_log]
                 # The first list reconciles both watched types into Git.
-                wait_for_file(remote, "clusters/prod/core/v1/configmaps/shop/demo.yaml", logs)
-                wait_for_file(remote, "clusters/prod/example.com/v1/widgets/_cluster/w1.yaml", logs)
+                wait_for_file(remote, "clusters/prod/shop/configmaps/demo.yaml", logs)
+                wait_for_file(remote, "clusters/prod/_cluster/example.com/widgets/w1.yaml", logs)
                 # Then watch events: the forward leg's write (--exclude-field-manager) is not mirrored.
                 fields = lambda m, t: [{"manager": m, "operation": "Update", "apiVersion": "v1", "time": t}]  # noqa: E731
                 api.put({"apiVersion": "v1", "kind": "ConfigMap", "data": {"b": "2"}, "metadata": {
                     "name": "flux-owned", "namespace": "shop", "managedFields": fields("kustomize-controller", "2026-12-01T00:00:01Z")}})
                 api.put({"apiVersion": "v1", "kind": "ConfigMap", "data": {"c": "3"}, "metadata": {
                     "name": "added", "namespace": "shop", "managedFields": fields("kubectl-create", "2026-12-01T00:00:02Z")}})
-                wait_for_file(remote, "clusters/prod/core/v1/configmaps/shop/added.yaml", logs)
+                wait_for_file(remote, "clusters/prod/shop/configmaps/added.yaml", logs)
         files = tree(remote)
-        assert "clusters/prod/core/v1/configmaps/shop/flux-owned.yaml" not in files
+        assert "clusters/prod/shop/configmaps/flux-owned.yaml" not in files
         assert not [f for f in files if "/other/" in f or "/mirror/" in f], files
         # Signed with the key the sidecar generated into the signing Secret.
         signing = api.get("", "secrets", "mirror", "git-signing")

@@ -43,6 +43,17 @@ def rbac(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objs if o["kind"] in RBAC_KINDS]
 
 
+def status_rules(target: str) -> set[tuple[tuple[str, ...], ...]]:
+    """What the watcher's status reports need: its own GitTarget's status, its
+    GitProvider's (the chart does not know the provider's name), and Events
+    (Kubernetes cannot authorize create by name)."""
+    return {
+        (("configbutler.ai",), ("gittargets/status",), (target,), ("patch",)),
+        (("configbutler.ai",), ("gitproviders/status",), (), ("patch",)),
+        (("",), ("events",), (), ("create",)),
+    }
+
+
 def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> None:
     objs = mirror_objects(objects(render(chart, {"mirrors": [MIRROR]})), "mirror/prod")
     name = only(objs, "Deployment", NAMESPACE)["metadata"]["name"]
@@ -62,6 +73,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
         (("",), ("secrets",), ("git-signing",), ("patch",)),
         # Kubernetes cannot authorize create by name.
         (("",), ("secrets",), (), ("create",)),
+        *status_rules("prod"),
     }
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
@@ -91,6 +103,7 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
         (("configbutler.ai",), ("gittargets",), ("audit.main",), ("get",)),
         (("configbutler.ai",), ("gitproviders",), (), ("get",)),
         (("configbutler.ai",), ("watchrules",), (), ("list",)),
+        *status_rules("audit.main"),
     }
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
@@ -103,7 +116,7 @@ def test_known_hosts_from_a_secret_and_signing_without_generate_are_reads_only(c
                                              "knownHosts": {"kind": "Secret", "name": "git-ssh"}}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
-    secret_rules = {r for r in rules_of(config_role) if r[1] != ("gittargets",) and r[0] == ("",)}
+    secret_rules = {r for r in rules_of(config_role) if r[1] in (("secrets",), ("configmaps",))}
     # One Secret named twice is granted once; no write, no ConfigMap.
     assert secret_rules == {(("",), ("secrets",), ("git-signing", "git-ssh"), ("get",))}
 
@@ -113,7 +126,7 @@ def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.C
               "secrets": {"encryption": {"name": "sops-age", "generate": True}}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
-    secret_rules = {r for r in rules_of(config_role) if r[0] == ("",)}
+    secret_rules = {r for r in rules_of(config_role) if r[1] == ("secrets",)}
     assert secret_rules == {
         (("",), ("secrets",), ("sops-age",), ("get",)),
         (("",), ("secrets",), ("sops-age",), ("patch",)),
@@ -127,7 +140,7 @@ def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.C
     mirror["secrets"] = {"encryption": {"name": "sops-age"}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
-    assert {r for r in rules_of(config_role) if r[0] == ("",)} == {(("",), ("secrets",), ("sops-age",), ("get",))}
+    assert {r for r in rules_of(config_role) if r[1] == ("secrets",)} == {(("",), ("secrets",), ("sops-age",), ("get",))}
 
 
 def test_no_rbac_rule_of_any_scenario_has_a_wildcard(chart: helm.Chart) -> None:
