@@ -127,7 +127,7 @@ fn main() {
             for &i in batch {
                 let t = i % TYPES;
                 s.create(&format!("widget{t}s.bench.example.com"), NS, widget(t, i)).unwrap();
-                created.insert(format!("{PREFIX}/bench.example.com/v1/widget{t}s/{NS}/w-{i}.yaml"), Instant::now());
+                created.insert(format!("{PREFIX}/{NS}/bench.example.com/widget{t}s/w-{i}.yaml"), Instant::now());
             }
         });
     }
