@@ -151,6 +151,10 @@ fn additional_sensitive_resources_are_sealed_to_the_public_keys() {
     m.wait("alice's ConfigMap", || document(&m, "configmaps", "web").is_some());
     let path = document(&m, "configmaps", "web").unwrap();
     assert!(!git(&m.remote, &["log", "-p", "--all"]).contains("s3cr3t-value"), "clear text reached Git");
+    // The bootstrap `.sops.yaml` names the recipients the files are sealed to,
+    // so a person's own `sops` edits seal to the same keys.
+    let sops_config = git(&m.remote, &["show", &format!("main:{}/.sops.yaml", testkit::mirror::PREFIX)]);
+    assert!(sops_config.contains(&recipient) && sops_config.contains(&other), "{sops_config}");
     for id in [&identity, &other_identity] {
         let plain = decrypt(&m, &path, id).unwrap();
         assert_eq!(plain["data"]["k"].as_str(), Some("s3cr3t-value"));
