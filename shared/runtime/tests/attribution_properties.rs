@@ -281,6 +281,14 @@ fn check_adaptive(ops: Vec<Op>, created: [u8; 3], after_misses: u32) -> Result<(
     prop_assert_eq!(full.len(), adaptive.len());
     for (i, (f, a)) in full.iter().zip(&adaptive).enumerate() {
         let Some(author) = &f.author else { continue };
+        // A weak fact that answered an earlier version of this uid in the
+        // adaptive run, or anything before it, never answers a later one
+        // (issue 30): the adaptive grace resolves earlier, so it may have
+        // spent that fact where the full grace had not.
+        let spent = a.previous.as_ref().is_some_and(|(prev, _)| not_after(author, prev));
+        if a.author.is_none() && spent {
+            continue;
+        }
         if seq_of(author) < f.facts_before {
             prop_assert_eq!(
                 a.author.as_deref(),
