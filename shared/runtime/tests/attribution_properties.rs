@@ -284,9 +284,9 @@ fn check_adaptive(ops: Vec<Op>, created: [u8; 3], after_misses: u32) -> Result<(
         // A weak fact that answered an earlier version of this uid in the
         // adaptive run, or anything before it, never answers a later one
         // (issue 30): the adaptive grace resolves earlier, so it may have
-        // spent that fact where the full grace had not.
-        let spent = a.previous.as_ref().is_some_and(|(prev, _)| not_after(author, prev));
-        if a.author.is_none() && spent {
+        // spent that fact where the full grace had not; it then answers
+        // `absent`, or the later version's own fact.
+        if a.previous.as_ref().is_some_and(|(prev, _)| not_after(author, prev)) {
             continue;
         }
         if seq_of(author) < f.facts_before {
