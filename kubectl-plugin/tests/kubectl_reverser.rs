@@ -43,12 +43,18 @@ impl PluginPath {
 
     /// `kubectl reverser inject -f <file> <extra>`, asserting success;
     /// returns (stdout, stderr). The sidecar's fact source is the Redis URL
-    /// in Secret reverser-redis/url unless `extra` names a Redis URL.
+    /// in Secret reverser-redis/url unless `extra` names a Redis URL (or turns
+    /// attribution off).
     fn inject(&self, file: &Path, extra: &[&str]) -> (String, String) {
         let file = file.to_str().unwrap();
         let mut args = vec!["reverser", "inject", "-f", file];
         args.extend_from_slice(extra);
-        if !extra.iter().any(|a| a.starts_with("--redis-url-secret") || a.contains("--redis-url=")) {
+        let own_source = |a: &&str| {
+            a.starts_with("--redis-url-secret")
+                || a.contains("--redis-url=")
+                || a.contains("--author-attribution=false")
+        };
+        if !extra.iter().any(own_source) {
             args.extend_from_slice(&[FACTS, FACTS_SECRET]);
         }
         let out = self.kubectl(&args);
@@ -484,6 +490,21 @@ fn inject_refuses_a_sidecar_no_fact_could_reach_or_a_password_in_the_pod_spec() 
     // A URL without a password is a fact source.
     let (out, _) = plugin.inject(&deployment, &["--sidecar-arg=--redis-url=redis://redis:6379"]);
     assert!(out.contains("--redis-url=redis://redis:6379"), "{out}");
+    // Configured-author mode needs none: the committer authors every commit.
+    let (out, _) = plugin.inject(&deployment, &["--sidecar-arg=--author-attribution=false"]);
+    assert!(out.contains("--author-attribution=false"), "{out}");
+    // ...and a Redis URL beside it is refused as unused, naming the flag.
+    let out = plugin.kubectl(&[
+        "reverser",
+        "inject",
+        "-f",
+        file,
+        "--sidecar-arg=--author-attribution=false",
+        "--sidecar-arg=--redis-url=redis://redis:6379",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--redis-url has no use with --author-attribution=false"), "{stderr}");
 }
 
 #[test]

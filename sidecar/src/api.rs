@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use rules::attribution::Tier;
+use rules::attribution::commit::AuthorMode;
 use rules::attribution::index::Query;
 use rules::attribution::intent::Action;
 use rules::attribution::render::{ObjectKey, is_logically_absent};
@@ -17,7 +19,7 @@ use rules::mirror::select::{excluded_actor, last_field_manager};
 use rules::mirror::watch_rules::WatchScope;
 use runtime::attribution::commit::{Action as CommitAction, Change, CommitOutcome, GitWriter, ResolvedAuthor};
 use runtime::attribution::transport::{AnyFollower, FactFollower};
-use runtime::attribution::{Attributed, Attributor, Engine};
+use runtime::attribution::{Attributed, Attributor, Engine, Resolution};
 use runtime::metrics::ReasonLabel;
 use runtime::proto::{self, attribution_server::Attribution};
 use tokio_stream::StreamExt;
@@ -60,6 +62,8 @@ pub struct Api {
     /// clock: released once nobody asked for a TTL, so routes that only
     /// junk ever named stop costing Redis reads.
     implicit: Mutex<HashMap<Scope, u64, ScopeHasher>>,
+    /// Attribution on, or the configured committer authors everything.
+    author_mode: AuthorMode,
 }
 
 /// The request's type, taken (not copied) out of it.
@@ -125,7 +129,15 @@ impl Api {
             follower,
             refs: Mutex::new(HashMap::new()),
             implicit: Mutex::default(),
+            author_mode: AuthorMode::Attributed,
         }
+    }
+
+    /// Configured-author mode answers every Resolve at once, tier
+    /// `configured`, without looking for a fact.
+    pub fn with_author_mode(mut self, mode: AuthorMode) -> Self {
+        self.author_mode = mode;
+        self
     }
 
     fn engine(&self) -> &Arc<Engine> {
@@ -169,7 +181,18 @@ impl Api {
         if kind.is_change() {
             self.ensure_following(scope);
         }
-        let Attributed { intent, resolution } = self.attributor.attribute(scope, &version, kind, meta).await;
+        let Attributed { intent, resolution } = match self.author_mode {
+            AuthorMode::Attributed => self.attributor.attribute(scope, &version, kind, meta).await,
+            AuthorMode::Configured => {
+                let intent = self.attributor.observe(scope, kind, meta);
+                let resolution = intent.query.is_some().then_some(Resolution {
+                    tier: Tier::Configured,
+                    fact: None,
+                    waited: std::time::Duration::ZERO,
+                });
+                Attributed { intent, resolution }
+            }
+        };
         let action = intent.action;
         let mut out = proto::ResolveResponse { action: action.label().into(), ..Default::default() };
         let (Some(r), Some(q)) = (resolution, intent.query) else {

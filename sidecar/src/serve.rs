@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
+use rules::attribution::commit::AuthorMode;
 use runtime::attribution::Engine;
 use runtime::attribution::clock::SystemClock;
 use runtime::attribution::transport::{FactFollower, Transport, TransportKind};
@@ -175,7 +176,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         transport = transport.kind().label(),
         "reverser-sidecar serving"
     );
-    if transport.kind() == TransportKind::Memory {
+    let author_mode = args.attribution.author_mode();
+    if author_mode == AuthorMode::Configured {
+        tracing::info!(
+            "attribution    off (--author-attribution=false): every commit is authored by the configured \
+             committer, nothing waits for an audit fact, and no audit receiver runs"
+        );
+    } else if transport.kind() == TransportKind::Memory {
         tracing::warn!(
             "memory transport (no --redis-url): acknowledged facts live in this process only, and a restart \
              or kill loses every one of them (their objects then commit unattributed); use --redis-url with \
@@ -203,7 +210,8 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         None => (args.git.writer_config(), MirrorPolicy::default()),
     };
     let git = match writer {
-        Some(c) => {
+        Some(mut c) => {
+            c.author_mode = author_mode;
             let line = format!(
                 "git mirror     {} (branch {}{}{})",
                 abs(&c.repo_dir),
@@ -219,7 +227,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         }
         None => None,
     };
-    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git, policy));
+    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git, policy).with_author_mode(author_mode));
     for s in &args.follow {
         api.acquire(s);
     }
@@ -239,8 +247,8 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         });
     }
 
-    // Receiver (optional in this process).
-    if let Some(addr) = args.receiver.listen()? {
+    // Receiver (optional in this process; none without attribution).
+    if let Some(addr) = args.receiver.listen()?.filter(|_| author_mode == AuthorMode::Attributed) {
         start_receiver(addr, &args.receiver, &args.attribution, &transport, &metrics, &mut tasks).await?;
     }
 
@@ -280,6 +288,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
 }
 
 pub async fn receive(args: ReceiveArgs) -> Result<()> {
+    if !args.attribution.enabled {
+        return Err(Error::Config(
+            "`receive` is the audit receiver, and --author-attribution=false reads no audit facts: \
+             run `serve --author-attribution=false` alone, or turn attribution on"
+                .into(),
+        ));
+    }
     let metrics = Arc::new(Metrics::new());
     let opts = args.attribution.transport_options()?;
     if opts.kind == TransportKind::Memory {

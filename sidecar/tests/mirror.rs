@@ -851,3 +851,28 @@ fn placement_templates_place_new_objects_and_a_bad_one_is_refused_naming_it() {
         "{stderr}"
     );
 }
+
+/// gitops-reverser's configured-author mode (`--author-attribution=false`,
+/// cmd/main.go:517-520 at f0f7b42): every commit is authored by the
+/// configured committer, nothing waits the grace (ten minutes here: the
+/// commit must land inside the 30 s wait), and no audit receiver listens.
+#[test]
+fn with_attribution_off_the_committer_authors_every_commit_and_nothing_waits_the_grace() {
+    let m = Mirror::start_with(|_| {}, &["--author-attribution=false", "--author-attribution-grace", "10m"], &[]);
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", m.sidecar.audit_port)).is_err(),
+        "no audit receiver runs with attribution off"
+    );
+    m.act("alice", false, |s| {
+        s.create("configmaps", NS, configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create, without waiting the 10 m grace", || m.remote_has(&cm_path("web")));
+    m.act("bob", false, |s| {
+        s.patch("configmaps", NS, "web", &json!({"data": {"k": "2"}}), false).unwrap();
+    });
+    m.wait("bob's update", || m.authors(&cm_path("web")).len() == 2);
+    let log = git(&m.remote, &["log", "--format=%an <%ae>|%cn <%ce>", "main", "--", &cm_path("web")]);
+    assert!(log.lines().all(|l| l == "Lab Mirror <mirror@lab.invalid>|Lab Mirror <mirror@lab.invalid>"), "{log}");
+    let body = git(&m.remote, &["log", "-1", "--format=%B", "main", "--", &cm_path("web")]);
+    assert!(body.contains("Reverser-Tier: configured") && !body.contains("Reverser-Actor"), "{body}");
+}

@@ -252,3 +252,20 @@ fn a_taken_port_names_the_flag_that_chose_it() {
         assert!(stderr.contains(&format!("({flag}) on 127.0.0.1:{port}")), "{flag}: {stderr}");
     }
 }
+
+/// Attribution off reads no audit facts: flags that only feed the fact path
+/// are refused naming themselves (as gitops-reverser refuses an audit route
+/// key without attribution, cmd/main.go:703-709), and so is `receive`.
+#[test]
+fn attribution_off_refuses_the_flags_of_the_fact_path_and_receive() {
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (ok, err) = run(&["serve", "--author-attribution=false", "--redis-url", "redis://127.0.0.1:1"]);
+    assert!(!ok && err.contains("--redis-url has no use with --author-attribution=false"), "{err}");
+    let (ok, err) = run(&["receive", "--author-attribution=false", "--redis-url", "redis://127.0.0.1:1"]);
+    assert!(!ok && err.contains("--author-attribution=false"), "{err}");
+    let (ok, err) = run(&["serve", "--author-attribution=maybe"]);
+    assert!(!ok && err.contains("--author-attribution"), "{err}");
+}

@@ -159,6 +159,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
             {"weight": 1, "preference": {"matchExpressions": [{"key": "example.com/pool", "operator": "In", "values": ["git"]}]}}]}}},
     },
     "mirrors-memory-transport": {"attribution": {"transport": "memory"}, "mirrors": [MINIMAL_MIRROR]},
+    "attribution-off": {"attribution": {"enabled": False}, "redis": {"existingSecret": ""}, "mirrors": [MINIMAL_MIRROR]},
 }
 
 

@@ -384,6 +384,10 @@ def test_every_flag_a_mirror_passes_is_one_the_binary_has(chart: helm.Chart) -> 
         assert len(flags) >= (12 if subcommand == "serve" else 6), flags
         missing = flags - help_flags(subcommand)
         assert not missing, f"`reverser-sidecar {subcommand}` has no {sorted(missing)}"
+    # Configured-author mode's one flag, too.
+    _, pod = mirror_pod(chart, {"mirrors": [MIRROR], "attribution": {"enabled": False}})
+    (sidecar,) = pod["initContainers"]
+    assert "--author-attribution=false" in sidecar["args"] and "--author-attribution" in help_flags("serve")
 
 
 @pytest.mark.skipif(not PLUGIN.is_file(), reason="needs kubectl-reverser")

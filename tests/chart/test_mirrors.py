@@ -202,6 +202,22 @@ def test_the_deployment_runs_watcher_and_sidecar_on_one_socket(chart: helm.Chart
         assert listen == f"--metrics-listen=0.0.0.0:{port['containerPort']}"
 
 
+def test_attribution_off_runs_configured_author_mirrors_with_no_receiver_and_no_redis(chart: helm.Chart) -> None:
+    # gitops-reverser's attribution.enabled=false (its chart README, "configured-author"):
+    # the committer authors every commit; no audit ingress, no Redis needed.
+    for cert_manager in (False, True):
+        values = {"mirrors": [MIRROR], "attribution": {"enabled": False}, "redis": {"existingSecret": ""},
+                  "certManager": {"enabled": cert_manager}}
+        objs = objects(render(chart, values))
+        assert not [o for o in objs if o["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "receiver"]
+        deploy = only(mirror_objects(objs, "mirror/prod"), "Deployment", NAMESPACE)
+        (sidecar,) = deploy["spec"]["template"]["spec"]["initContainers"]
+        assert "--author-attribution=false" in sidecar["args"]
+        assert not [a for a in sidecar["args"] if a.startswith("--author-attribution-")], sidecar["args"]
+        assert "env" not in sidecar
+    assert "ATTRIBUTION OFF" in notes(render(chart, {"mirrors": [MIRROR], "attribution": {"enabled": False}}))
+
+
 def test_a_mirrors_own_values_replace_the_defaults(chart: helm.Chart) -> None:
     objs = objects(render(chart, SCENARIOS["mirrors"]))
     full = only(mirror_objects(objs, "mirror/prod"), "Deployment", NAMESPACE)["spec"]["template"]

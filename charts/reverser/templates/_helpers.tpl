@@ -66,6 +66,9 @@ seccompProfile:
 
 {{/* Attribution flags shared by the receiver and every injected sidecar. */}}
 {{- define "reverser.attributionArgs" -}}
+{{- if not .Values.attribution.enabled }}
+- --author-attribution=false
+{{- else }}
 - --author-attribution-transport={{ .Values.attribution.transport }}
 - --author-attribution-grace={{ .Values.attribution.grace }}
 - --author-attribution-ttl={{ .Values.attribution.ttl }}
@@ -84,6 +87,17 @@ seccompProfile:
 - --author-attribution-audit-route-annotation-key={{ . }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* Redis is read only when attribution is on and travels through it. */}}
+{{- define "reverser.usesRedis" -}}
+{{- if and .Values.attribution.enabled (eq .Values.attribution.transport "redis") }}true{{ end }}
+{{- end }}
+
+{{/* The receiver exists only to take audit events for attribution. */}}
+{{- define "reverser.receiverOn" -}}
+{{- if and .Values.receiver.enabled .Values.attribution.enabled }}true{{ end }}
+{{- end }}
 
 {{/*
 The chart's own guard (spec, "The transports"): memory "is refused with more
@@ -91,10 +105,10 @@ than one replica ... the chart's own guard fails a multi-replica install with
 the in-memory transport outright".
 */}}
 {{- define "reverser.guards" -}}
-{{- if and .Values.receiver.enabled (eq .Values.attribution.transport "memory") (gt (int .Values.receiver.replicaCount) 1) }}
+{{- if and (include "reverser.receiverOn" .) (eq .Values.attribution.transport "memory") (gt (int .Values.receiver.replicaCount) 1) }}
 {{- fail (printf "attribution.transport=memory keeps facts inside one process, so it is refused with receiver.replicaCount=%d: set receiver.replicaCount=1, or use attribution.transport=redis with redis.existingSecret naming a Secret that holds the Redis URL" (int .Values.receiver.replicaCount)) }}
 {{- end }}
-{{- if and (eq .Values.attribution.transport "redis") (not .Values.redis.existingSecret) }}
+{{- if and (include "reverser.usesRedis" .) (not .Values.redis.existingSecret) }}
 {{- fail "attribution.transport=redis needs redis.existingSecret: create a Secret holding the Redis URL (kubectl create secret generic reverser-redis --from-literal=url=redis://...) and name it in redis.existingSecret" }}
 {{- end }}
 {{- if and .Values.injector.enabled (not .Values.certManager.enabled) .Values.injector.tls.existingSecret (not .Values.injector.tls.caBundle) }}

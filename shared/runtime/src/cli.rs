@@ -64,6 +64,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// Attribution engine and transport flags, shared by `serve` and `receive`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Attribution {
+    /// Name each commit's author from audit facts (`true`), or author every
+    /// commit as the configured committer with no audit receiver and no wait
+    /// (`false`: gitops-reverser's configured-author mode, for clusters
+    /// without an audit webhook).
+    #[arg(
+        long = "author-attribution",
+        env = "REVERSER_AUTHOR_ATTRIBUTION",
+        default_value_t = true,
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub enabled: bool,
     /// How long a resolution waits for its fact to arrive.
     #[arg(long = "author-attribution-grace", env = "REVERSER_GRACE", default_value = "3s", value_parser = parse_duration)]
     pub grace: Duration,
@@ -124,6 +138,34 @@ pub struct Attribution {
 }
 
 impl Attribution {
+    /// The author mode the flags select.
+    #[cfg(feature = "git")]
+    pub fn author_mode(&self) -> rules::attribution::commit::AuthorMode {
+        use rules::attribution::commit::AuthorMode;
+        if self.enabled { AuthorMode::Attributed } else { AuthorMode::Configured }
+    }
+
+    /// With attribution off, flags that only configure the fact path are
+    /// refused rather than silently unused (as gitops-reverser refuses an
+    /// audit route annotation key without attribution, cmd/main.go:703-709).
+    pub fn check_configured_author(&self) -> Result<(), ArgsError> {
+        if self.enabled {
+            return Ok(());
+        }
+        let unused = [
+            (self.redis_url.is_some(), "--redis-url"),
+            (self.transport.is_some(), "--author-attribution-transport"),
+            (self.route_annotation_key.is_some(), "--author-attribution-audit-route-annotation-key"),
+        ];
+        match unused.iter().find(|(set, _)| *set) {
+            Some((_, flag)) => Err(ArgsError::Invalid(format!(
+                "{flag} has no use with --author-attribution=false: that mode reads no audit facts and \
+                 authors every commit as the configured committer; drop {flag}, or turn attribution on"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     pub fn engine_config(&self) -> EngineConfig {
         EngineConfig {
             grace: self.grace,
@@ -352,6 +394,7 @@ impl ServeArgs {
     /// memory transport with several replicas), the TLS flags, the GitTarget.
     pub fn check(&self) -> Result<(), ArgsError> {
         self.receiver.check()?;
+        self.attribution.check_configured_author()?;
         Transport::build(self.attribution.transport_options_unread()?, Arc::new(Metrics::new()))?;
         self.git.target()?;
         Ok(())
@@ -488,7 +531,8 @@ pub fn check_injected_fact_source(options: &rules::inject::InjectOptions) -> Res
     {
         return Err(InjectRefusal::PasswordInSpec);
     }
-    if parsed.attribution.redis_url.is_none() && parsed.receiver.audit_listen == "off" {
+    // Configured-author mode needs no fact: the committer authors everything.
+    if parsed.attribution.enabled && parsed.attribution.redis_url.is_none() && parsed.receiver.audit_listen == "off" {
         return Err(InjectRefusal::NoFactSource);
     }
     Ok(())
@@ -505,7 +549,8 @@ pub enum InjectRefusal {
         "the sidecar would have no fact source: it listens for no audit webhook and reads no Redis, so every commit \
          would be authored `unknown`. Pass --redis-url-secret NAME/KEY (a Secret in the workload's namespace holding \
          the URL of the Redis the chart's receiver publishes to), or let the chart's webhook inject the pod (it \
-         wires the receiver's Redis); see docs/inject.md"
+         wires the receiver's Redis), or pass --sidecar-arg=--author-attribution=false to author every commit as the \
+         configured committer; see docs/inject.md"
     )]
     NoFactSource,
     /// The Redis URL and its password would show in the pod spec.

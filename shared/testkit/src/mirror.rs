@@ -147,9 +147,10 @@ impl Mirror {
             kubeconfig.display().to_string(),
             "--git-repo".to_owned(),
             dir.path().join("clone").display().to_string(),
-            "--author-attribution-grace".to_owned(),
-            "1s".to_owned(),
         ];
+        if !serve_args.contains(&"--author-attribution-grace") {
+            args.extend(["--author-attribution-grace".to_owned(), "1s".to_owned()]);
+        }
         args.extend(serve_args.iter().map(|a| a.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let sidecar = Sidecar::builder("serve").args(&args).start();

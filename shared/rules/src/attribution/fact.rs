@@ -131,10 +131,14 @@ pub enum Tier {
     DeletecollectionScope,
     ResourceVersion,
     Absent,
+    /// Attribution is off (`--author-attribution=false`, gitops-reverser's
+    /// configured-author mode): no fact was looked for, and the configured
+    /// committer authors the change. Never an answer of the index.
+    Configured,
 }
 
 impl Tier {
-    pub const ALL: [Tier; 8] = [
+    pub const ALL: [Tier; 9] = [
         Tier::DeleteSticky,
         Tier::Exact,
         Tier::DeletecollectionBodyUid,
@@ -143,6 +147,7 @@ impl Tier {
         Tier::DeletecollectionScope,
         Tier::ResourceVersion,
         Tier::Absent,
+        Tier::Configured,
     ];
 
     pub fn label(self) -> &'static str {
@@ -155,6 +160,7 @@ impl Tier {
             Tier::DeletecollectionScope => "deletecollection_scope",
             Tier::ResourceVersion => "resource_version",
             Tier::Absent => "absent",
+            Tier::Configured => "configured",
         }
     }
 
@@ -169,6 +175,7 @@ impl Tier {
             Tier::DeletecollectionScope => "a collection request covering it was made",
             Tier::ResourceVersion => "a fact with an rv but no uid",
             Tier::Absent => "no usable fact: committer-authored",
+            Tier::Configured => "attribution is off: the configured committer authors every change",
         }
     }
 }

@@ -59,6 +59,26 @@ pub fn author_identity(author: Option<&ResolvedAuthor>) -> Identity {
     Identity { name, email }
 }
 
+/// Who authors the commits of a sidecar: the actors the audit facts name,
+/// or (gitops-reverser's configured-author mode, `--author-attribution=false`,
+/// its chart's default `attribution.enabled=false`: cmd/main.go:228-237,517-520
+/// at f0f7b42) the configured committer, for a cluster with no audit webhook.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AuthorMode {
+    #[default]
+    Attributed,
+    Configured,
+}
+
+/// The author of one commit under `mode`: in configured-author mode the
+/// committer, whatever the change carries; otherwise [`author_identity`].
+pub fn commit_author(mode: AuthorMode, author: Option<&ResolvedAuthor>, committer: &Identity) -> Identity {
+    match mode {
+        AuthorMode::Configured => committer.clone(),
+        AuthorMode::Attributed => author_identity(author),
+    }
+}
+
 /// The display name when it is non-empty and safe in a signature (no angle
 /// brackets, no control characters), else the username (commit.go:225-230).
 fn author_name(author: &ResolvedAuthor) -> String {

@@ -28,7 +28,10 @@ use crate::attribution::{ActorKind, Fact, Tier};
 pub mod identity;
 pub mod plan;
 
-pub use identity::{NOREPLY_DOMAIN, UNRESOLVED_AUTHOR_EMAIL, UNRESOLVED_AUTHOR_NAME, author_identity, noreply_email};
+pub use identity::{
+    AuthorMode, NOREPLY_DOMAIN, UNRESOLVED_AUTHOR_EMAIL, UNRESOLVED_AUTHOR_NAME, author_identity, commit_author,
+    noreply_email,
+};
 pub use plan::{CommitGroup, Effect, plan_commits};
 
 /// What a change does to the object's file.

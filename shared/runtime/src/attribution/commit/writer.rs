@@ -9,7 +9,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
 
-use rules::attribution::commit::plan::{Applied, CommitGroup, Effect, author_identity, plan_commits, plan_each};
+use rules::attribution::commit::plan::{Applied, CommitGroup, Effect, plan_commits, plan_each};
+use rules::attribution::commit::{AuthorMode, commit_author};
 use rules::attribution::commit::{Change, Identity};
 use rules::attribution::render::{ObjectKey, render_manifest};
 use rules::mirror::bootstrap;
@@ -64,6 +65,9 @@ pub struct WriterConfig {
     /// The types written only encrypted: core Secrets, and those of
     /// `--additional-sensitive-resources`.
     pub sensitive: SensitiveTypes,
+    /// Who authors commits: the resolved actors, or (attribution off) the
+    /// committer.
+    pub author_mode: AuthorMode,
 }
 
 impl WriterConfig {
@@ -83,6 +87,7 @@ impl WriterConfig {
             age_recipients: Vec::new(),
             bootstrap: false,
             sensitive: SensitiveTypes::default(),
+            author_mode: AuthorMode::Attributed,
         }
     }
 }
@@ -465,7 +470,7 @@ impl GitWriter {
             let tree = work.find_tree(tree_id).map_err(git("reading the tree just built"))?;
             let applied: Vec<Applied<'_>> =
                 done.iter().map(|(effect, path, i)| Applied { effect: *effect, path, change: &changes[*i] }).collect();
-            let author = author_identity(group.author.as_ref());
+            let author = commit_author(self.config.author_mode, group.author.as_ref(), &self.config.committer);
             let observed = applied.iter().map(|a| a.change.observed_at).max().unwrap_or_else(SystemTime::now);
             let author_sig = signature(&author, Some(observed))?;
             let committer_sig = signature(&self.config.committer, None)?;

@@ -113,3 +113,19 @@ fn any_username_gives_an_identity_git_takes_as_is() {
     assert_eq!(who("...<>"), Identity::new("unknown-user", "unknown-user@noreply.cluster.local"));
     assert_eq!(who(".alice.").email, "alice@noreply.cluster.local");
 }
+
+#[test]
+fn configured_author_mode_authors_every_commit_as_the_committer() {
+    // cmd/main.go:517-520: "When false, every commit is authored by the
+    // configured committer identity (configured-author mode)".
+    let committer = Identity::new("Lab Mirror", "mirror@lab.invalid");
+    let alice = author("alice", "", "");
+    assert_eq!(commit_author(AuthorMode::Configured, Some(&alice), &committer), committer);
+    assert_eq!(commit_author(AuthorMode::Configured, None, &committer), committer);
+    // Attribution on: the actor, and no actor is the unresolved author, never the committer.
+    assert_eq!(commit_author(AuthorMode::Attributed, Some(&alice), &committer), author_identity(Some(&alice)));
+    assert_eq!(
+        commit_author(AuthorMode::Attributed, None, &committer),
+        Identity::new(UNRESOLVED_AUTHOR_NAME, UNRESOLVED_AUTHOR_EMAIL)
+    );
+}
