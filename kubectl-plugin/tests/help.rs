@@ -104,3 +104,38 @@ fn usage_errors_are_2_and_not_found_is_not() {
         assert!(stderr.contains("Usage: kubectl "), "{args:?}: {stderr}");
     }
 }
+
+/// Every example in the top-level help is valid usage (issue 29: tatara's
+/// takeover example was refused for a missing `--project`). Run as
+/// written against a server that refuses connections, an example may fail
+/// to reach it, never with the usage code 2.
+#[test]
+fn every_top_level_example_is_valid_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, testkit::fakeapi::kubeconfig("http://127.0.0.1:9", "tatara")).unwrap();
+    // Wide enough that no example wraps onto a second line.
+    let k = plugins().kubeconfig(&kc).env("COLUMNS", "400");
+    for plugin in ["reverser", "tatara"] {
+        let top = stdout(&k.run(&[plugin, "--help"]));
+        let examples = top.split("Examples:\n").nth(1).unwrap().split("\n\n").next().unwrap();
+        for line in examples.lines() {
+            let mut k = plugins().kubeconfig(&kc);
+            let mut words = line.split_whitespace().peekable();
+            // `VAR=... kubectl ...`: the variables, with a stand-in value.
+            while let Some((var, _)) = words.peek().and_then(|w| w.split_once('=')) {
+                k = k.env(var, "http://127.0.0.1:9");
+                words.next();
+            }
+            // Only the plugin's own command: not `source <(...)`, nor what
+            // a pipe feeds.
+            if words.next() != Some("kubectl") {
+                continue;
+            }
+            let args: Vec<&str> = words.take_while(|w| *w != "|").collect();
+            let out = k.env("TATARA_TOKEN", "t").run(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_ne!(out.status.code(), Some(2), "{line}: {stderr}");
+        }
+    }
+}

@@ -626,6 +626,15 @@ fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
     let table = w.tatara_forge(&["sweep", "--project", "tatara"], "tok-maint");
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("parked(backlog-sweep)") && text.contains("no forks, ever"), "{text}");
+    // Reasons are worded for people: no Rust Debug text (`Some("…")`, a
+    // variant name) in any form a user reads (issue 29).
+    let wide = w.tatara_forge(&["sweep", "--project", "tatara", "-o", "wide"], "tok-maint");
+    let wide = String::from_utf8_lossy(&wide.stdout);
+    for shown in [&*text, &*wide, &plan.to_string()] {
+        for debug in ["Some(", "None", "ParkedBacklogSweep", "(Triaging)"] {
+            assert!(!shown.contains(debug), "{debug:?} in:\n{shown}");
+        }
+    }
 
     let mut minted_all: Vec<String> = Vec::new();
     let mut reviews_all: Vec<String> = Vec::new();
@@ -1010,7 +1019,11 @@ fn a_fork_with_a_task_branch_is_never_adopted() {
         let w = pulls_world(None, vec![pull(n, "tatara-bot", "task/member-a", head_repo)]);
         assert_left_alone(&w, n, "ignoreBot");
         let r = sweep_json(&w, false);
-        assert!(pull_line(&r, n)["why"].as_str().unwrap().contains("no forks, ever"), "{r}");
+        let why = pull_line(&r, n)["why"].as_str().unwrap().to_string();
+        assert!(why.contains("no forks, ever"), "{r}");
+        // Named as a person reads it, not as Rust's Option (issue 29).
+        let named = head_repo.map_or("head repo unknown".to_string(), |r| format!("head repo \"{r}\""));
+        assert!(why.contains(&named) && !why.contains("Some(") && !why.contains("None"), "{why}");
     }
 }
 

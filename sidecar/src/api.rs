@@ -495,7 +495,9 @@ impl Attribution for Api {
             revision: header.revision.clone(),
         };
         tracing::info!(
-            r#type = %format!("{}/{version}/{}", gr.group, gr.resource),
+            // The watcher's form of the type (`v1/configmaps`, no leading slash
+            // for the core group), so both logs name it alike.
+            r#type = %rules::mirror::placement::type_key(&gr.group, &version, &gr.resource),
             write = plan.write.len(),
             remove = plan.remove.len(),
             unchanged = plan.unchanged,

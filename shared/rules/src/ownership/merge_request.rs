@@ -185,6 +185,13 @@ pub fn merge_gate(mr: &MergeRequest) -> GateVerdict {
     }
 }
 
+/// A pull request's head repository as a reason names it: quoted, or
+/// "unknown" when the forge did not say (a deleted fork), never Rust's
+/// `Some(..)`/`None`.
+pub(crate) fn head_repo_named(head_repo: Option<&str>) -> String {
+    head_repo.map_or_else(|| "unknown (the forge did not name it)".to_string(), |r| format!("{r:?}"))
+}
+
 /// What `AdoptUpgradeMR` reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -247,7 +254,10 @@ pub fn adopt_upgrade_mr(project: &Project, mr: &UpgradeCandidate) -> AdoptionVer
         fail(AdoptClause::AuthorAdoptable, format!("author {:?} is not adoptable", mr.author));
     }
     if mr.head_repo.as_deref() != Some(mr.base_repo.as_str()) {
-        fail(AdoptClause::NotAFork, format!("head repo {:?} is not the base repo: no forks, ever", mr.head_repo));
+        fail(
+            AdoptClause::NotAFork,
+            format!("head repo {} is not the base repo: no forks, ever", head_repo_named(mr.head_repo.as_deref())),
+        );
     }
     if mr.branch_owned_by_task || mr.mirror_owned_by_live_task {
         fail(AdoptClause::NotAlreadyOwned, "a Task owns the branch or a live Task owns the mirror".into());

@@ -488,9 +488,10 @@ pub fn decide(
     let Some(existing) = snap.task(task.name()) else {
         return vec![Action::CreateTask {
             why: format!(
-                "{} is an orphan: mint {} ({stage:?})",
+                "{} is an orphan: mint {} ({})",
                 natural_key(&issue.repository_ref, issue.number),
-                task.name()
+                task.name(),
+                stage.label()
             ),
             task: Box::new(task),
         }];

@@ -108,6 +108,13 @@ fn adoption_requires_all_eight_clauses() {
         vec![AdoptClause::NotAFork]
     );
     assert_eq!(fails(&p, &UpgradeCandidate { head_repo: None, ..candidate() }), vec![AdoptClause::NotAFork]);
+    // The reason names the head repository as a person reads it (issue 29).
+    let why = |head_repo: Option<&str>| {
+        adopt_upgrade_mr(&p, &UpgradeCandidate { head_repo: head_repo.map(Into::into), ..candidate() }).why
+    };
+    assert!(why(Some("fork/repo")).contains("head repo \"fork/repo\" is not"), "{}", why(Some("fork/repo")));
+    assert!(why(None).contains("head repo unknown (the forge did not name it)"), "{}", why(None));
+    assert!(!why(None).contains("None") && !why(Some("fork/repo")).contains("Some("));
     // "no Task owns the branch and no live Task owns the mirror CR"
     assert_eq!(
         fails(&p, &UpgradeCandidate { branch_owned_by_task: true, ..candidate() }),

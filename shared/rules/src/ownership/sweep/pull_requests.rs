@@ -124,7 +124,10 @@ pub fn pr_disposition(
                 ),
             },
             (Some(_), false) => PrDisposition::IgnoreBot {
-                why: format!("bot-authored but head repo {:?} is not the base repo: no forks, ever", pr.head_repo),
+                why: format!(
+                    "bot-authored but head repo {} is not the base repo: no forks, ever",
+                    crate::ownership::merge_request::head_repo_named(pr.head_repo.as_deref())
+                ),
             },
         };
     }
