@@ -124,7 +124,8 @@ fn stamp(status: Option<&Extra>) -> Option<String> {
 
 /// Why the operator's scheduler would never sweep `project`, in the order
 /// its reconcile checks: `runScans` returns before any scan without
-/// `spec.scm.cron` (`projectscan.go:1567-1584`), the break-glass annotation
+/// `spec.scm.cron` (`projectscan.go:1567-1584`) and without the forge token
+/// (:1651-1657, see [`secret_gate`]), the break-glass annotation
 /// skips the sweep (:1674, `sweep.go:209-211`), and `reposDueForScan`
 /// answers "not ok" for an empty or unparseable `issueScan` schedule
 /// (:497-505, logged as "invalid issueScan cron, disabling" at :1772-1780).
@@ -139,6 +140,9 @@ fn project_gate(project: &Project) -> Option<Decision> {
             fix: "set spec.scm.cron.issueScan.schedule to a 5-field cron (e.g. \"0 */4 * * *\")".into(),
         });
     };
+    if let Some(refusal) = secret_gate(project) {
+        return Some(refusal);
+    }
     let annotation = project.metadata.annotations.as_ref().and_then(|a| a.get(SWEEP_ANNOTATION));
     if annotation.map(String::as_str) == Some(SWEEP_DISABLED) {
         return Some(Decision::Refuse {
@@ -166,6 +170,33 @@ fn project_gate(project: &Project) -> Option<Decision> {
         });
     }
     None
+}
+
+/// The Ready condition's reasons that say `scanReader` cannot get the scm
+/// Secret (`validateSecret`, `project_controller.go:990-1001`; `scanReader`
+/// gets the same Secret, `projectscan.go:365-376`). `SecretMissingKeys` is
+/// not one: the reader needs only the token, and the webhook secret may be
+/// the key that is missing.
+const UNREADABLE_SECRET: [&str; 3] = ["SecretRefEmpty", "SecretNotFound", "SecretError"];
+
+/// Refuses when the operator's last Ready condition says it could not read
+/// the Project's scm Secret: `runScans` then returns before the sweep.
+fn secret_gate(project: &Project) -> Option<Decision> {
+    let conditions = project.status.as_ref()?.get("conditions")?.as_array()?;
+    let ready = conditions.iter().find(|c| c.get("type").and_then(|t| t.as_str()) == Some("Ready"))?;
+    let field = |k: &str| ready.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    if field("status") != "False" || !UNREADABLE_SECRET.contains(&field("reason")) {
+        return None;
+    }
+    Some(Decision::Refuse {
+        cause: format!(
+            "Project {} is not Ready ({}: {}): the operator cannot read its scm Secret, so its sweep stops before listing the forge",
+            project.name(),
+            field("reason"),
+            field("message")
+        ),
+        fix: "create the Secret spec.scmSecretRef names, with the keys token and webhookSecret".into(),
+    })
 }
 
 /// Whether `schedule` is a cron robfig/cron's `ParseStandard` accepts, in

@@ -115,3 +115,25 @@ fn parse_standard_accepts_what_robfig_accepts() {
         assert!(e.contains(why), "{bad}: {e}");
     }
 }
+
+#[test]
+fn an_unreadable_scm_secret_stops_the_scan_before_the_sweep() {
+    // validateSecret's reasons for a Secret scanReader cannot get either
+    // (project_controller.go:990-1001, projectscan.go:365-376, :1651-1657).
+    let mut p = project();
+    let ready = |reason: &str, status: &str| {
+        json!({"lastIssueScan": "2026-12-04T04:00:00Z", "conditions": [
+            {"type": "Ready", "status": status, "reason": reason, "message": "secret \"tatara-scm\" not found"}]})
+        .as_object()
+        .unwrap()
+        .clone()
+    };
+    p.status = Some(ready("SecretNotFound", "False"));
+    let cause = refusal(&decide(&p, &[])[0]).to_string();
+    assert!(cause.contains("not Ready (SecretNotFound: secret \"tatara-scm\" not found)"), "{cause}");
+    // A missing webhookSecret key leaves the reader its token; Ready=True is ready.
+    for (reason, status) in [("SecretMissingKeys", "False"), ("Validated", "True")] {
+        p.status = Some(ready(reason, status));
+        assert!(matches!(decide(&p, &[])[0].decision, Decision::Trigger { .. }), "{reason}");
+    }
+}
