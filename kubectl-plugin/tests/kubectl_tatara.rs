@@ -75,12 +75,6 @@ impl World {
         self.command(&v, None).spawn().unwrap()
     }
 
-    fn spawn_forge(&self, args: &[&str], token: &str) -> Child {
-        let v = self.forge_args(args);
-        let v: Vec<&str> = v.iter().map(String::as_str).collect();
-        self.command(&v, Some(token)).spawn().unwrap()
-    }
-
     fn all(&self, plural: &str) -> Vec<Value> {
         self.api.store.lock().unwrap().all(plural, NS)
     }
@@ -581,7 +575,7 @@ fn repair_promotes_only_live_heirs_and_reports_a_failed_write_among_several() {
 }
 
 #[test]
-fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
+fn sweep_plans_a_150_issue_backlog_within_the_budget_all_parked() {
     let w = World::new(|_| {}, backlog());
     // The plan alone changes nothing on either side.
     let before = w.everything();
@@ -636,69 +630,12 @@ fn sweep_of_a_150_issue_backlog_mints_at_most_the_budget_per_pass_all_parked() {
         }
     }
 
-    let mut minted_all: Vec<String> = Vec::new();
-    let mut reviews_all: Vec<String> = Vec::new();
-    let mut passes = 0;
-    loop {
-        passes += 1;
-        let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok-maint"));
-        let minted: Vec<String> =
-            r["minted"].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()).collect();
-        let reviews: Vec<String> = r["pullRequests"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["outcome"] == "minted")
-            .map(|p| p["key"].as_str().unwrap().to_string())
-            .collect();
-        assert!(minted.len() + reviews.len() <= 5, "pass {passes} minted {minted:?} {reviews:?}");
-        for l in r["issues"].as_array().unwrap().iter().filter(|l| l["decision"] == "mint") {
-            assert_eq!(l["stage"], "parked(backlog-sweep)", "{l}");
-        }
-        for k in &minted {
-            assert!(!minted_all.contains(k), "pass {passes} minted {k} again");
-        }
-        if minted.is_empty() && reviews.is_empty() {
-            break;
-        }
-        minted_all.extend(minted);
-        reviews_all.extend(reviews);
-        assert!(passes < 40, "the sweep does not converge");
-    }
-    assert_eq!(minted_all.len(), 151, "every allowed open orphan minted once");
-    // The review mint shares the budget: the last pass minted 1 orphan + it.
-    assert_eq!(reviews_all, vec!["tatara-operator!3003"]);
-    assert_eq!(passes, 32);
-    // Every minted Task is parked(backlog-sweep) and controls its Issue CR.
-    let tasks = w.all("tasks");
-    let is_review = |t: &&Value| t["metadata"]["name"].as_str().unwrap().starts_with("mt-r-");
-    let minted_tasks: Vec<&Value> = tasks
-        .iter()
-        .filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-"))
-        .filter(|t| !is_review(t))
-        .collect();
-    assert_eq!(minted_tasks.len(), 151);
-    assert_eq!(tasks.iter().filter(is_review).count(), 1);
-    for t in &minted_tasks {
-        assert_eq!(t["spec"]["initialParkReason"], "backlog-sweep", "{t}");
-        assert_eq!(t["spec"]["projectRef"], "tatara");
-    }
-    for n in (1000..1150).chain([415]) {
-        let iss = w.get("issues", &format!("iss-tatara-operator-{n}"));
-        let c = controllers(&iss);
-        assert_eq!(c.len(), 1, "{iss}");
-        assert!(c[0].starts_with("mt-"), "{iss}");
-    }
-    // 415 was ADOPTED (the ownerless survivor kept its status), not re-created.
-    let adopted = w.get("issues", "iss-tatara-operator-415");
-    assert_eq!(adopted["status"]["comments"][0]["externalId"], "c415", "{adopted}");
-    assert!(w.all("issues").iter().all(|i| i["spec"]["number"] != json!(2000)));
     // The sweep never writes to the forge.
     assert_eq!(w.gh.writes(), vec![]);
 }
 
 #[test]
-fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_max_open_tasks() {
+fn sweep_plans_triaging_when_a_human_waits_and_never_past_max_open_tasks() {
     let w = World::new(
         |s| {
             s.patch("projects", NS, "tatara", &json!({"spec": {"maxNewTasksPerSweep": 10}}), false).unwrap();
@@ -724,7 +661,7 @@ fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_ma
     );
     // Seeded: umbrella, member-a, member-b are active (3 of maxOpenTasks 6);
     // old-failed is failed and does not count.
-    let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok"));
+    let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "-o", "json"], "tok"));
     assert_eq!(r["activeTasks"], 3);
     let line = |n: u64| {
         r["issues"].as_array().unwrap().iter().find(|l| l["key"] == format!("tatara-operator#{n}")).unwrap().clone()
@@ -737,144 +674,9 @@ fn sweep_mints_triaging_when_a_human_waits_and_never_lets_active_tasks_exceed_ma
     assert_eq!(triaging.len(), 3, "{r}");
     assert_eq!(deferred.len(), 2, "{r}");
     assert_eq!(r["capHits"][0]["cap"], "maxOpenTasks");
-    assert_eq!(r["minted"].as_array().unwrap().len(), 5);
-    let active_now = w
-        .all("tasks")
-        .iter()
-        .filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-"))
-        .filter(|t| t["spec"].get("initialParkReason").is_none())
-        .count();
-    assert_eq!(active_now, 3);
-    // Next pass: six active Tasks, so the two waiting issues stay deferred.
-    let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "--apply", "-o", "json"], "tok"));
-    assert_eq!(r["activeTasks"], 6);
-    assert_eq!(r["minted"], json!([]));
-    assert_eq!(r["capHits"][0]["cap"], "maxOpenTasks");
 }
 
-#[test]
-fn two_racing_sweeps_mint_each_orphan_once() {
-    // Both passes must plan from the same state for the race to be the
-    // interesting one (each mint contended); otherwise the later pass sees
-    // the earlier one's mints and, rightly, spends its own budget on the
-    // next five orphans. The fake GitHub holds both pull listings (read
-    // after the snapshot and the issue scan, before any mint) until both
-    // arrived.
-    // Four orphan issues (1000-1002 and the ownerless survivor 415) and one
-    // review mint (#3003) fill the budget of five; two bot pull requests on
-    // live Tasks' branches are adopted by both passes at once.
-    let mut gh = backlog();
-    gh.issues.get_mut(REPO).unwrap().retain(|i| !(1003..1150).contains(&i.number));
-    gh.pulls.get_mut(REPO).unwrap().extend([
-        pull(3005, "tatara-bot", "task/member-a", Some(REPO)),
-        pull(3006, "tatara-bot", "task/umbrella", Some(REPO)),
-    ]);
-    gh.hold_pull_lists_until = 2;
-    let w = World::new(|_| {}, gh);
-    let args = ["sweep", "--project", "tatara", "--apply", "-o", "json"];
-    let a = w.spawn_forge(&args, "tok-maint");
-    let b = w.spawn_forge(&args, "tok-maint");
-    let (ra, rb) = (ok_json(&a.wait_with_output().unwrap()), ok_json(&b.wait_with_output().unwrap()));
-    let keys = |r: &Value, field: &str| -> Vec<String> {
-        let mut v: Vec<String> =
-            r[field].as_array().unwrap().iter().map(|m| m["key"].as_str().unwrap().to_string()).collect();
-        v.sort();
-        v
-    };
-    let planned = |r: &Value| -> Vec<String> {
-        let mut v: Vec<String> = r["issues"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|l| l["decision"] == "mint")
-            .map(|l| l["key"].as_str().unwrap().to_string())
-            .collect();
-        v.sort();
-        v
-    };
-    assert_eq!(planned(&ra), planned(&rb), "both passes planned from the same state");
-    assert_eq!(planned(&ra).len(), 4);
-    for r in [&ra, &rb] {
-        assert_eq!(pull_line(r, 3003)["decision"], "mint", "{r}");
-        assert_eq!(
-            (pull_line(r, 3005)["decision"].clone(), pull_line(r, 3006)["decision"].clone()),
-            (json!("adopt"), json!("adopt"))
-        );
-    }
-    // Between them each planned orphan was minted (its Task created) exactly
-    // once. What a pass found already minted it reports as not minted, or as
-    // completed when it finished the other writer's mint (the mirror).
-    let (ma, mb) = (keys(&ra, "minted"), keys(&rb, "minted"));
-    println!(
-        "racing sweeps: {} + {} minted, {} + {} completed, {} + {} not minted",
-        ma.len(),
-        mb.len(),
-        keys(&ra, "completed").len(),
-        keys(&rb, "completed").len(),
-        keys(&ra, "notMinted").len(),
-        keys(&rb, "notMinted").len()
-    );
-    assert!(ma.iter().all(|k| !mb.contains(k)), "minted twice:\n{ra}\n{rb}");
-    let mut all: Vec<String> = ma.iter().chain(mb.iter()).cloned().collect();
-    all.sort();
-    assert_eq!(all, planned(&ra), "{ra}\n{rb}");
-    for r in [&ra, &rb] {
-        let mut accounted: Vec<String> = ["minted", "completed", "notMinted"].iter().flat_map(|f| keys(r, f)).collect();
-        accounted.sort();
-        assert_eq!(accounted, planned(&ra), "each pass accounts for every planned mint once: {r}");
-        for m in r["completed"].as_array().unwrap() {
-            assert!(m["task"].as_str().unwrap().starts_with("mt-"), "{m}");
-        }
-    }
-    let minted_tasks =
-        w.all("tasks").into_iter().filter(|t| t["metadata"]["name"].as_str().unwrap().starts_with("mt-")).count();
-    assert_eq!(minted_tasks, 5, "four issue Tasks and one review Task");
-    for key in &all {
-        let n = key.rsplit_once('#').unwrap().1;
-        let iss = w.get("issues", &format!("iss-tatara-operator-{n}"));
-        assert_eq!(controllers(&iss).len(), 1, "{iss}");
-    }
-
-    // The review of #3003 was minted by exactly one pass; the other found it
-    // minted (and maybe finished its mirror).
-    let outcomes = |n: u64| -> Vec<String> {
-        let mut v: Vec<String> =
-            [&ra, &rb].iter().map(|r| pull_line(r, n)["outcome"].as_str().unwrap_or("").to_string()).collect();
-        v.sort();
-        v
-    };
-    println!(
-        "racing pull requests: #3003 {:?}, #3005 {:?}, #3006 {:?}",
-        outcomes(3003),
-        outcomes(3005),
-        outcomes(3006)
-    );
-    let review = outcomes(3003);
-    assert_eq!(review.iter().filter(|o| *o == "minted").count(), 1, "{review:?}");
-    assert!(review.iter().all(|o| ["minted", "completed", "nothingToDo"].contains(&o.as_str())), "{review:?}");
-    let name = review_task_name("tatara", "tatara-operator", 3003);
-    assert_eq!(controllers(&w.get("mergerequests", "mr-tatara-operator-3003")), vec![name]);
-    // Each adoption landed once: one mrRefs entry, one mirror with one
-    // controller, and between the two passes one successful create of it.
-    for (n, task) in [(3005, "member-a"), (3006, "umbrella")] {
-        let o = outcomes(n);
-        assert!(o.contains(&"adopted".to_string()), "{o:?}");
-        assert!(o.iter().all(|o| o == "adopted" || o == "nothingToDo"), "{o:?}");
-        assert_eq!(w.get("tasks", task)["status"]["mrRefs"], json!([format!("tatara-operator#{n}")]));
-        assert_eq!(controllers(&w.get("mergerequests", &format!("mr-tatara-operator-{n}"))), vec![task]);
-    }
-    let store = w.api.store.lock().unwrap();
-    let creates = |resource: &str, name: &str| {
-        store.writes().iter().filter(|x| x.verb == "create" && x.resource == resource && x.name == name).count()
-    };
-    for n in [3003, 3005, 3006] {
-        assert_eq!(creates("mergerequests", &format!("mr-tatara-operator-{n}")), 1, "#{n}");
-    }
-    assert_eq!(creates("tasks", &review_task_name("tatara", "tatara-operator", 3003)), 1);
-    assert_eq!(store.two_controller_rejections, 0);
-}
-
-// --- Pull requests: adopt, ignore, or review, applied ---
+// --- Pull requests: adopt, ignore, or review, planned ---
 
 /// A world whose forge has these pull requests and no issues; the Project's
 /// `scm.prReactionScope` is `scope` (unset: the open default).
@@ -892,103 +694,42 @@ fn pulls_world(scope: Option<&str>, pulls: Vec<PullData>) -> World {
     )
 }
 
-fn sweep_json(w: &World, apply: bool) -> Value {
-    let mut args = vec!["sweep", "--project", "tatara", "-o", "json"];
-    if apply {
-        args.push("--apply");
-    }
-    ok_json(&w.tatara_forge(&args, "tok"))
-}
-
-/// A pull request the pass left alone: no Task, no mirror, nothing written
-/// anywhere (the plan and the apply alike), with this disposition.
-fn assert_left_alone(w: &World, n: u64, disposition: &str) {
+/// The plan of a sweep (`-o json`), which writes nothing anywhere.
+fn sweep_json(w: &World) -> Value {
     let before = w.everything();
-    for apply in [false, true] {
-        let r = sweep_json(w, apply);
-        let l = pull_line(&r, n);
-        assert_eq!(l["disposition"]["disposition"], disposition, "{r}");
-        assert_eq!(l["decision"], "ignore", "{l}");
-        assert_eq!((&l["outcome"], &l["writes"]), (&Value::Null, &json!([])), "{l}");
-    }
-    assert_eq!(w.everything(), before, "an ignored pull request changed the cluster");
-    assert_eq!(w.gh.writes(), vec![]);
+    let r = ok_json(&w.tatara_forge(&["sweep", "--project", "tatara", "-o", "json"], "tok"));
+    assert_eq!(w.everything(), before, "the plan wrote something");
+    assert_eq!(w.gh.writes(), vec![], "the sweep never writes to the forge");
+    r
 }
 
-/// The review of `n` minted by this pass at `stage`, exactly as the rules
-/// require: a review-kind Task named by IntakeTaskName(kind review) that
-/// controls the MergeRequest mirror, whose ownership the author predicate
-/// gives (a human: external, initial).
-fn assert_reviewed(w: &World, r: &Value, n: u64, author: &str, stage: &str) {
+/// A pull request the plan leaves alone, with this disposition.
+fn assert_left_alone(w: &World, n: u64, disposition: &str) {
+    let r = sweep_json(w);
+    let l = pull_line(&r, n);
+    assert_eq!(l["disposition"]["disposition"], disposition, "{r}");
+    assert_eq!(l["decision"], "ignore", "{l}");
+}
+
+/// The plan reviews `n` at `stage` with the review-kind Task
+/// IntakeTaskName(kind review) names; only the operator mints it.
+fn assert_reviewed(r: &Value, n: u64, stage: &str) {
     let l = pull_line(r, n);
     let name = review_task_name("tatara", "tatara-operator", n as i64);
     assert_eq!(l["disposition"]["disposition"], "review", "{l}");
-    assert_eq!((&l["decision"], &l["stage"], &l["outcome"]), (&json!("mint"), &json!(stage), &json!("minted")), "{l}");
+    assert_eq!((&l["decision"], &l["stage"]), (&json!("mint"), &json!(stage)), "{l}");
     assert_eq!(l["task"], name.as_str());
-    assert_eq!(l["writes"].as_array().unwrap().len(), 3, "Task, mirror, mirror status: {l}");
-    let t = w.get("tasks", &name);
-    assert_eq!(t["spec"]["kind"], "review");
-    assert_eq!(t["spec"]["repositoryRef"], "tatara-operator");
-    let parked = if stage == "triaging" { Value::Null } else { json!("backlog-sweep") };
-    assert_eq!(t["spec"].get("initialParkReason").cloned().unwrap_or(Value::Null), parked, "{t}");
-    let mr = w.get("mergerequests", &format!("mr-tatara-operator-{n}"));
-    assert_eq!(mr["metadata"]["ownerReferences"], json!([task_ref(&t, Some(true), true)]), "{mr}");
-    assert_eq!(mr["spec"]["url"], format!("https://github.com/{REPO}/pull/{n}"));
-    let st = &mr["status"];
-    assert_eq!((&st["ownership"], &st["ownershipReason"]), (&json!("external"), &json!("initial")), "{mr}");
-    assert_eq!((&st["author"], &st["state"]), (&json!(author), &json!("open")), "{mr}");
-    assert_eq!(st["headSHA"], format!("{n:040x}"));
-    assert!(st.get("lastBotHeadSHA").is_none(), "{mr}");
 }
 
 #[test]
-fn sweep_adopts_a_bot_pull_request_on_its_tasks_branch_into_mr_refs_once() {
+fn sweep_plans_to_adopt_a_bot_pull_request_on_its_tasks_branch() {
     // 1. ADOPT iff a. author == botLogin, b. head branch == task/<task>,
-    // c. head.repo == base.repo.
+    // c. head.repo == base.repo. The plan only: the operator adopts.
     let w = pulls_world(None, vec![pull(20, "tatara-bot", "task/member-a", Some(REPO))]);
-    let before = w.everything();
-    let plan = sweep_json(&w, false);
-    assert_eq!(pull_line(&plan, 20)["decision"], "adopt", "{plan}");
-    assert_eq!(w.everything(), before, "the plan wrote something");
-
-    let r = sweep_json(&w, true);
-    let l = pull_line(&r, 20);
-    assert_eq!((&l["outcome"], &l["task"]), (&json!("adopted"), &json!("member-a")), "{l}");
-    let writes: Vec<&str> = l["writes"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
-    assert_eq!(writes.len(), 3, "{writes:?}");
-    assert!(writes[0].contains("mrRefs") && writes[1].contains("create") && writes[2].contains("ownership tatara"));
-    // The Task's status.mrRefs (the field the schema defines), appended.
-    let member_a = w.get("tasks", "member-a");
-    assert_eq!(member_a["status"]["mrRefs"], json!(["tatara-operator#20"]));
-    assert_eq!(member_a["status"]["issueRefs"], json!(["tatara-operator#412", "tatara-operator#413"]), "kept");
-    // The mirror: controller-owned by member-a (controller, blockOwnerDeletion),
-    // ownership tatara as ownershipForAuthor gives the bot, no reason.
-    let mr = w.get("mergerequests", "mr-tatara-operator-20");
-    assert_eq!(mr["metadata"]["ownerReferences"], json!([task_ref(&member_a, Some(true), true)]), "{mr}");
-    assert_eq!(
-        mr["spec"],
-        json!({"number": 20, "projectRef": "tatara", "repositoryRef": "tatara-operator",
-        "url": format!("https://github.com/{REPO}/pull/20")})
-    );
-    let st = &mr["status"];
-    assert_eq!(st["ownership"], "tatara");
-    assert!(st.get("ownershipReason").is_none(), "{mr}");
-    let sha = format!("{:040x}", 20);
-    assert_eq!((&st["headSHA"], &st["lastBotHeadSHA"]), (&json!(sha), &json!(sha)), "{mr}");
-    assert_eq!(
-        (&st["author"], &st["headBranch"], &st["state"]),
-        (&json!("tatara-bot"), &json!("task/member-a"), &json!("open"))
-    );
-    assert_eq!(r["pullRequestCounts"]["adopt"], 1);
-
-    // Idempotent: a second sweep adds nothing.
-    let after = w.everything();
-    let again = sweep_json(&w, true);
-    let l = pull_line(&again, 20);
-    assert_eq!((&l["decision"], &l["outcome"]), (&json!("skip"), &Value::Null), "{l}");
-    assert!(l["why"].as_str().unwrap().starts_with("already adopted"), "{l}");
-    assert_eq!(w.everything(), after, "a second sweep wrote something");
-    assert_eq!(w.gh.writes(), vec![], "the sweep never writes to the forge");
+    let plan = sweep_json(&w);
+    let l = pull_line(&plan, 20);
+    assert_eq!((&l["decision"], &l["task"]), (&json!("adopt"), &json!("member-a")), "{plan}");
+    assert_eq!(plan["pullRequestCounts"]["adopt"], 1);
 }
 
 #[test]
@@ -996,9 +737,8 @@ fn a_human_pull_request_on_a_task_branch_is_reviewed_never_adopted() {
     // Clause a: the author predicate. A human naming a Task's branch gets a
     // review Task (in reaction scope), never that Task's merge stream.
     let w = pulls_world(None, vec![pull(21, "mallory", "task/member-a", Some(REPO))]);
-    let r = sweep_json(&w, true);
-    assert_reviewed(&w, &r, 21, "mallory", "parked(backlog-sweep)");
-    assert!(w.get("tasks", "member-a")["status"].get("mrRefs").is_none());
+    let r = sweep_json(&w);
+    assert_reviewed(&r, 21, "parked(backlog-sweep)");
 }
 
 #[test]
@@ -1018,7 +758,7 @@ fn a_fork_with_a_task_branch_is_never_adopted() {
     for (n, head_repo) in [(25, Some("evil/tatara-operator")), (26, None)] {
         let w = pulls_world(None, vec![pull(n, "tatara-bot", "task/member-a", head_repo)]);
         assert_left_alone(&w, n, "ignoreBot");
-        let r = sweep_json(&w, false);
+        let r = sweep_json(&w);
         let why = pull_line(&r, n)["why"].as_str().unwrap().to_string();
         assert!(why.contains("no forks, ever"), "{r}");
         // Named as a person reads it, not as Rust's Option (issue 29).
@@ -1039,7 +779,7 @@ fn bot_pull_requests_that_are_not_adoptable_are_ignored_and_counted() {
     };
     let w = pulls_world(None, vec![bump, pull(31, "tatara-bot", "task/reaped-long-ago", Some(REPO))]);
     assert_left_alone(&w, 30, "ignoreBot");
-    let r = sweep_json(&w, true);
+    let r = sweep_json(&w);
     assert_eq!(r["pullRequestCounts"], json!({"adopt": 0, "ignoreBot": 2, "review": 0, "ignore": 0}));
     let text = String::from_utf8_lossy(&w.tatara_forge(&["sweep", "--project", "tatara"], "tok").stdout).to_string();
     assert!(text.contains("pull requests: 0 adopt, 2 ignore (bot), 0 review, 0 ignore"), "{text}");
@@ -1054,16 +794,9 @@ fn a_human_pull_request_from_a_trusted_insider_gets_a_review_task() {
         ..pull(40, "maint", "fix/a", Some(REPO))
     };
     let w = pulls_world(Some("labeledOrMentioned"), vec![waiting]);
-    let r = sweep_json(&w, true);
+    let r = sweep_json(&w);
     assert!(pull_line(&r, 40)["disposition"]["why"].as_str().unwrap().contains("trusted insider"), "{r}");
-    assert_reviewed(&w, &r, 40, "maint", "triaging");
-    // Idempotent: the next sweep finds the mirror controlled and mints nothing.
-    let after = w.everything();
-    let again = sweep_json(&w, true);
-    let l = pull_line(&again, 40);
-    assert_eq!((&l["decision"], &l["outcome"]), (&json!("skip"), &Value::Null), "{l}");
-    assert!(l["why"].as_str().unwrap().ends_with("reviews tatara-operator!40 and controls its mirror"), "{l}");
-    assert_eq!(w.everything(), after);
+    assert_reviewed(&r, 40, "triaging");
 }
 
 #[test]
@@ -1071,9 +804,9 @@ fn a_human_pull_request_gets_a_review_task_when_the_reaction_scope_is_not_labele
     // 3. "Scm.PRReactionScope is not labeledOrMentioned": unset and `all`.
     for (n, scope) in [(41, None), (42, Some("all"))] {
         let w = pulls_world(scope, vec![pull(n, "bob", "fix/b", Some("bob/tatara-operator"))]);
-        let r = sweep_json(&w, true);
+        let r = sweep_json(&w);
         assert!(pull_line(&r, n)["disposition"]["why"].as_str().unwrap().contains("not labeledOrMentioned"), "{r}");
-        assert_reviewed(&w, &r, n, "bob", "parked(backlog-sweep)");
+        assert_reviewed(&r, n, "parked(backlog-sweep)");
     }
 }
 
@@ -1081,18 +814,18 @@ fn a_human_pull_request_gets_a_review_task_when_the_reaction_scope_is_not_labele
 fn a_human_pull_request_carrying_the_trigger_label_gets_a_review_task() {
     let labeled = PullData { labels: vec!["tatara".into()], ..pull(43, "bob", "fix/c", Some(REPO)) };
     let w = pulls_world(Some("labeledOrMentioned"), vec![labeled]);
-    let r = sweep_json(&w, true);
+    let r = sweep_json(&w);
     assert!(pull_line(&r, 43)["disposition"]["why"].as_str().unwrap().contains("trigger label"), "{r}");
-    assert_reviewed(&w, &r, 43, "bob", "parked(backlog-sweep)");
+    assert_reviewed(&r, 43, "parked(backlog-sweep)");
 }
 
 #[test]
 fn a_human_pull_request_mentioning_the_bot_gets_a_review_task() {
     let mention = PullData { body: "@tatara-bot could you look?".into(), ..pull(44, "bob", "fix/d", Some(REPO)) };
     let w = pulls_world(Some("labeledOrMentioned"), vec![mention]);
-    let r = sweep_json(&w, true);
+    let r = sweep_json(&w);
     assert!(pull_line(&r, 44)["disposition"]["why"].as_str().unwrap().contains("mentions the bot"), "{r}");
-    assert_reviewed(&w, &r, 44, "bob", "parked(backlog-sweep)");
+    assert_reviewed(&r, 44, "parked(backlog-sweep)");
 }
 
 #[test]
@@ -1102,14 +835,14 @@ fn a_human_pull_request_out_of_reaction_scope_is_ignored() {
     let other_label = PullData { labels: vec!["bug".into()], ..pull(45, "bob", "fix/e", Some(REPO)) };
     let w = pulls_world(Some("labeledOrMentioned"), vec![other_label]);
     assert_left_alone(&w, 45, "ignore");
-    assert_eq!(sweep_json(&w, false)["pullRequestCounts"]["ignore"], 1);
+    assert_eq!(sweep_json(&w)["pullRequestCounts"]["ignore"], 1);
 }
 
 #[test]
 fn review_mints_share_the_issue_mints_budget() {
     // "through the same mint stage, budget and naming as issue mints":
     // maxNewTasksPerSweep 2 with two orphan issues first leaves the review
-    // for the next pass, which mints it.
+    // for the next pass.
     let mut gh = gh_state(&[("tok", "maint")]);
     gh.issues.insert(
         REPO.into(),
@@ -1124,19 +857,17 @@ fn review_mints_share_the_issue_mints_budget() {
         },
         gh,
     );
-    let r = sweep_json(&w, true);
-    assert_eq!(r["minted"].as_array().unwrap().len(), 2, "{r}");
+    let r = sweep_json(&w);
+    let mints = r["issues"].as_array().unwrap().iter().filter(|l| l["decision"] == "mint").count();
+    assert_eq!(mints, 2, "{r}");
     let l = pull_line(&r, 60);
-    assert_eq!((&l["decision"], &l["outcome"]), (&json!("deferred"), &Value::Null), "{l}");
+    assert_eq!(l["decision"], "deferred", "{l}");
     assert!(l["why"].as_str().unwrap().contains("maxNewTasksPerSweep"), "{l}");
     assert_eq!(r["capHits"][0]["cap"], "maxNewTasksPerSweep");
-    let r = sweep_json(&w, true);
-    assert_eq!(r["minted"], json!([]));
-    assert_reviewed(&w, &r, 60, "bob", "parked(backlog-sweep)");
 }
 
 #[test]
-fn an_adoption_into_a_task_whose_mr_refs_are_full_writes_nothing() {
+fn an_adoption_into_a_task_whose_mr_refs_are_full_is_planned_as_skip() {
     // "respect its maxItems": 50 in the CRD. The API server would refuse a
     // 51st (422); the sweep does not try, and says why.
     let w = World::new(
@@ -1150,10 +881,181 @@ fn an_adoption_into_a_task_whose_mr_refs_are_full_writes_nothing() {
             gh
         },
     );
-    let before = w.everything();
-    let r = sweep_json(&w, true);
+    let r = sweep_json(&w);
     let l = pull_line(&r, 70);
     assert_eq!((&l["disposition"]["disposition"], &l["decision"]), (&json!("adopt"), &json!("skip")), "{l}");
     assert!(l["why"].as_str().unwrap().contains("maxItems is 50"), "{l}");
-    assert_eq!(w.everything(), before);
+}
+
+// --- sweep --apply: the operator's own sweep, asked for ---
+
+/// The seeded world with an issueScan cron, a second Repository of the
+/// project and one of another project, each stamped by an earlier pass.
+fn scheduled_world() -> World {
+    let w = World::new(
+        |s| {
+            let cron = json!({"spec": {"scm": {"cron": {"issueScan": {"schedule": "0 */4 * * *"}}}}});
+            s.patch("projects", NS, "tatara", &cron, false).unwrap();
+            let status =
+                json!({"status": {"lastIssueScan": "2026-12-04T04:00:00Z", "webhookURL": "https://hooks/tatara"}});
+            s.patch("projects", NS, "tatara", &status, true).unwrap();
+            let stamp = json!({"status": {"lastIssueScan": "2026-12-04T04:00:07Z"}});
+            s.patch("repositories", NS, "tatara-operator", &stamp, true).unwrap();
+            for (name, project) in [("tatara-cli", "tatara"), ("elsewhere", "other")] {
+                let url = format!("https://github.com/acme/{name}");
+                s.seed(
+                    "repositories",
+                    NS,
+                    json!({"metadata": {"name": name},
+                        "spec": {"projectRef": project, "url": url, "reingestSchedule": "0 3 * * *"}}),
+                )
+                .unwrap();
+                s.patch("repositories", NS, name, &stamp, true).unwrap();
+            }
+        },
+        gh_state(&[]),
+    );
+    // The seeding patches are not the plugin's writes.
+    w.api.store.lock().unwrap().take_writes();
+    w
+}
+
+/// `kubectl get <what> -o jsonpath=<path>` through the real kubectl.
+fn kubectl_get(w: &World, what: &[&str], path: &str) -> String {
+    let mut args = vec!["get"];
+    args.extend_from_slice(what);
+    let jsonpath = format!("jsonpath={path}");
+    args.extend_from_slice(&["-o", &jsonpath]);
+    let out = w.kubectl.run(&args);
+    assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// The operator sweeps a Repository once its `status.lastIssueScan` and the
+/// Project's are gone (`repoIssueScanBase`, `dueBase`,
+/// `internal/controller/projectscan.go:144-149, 49-54`), so `--apply`
+/// clears exactly those, on the status subresource, Repositories before the
+/// Project (whose write wakes its reconcile), and mints nothing.
+#[test]
+fn sweep_apply_asks_the_operator_to_sweep_by_clearing_the_issue_scan_stamps() {
+    let w = scheduled_world();
+    let before_tasks = w.all("tasks");
+    let before_issues = w.all("issues");
+    // No forge token: --apply leaves the forge to the operator.
+    let out = w.tatara(&["sweep", "--project", "tatara", "--apply"], None);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for repo in ["tatara-operator", "tatara-cli"] {
+        assert!(
+            stdout.contains(&format!("the operator sweeps repository {repo} of project tatara on its next scan tick")),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("on its next scan tick (within about 30 s), minting and adopting under its own budgets"));
+    assert!(stdout.contains("cleared status.lastIssueScan (was 2026-12-04T04:00:00Z)"), "{stdout}");
+    assert!(!stdout.contains("elsewhere"), "another project's Repository: {stdout}");
+
+    // What the API server holds now, read with kubectl.
+    assert_eq!(kubectl_get(&w, &["project", "tatara"], "{.status.lastIssueScan}"), "");
+    assert_eq!(kubectl_get(&w, &["project", "tatara"], "{.status.webhookURL}"), "https://hooks/tatara", "kept");
+    assert_eq!(kubectl_get(&w, &["project", "tatara"], "{.spec.scm.cron.issueScan.schedule}"), "0 */4 * * *");
+    for repo in ["tatara-operator", "tatara-cli"] {
+        assert_eq!(kubectl_get(&w, &["repository", repo], "{.status.lastIssueScan}"), "", "{repo}");
+    }
+    assert_eq!(kubectl_get(&w, &["repository", "elsewhere"], "{.status.lastIssueScan}"), "2026-12-04T04:00:07Z");
+
+    // Three status patches, the Project's last, and no Task, no Issue.
+    let writes: Vec<(String, String, Option<String>, String)> = w
+        .api
+        .store
+        .lock()
+        .unwrap()
+        .writes()
+        .iter()
+        .map(|x| (x.verb.clone(), x.resource.clone(), x.subresource.clone(), x.name.clone()))
+        .collect();
+    let status = Some("status".to_string());
+    assert_eq!(
+        writes,
+        [
+            ("patch".into(), "repositories".into(), status.clone(), "tatara-cli".into()),
+            ("patch".into(), "repositories".into(), status.clone(), "tatara-operator".into()),
+            ("patch".into(), "projects".into(), status, "tatara".into()),
+        ]
+    );
+    assert_eq!((w.all("tasks"), w.all("issues")), (before_tasks, before_issues), "the plugin minted");
+
+    // Again: nothing left to clear, so nothing is written, and it still says
+    // what the operator does next.
+    let again = ok_json(&w.tatara(&["sweep", "--project", "tatara", "--apply", "-o", "json"], None));
+    let outcomes: Vec<(&str, &str, &str)> = again["triggers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["kind"].as_str().unwrap(), t["name"].as_str().unwrap(), t["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("Repository", "tatara-cli", "alreadyClear"),
+            ("Repository", "tatara-operator", "alreadyClear"),
+            ("Project", "tatara", "alreadyClear")
+        ]
+    );
+    assert_eq!(again["next"].as_array().unwrap().len(), 2, "{again}");
+    assert_eq!(w.api.store.lock().unwrap().writes().len(), 3, "a second --apply wrote");
+}
+
+/// Where the operator's scheduler would not sweep whatever the stamps say,
+/// `--apply` writes nothing and says why and what to do, exit 1: no
+/// `spec.scm.cron` (`projectscan.go:1567`), and the break-glass annotation
+/// (`sweep.go:209-211`).
+#[test]
+fn sweep_apply_refuses_where_the_operator_would_not_sweep() {
+    // The seeded Project has no cron at all.
+    let w = World::new(|_| {}, gh_state(&[]));
+    let out = w.tatara(&["sweep", "--project", "tatara", "--apply"], None);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("error: the tatara operator will not sweep project \"tatara\", so nothing was asked of it")
+            && stderr.contains("has no spec.scm.cron")
+            && stderr.contains("set spec.scm.cron.issueScan.schedule"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("has no spec.scm.cron").count(), 1, "one cause, said once: {stderr}");
+    assert!(stdout.contains("refused"), "{stdout}");
+    assert_eq!(w.api.store.lock().unwrap().writes().len(), 0);
+
+    let w = scheduled_world();
+    let ann = json!({"metadata": {"annotations": {"tatara.dev/sweep": "disabled"}}});
+    {
+        let mut store = w.api.store.lock().unwrap();
+        store.patch("projects", NS, "tatara", &ann, false).unwrap();
+        store.take_writes();
+    }
+    let out = w.tatara(&["sweep", "--project", "tatara", "--apply"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("kubectl annotate project tatara tatara.dev/sweep-"), "{stderr}");
+    assert_eq!(w.api.store.lock().unwrap().writes().len(), 0);
+    assert_eq!(kubectl_get(&w, &["project", "tatara"], "{.status.lastIssueScan}"), "2026-12-04T04:00:00Z");
+}
+
+/// A status patch the API server refuses is named with the RBAC it needs,
+/// exit 4; the writes before it stand, and the operator's next step is not
+/// promised for a Project whose stamp is still there.
+#[test]
+fn sweep_apply_names_a_refused_status_patch() {
+    let w = scheduled_world();
+    w.api.forbid(None, "patch", "projects/status");
+    let out = w.tatara(&["sweep", "--project", "tatara", "--apply"], None);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
+    assert!(stderr.contains("could not clear status.lastIssueScan on project/tatara"), "{stderr}");
+    assert!(stderr.contains("kubectl auth can-i patch projects.tatara.dev --subresource=status -n tatara"), "{stderr}");
+    assert!(stdout.contains("NOT cleared: status.lastIssueScan"), "{stdout}");
+    assert!(!stdout.contains("the operator sweeps"), "{stdout}");
+    assert_eq!(kubectl_get(&w, &["repository", "tatara-operator"], "{.status.lastIssueScan}"), "");
+    assert_eq!(kubectl_get(&w, &["project", "tatara"], "{.status.lastIssueScan}"), "2026-12-04T04:00:00Z");
 }

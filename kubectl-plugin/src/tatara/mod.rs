@@ -48,7 +48,8 @@ pub enum Command {
     /// print the plan, and with --apply repair each in one guarded write.
     Repair(repair::Args),
     /// Run the sweep for a project against the forge: orphans, mint stages,
-    /// pull-request dispositions, both budgets; with --apply mint them.
+    /// pull-request dispositions, both budgets; with --apply ask the operator
+    /// to run its own sweep now.
     Sweep(sweep::Args),
     /// Ask the tatara operator to take a merge request over, as a maintainer
     /// (REPO!NUMBER); writes nothing to the cluster.

@@ -3,26 +3,31 @@
 //! predicate is answered by the `<repositoryRef>#<number>` index over the
 //! Issue CRs; each orphan gets its mint stage (triaging, or
 //! parked(backlog-sweep)); both creation budgets bound the pass; every pull
-//! request gets one of the four dispositions. Every line says why. With
-//! `--apply` each planned mint runs as `mintTaskForIssue`: create the Task,
-//! then adopt the existing mirror or create it, recomputed from fresh reads.
-//! The pull-request dispositions are applied the same way: an adoption
-//! appends to the owning Task's `mrRefs` and mirrors the pull request owned
-//! by it; a review mint goes through the issue mints' budget.
+//! request gets one of the four dispositions. Every line says why. The plan
+//! is this plugin's model of the operator's sweep; `--apply` does not carry
+//! it out. The operator mints and adopts itself, and a Task minted by anyone
+//! else is reaped or stranded by it, so `--apply` asks the operator to run
+//! its own sweep now: it clears `status.lastIssueScan`, the stamp the
+//! operator's scheduler anchors the next sweep on
+//! ([`rules::ownership::sweep::trigger`]), on the status subresource.
 
 use std::io::Write;
 
+use kube::Api;
+use kube::api::{Patch, PatchParams};
 use rules::ownership::decision::Artifact;
 use rules::ownership::naming::review_task_name;
+use rules::ownership::sweep::trigger::{self, Decision, Kind, STAMP};
 use rules::ownership::sweep::{
-    CapHit, DispositionCounts, ForgeIssue, ForgePullRequest, IssueKeyIndex, IssueLine, MintOutcome, MintSource,
-    MintStage, PrDecision, PrDisposition, decide, decide_adopt, decide_review, live_task_names, mint_outcome,
-    mint_stage_for, orphan, plan_lines, plan_mints, pr_disposition, review_lines, review_verdict,
+    CapHit, DispositionCounts, ForgeIssue, ForgePullRequest, IssueKeyIndex, IssueLine, MintSource, MintStage,
+    PrDecision, PrDisposition, decide_adopt, live_task_names, mint_stage_for, orphan, plan_lines, plan_mints,
+    pr_disposition, review_lines, review_verdict,
 };
+use rules::ownership::types::{Project, Repository};
 use runtime::ownership::executor::Executor;
 use serde::Serialize;
 
-use crate::common::{self, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
+use crate::common::{self, Call, Cell, CliError, Human, KubeArgs, Offers, OutputArgs, Paint, Style, Table};
 use runtime::ownership::forge::{ForgeArgs, GitHub, repo_coords};
 
 /// The flags of `kubectl tatara sweep`.
@@ -33,8 +38,9 @@ pub struct Args {
     /// The Project whose Repositories are swept.
     #[arg(long, value_name = "PROJECT")]
     pub project: String,
-    /// Mint the planned Tasks and adopt the adoptable pull requests;
-    /// without it the plan is only printed.
+    /// Ask the tatara operator to run its own sweep now (clears
+    /// status.lastIssueScan on the Project and its Repositories; the
+    /// operator mints and adopts). Without it the plan is only printed.
     #[arg(long)]
     pub apply: bool,
     #[command(flatten)]
@@ -62,12 +68,6 @@ pub struct PullLine {
     pub task: Option<String>,
     /// Why this decision.
     pub why: String,
-    /// With `--apply`: `adopted`, `minted`, `completed` (another writer
-    /// minted the review Task; this pass finished its mirror), or
-    /// `nothingToDo` (`why` says what a fresh read found).
-    pub outcome: Option<String>,
-    /// With `--apply`: the writes, each with its why.
-    pub writes: Vec<String>,
 }
 
 impl PullLine {
@@ -83,20 +83,8 @@ impl PullLine {
             task: None,
             why: disposition.why().to_string(),
             disposition,
-            outcome: None,
-            writes: vec![],
         }
     }
-}
-
-/// One mint `--apply` carried out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MintLine {
-    pub key: String,
-    pub task: String,
-    /// The writes, each with its why.
-    pub steps: Vec<String>,
 }
 
 /// What `sweep` prints.
@@ -105,7 +93,6 @@ pub struct MintLine {
 pub struct SweepResult {
     pub project: String,
     pub namespace: String,
-    pub apply: bool,
     pub max_new_tasks_per_sweep: u64,
     pub max_open_tasks: u64,
     /// ACTIVE Tasks of the project before the pass.
@@ -115,13 +102,6 @@ pub struct SweepResult {
     /// How many open pull requests got each disposition.
     pub pull_request_counts: DispositionCounts,
     pub cap_hits: Vec<CapHit>,
-    /// Planned mints this pass carried out (it created the Task).
-    pub minted: Vec<MintLine>,
-    /// Planned mints another writer had started (the Task existed) that this
-    /// pass finished, e.g. by creating or adopting the Issue mirror.
-    pub completed: Vec<MintLine>,
-    /// Planned mints `--apply` found nothing to do for, with why.
-    pub not_minted: Vec<IssueLine>,
 }
 
 impl Human for SweepResult {
@@ -194,35 +174,11 @@ impl Human for SweepResult {
         for c in &r.cap_hits {
             writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
         }
-        if r.apply {
-            let reviews = r.pull_requests.iter().filter(|p| p.outcome.as_deref() == Some("minted")).count();
-            writeln!(out, "minted {} Task(s):", r.minted.len() + reviews)?;
-            for l in &r.not_minted {
-                writeln!(out, "  {} not minted: {}", l.key, l.why)?;
-            }
-            let finished = ": another writer minted the Task; this pass finished it";
-            for (m, note) in r.minted.iter().map(|m| (m, "")).chain(r.completed.iter().map(|m| (m, finished))) {
-                writeln!(out, "  {} -> {}{note}", m.key, m.task)?;
-                for s in &m.steps {
-                    writeln!(out, "      {s}")?;
-                }
-            }
-            for p in r.pull_requests.iter().filter(|p| p.outcome.is_some()) {
-                let outcome = p.outcome.as_deref().unwrap_or_default();
-                if p.writes.is_empty() {
-                    writeln!(out, "  {} not written: {}", p.key, p.why)?;
-                    continue;
-                }
-                writeln!(out, "  {} -> {}: {outcome}", p.key, p.task.as_deref().unwrap_or_default())?;
-                for s in &p.writes {
-                    writeln!(out, "      {s}")?;
-                }
-            }
-        } else if style.headers
+        if style.headers
             && (r.issues.iter().any(|l| l.decision == "mint")
                 || r.pull_requests.iter().any(|p| p.decision == "mint" || p.decision == "adopt"))
         {
-            writeln!(out, "(plan only: run again with --apply to mint these Tasks and adopt these pull requests)")?;
+            writeln!(out, "(plan only: the operator mints and adopts; --apply asks it to run its own sweep now)")?;
         }
         Ok(())
     }
@@ -261,6 +217,10 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
             args.project
         )));
     }
+    if args.apply {
+        // No forge read: the operator's own pass lists the forge.
+        return apply(&target.client, &ns, &project, &repos, args, colour, out).await;
+    }
     let mut gh = GitHub::with_timeouts(&args.forge, args.kube.forge_timeouts())?;
     let exec = Executor::new(target.client.clone(), &ns);
     let snap = exec.snapshot().await.map_err(|e| common::executor_failure(e, &ns))?;
@@ -272,7 +232,6 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
     let mut result = SweepResult {
         project: args.project.clone(),
         namespace: ns.clone(),
-        apply: args.apply,
         max_new_tasks_per_sweep: project.spec.max_new_tasks_per_sweep(),
         max_open_tasks: project.spec.max_open_tasks(),
         // "ACTIVE = stage NOT IN (parked, delivered, rejected, failed)"
@@ -282,8 +241,6 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
     // Issue orphans and review mints share the budgets, in forge order:
     // per repository, its issues, then its pull requests.
     let mut orphans: Vec<(MintSource, MintStage)> = Vec::new();
-    // Pull requests to adopt: (index in result.pull_requests, the PR).
-    let mut adopts: Vec<(usize, ForgePullRequest)> = Vec::new();
     for repo in &repos {
         let Some(coords) = repo_coords(&project, repo) else {
             return Err(CliError::new(format!(
@@ -316,7 +273,6 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
                     match decide_adopt(&snap, &project, Some(repo), &pr) {
                         PrDecision::Write { .. } => {
                             line.decision = "adopt".into();
-                            adopts.push((result.pull_requests.len(), pr));
                         }
                         PrDecision::Nothing { why } => (line.decision, line.why) = ("skip".into(), why),
                     }
@@ -351,71 +307,177 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
     }
     result.cap_hits = plan.cap_hits.clone();
 
-    if args.apply {
-        for (source, stage) in &plan.mint {
-            let repo = repos.iter().find(|r| r.name() == source.repository_ref());
-            let key = source.key();
-            // The last decision's why: what the final fresh read found.
-            let mut why = String::new();
-            let report = exec
-                .converge(&format!("mint for {key}"), Some(&gh), |snap| {
-                    Ok(match source {
-                        MintSource::Issue(issue) => decide(snap, &project, repo, &ns, issue, *stage),
-                        MintSource::Review(pr) => {
-                            let d = decide_review(snap, &project, repo, &ns, pr, *stage);
-                            why = d.why().to_string();
-                            d.into_actions()
-                        }
-                    })
-                })
-                .await
-                .map_err(|e| common::executor_failure(e, &ns))?;
-            let steps: Vec<String> = report.applied.iter().map(|a| a.why().to_string()).collect();
-            let outcome = mint_outcome(&report.applied);
-            if let MintSource::Review(_) = source {
-                if let Some(p) = result.pull_requests.iter_mut().find(|p| p.key == key) {
-                    let label = match &outcome {
-                        MintOutcome::Minted { .. } => "minted",
-                        MintOutcome::Completed { .. } => "completed",
-                        MintOutcome::NothingToDo => {
-                            p.why = why;
-                            "nothingToDo"
-                        }
-                    };
-                    p.outcome = Some(label.into());
-                    p.writes = steps;
-                }
-                continue;
-            }
-            match outcome {
-                MintOutcome::Minted { task } => result.minted.push(MintLine { key, task, steps }),
-                MintOutcome::Completed { task } => result.completed.push(MintLine { key, task, steps }),
-                MintOutcome::NothingToDo => result.not_minted.push(IssueLine {
-                    key,
-                    decision: "skip".into(),
-                    stage: None,
-                    why: MintOutcome::NOTHING_TO_DO_WHY.into(),
-                }),
-            }
+    common::print(&args.output, colour, &result, out)
+}
+
+/// One object `--apply` asked about, and what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerLine {
+    #[serde(flatten)]
+    pub line: trigger::Line,
+    /// `cleared` (the status patch landed), `alreadyClear` (no stamp to
+    /// clear), `refused` (the operator would not sweep it), or `failed`.
+    pub outcome: String,
+    /// Why a write failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What `sweep --apply` prints.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TriggerResult {
+    pub project: String,
+    pub namespace: String,
+    pub apply: bool,
+    /// Repositories first, the Project last: the order of the writes.
+    pub triggers: Vec<TriggerLine>,
+    /// What the operator does next, one sentence per swept Repository.
+    pub next: Vec<String>,
+}
+
+impl Human for TriggerResult {
+    /// A table of KIND, NAME, ASKED, WHY, then what the operator does next.
+    fn render(&self, style: &Style, out: &mut dyn Write) -> std::io::Result<()> {
+        if style.headers {
+            writeln!(
+                out,
+                "sweep of project {} in {}: asking the operator to run its own sweep (it mints and adopts, this plugin does not)",
+                self.project, self.namespace
+            )?;
         }
-        for (i, pr) in &adopts {
-            let repo = repos.iter().find(|r| r.name() == pr.repository_ref);
-            let mut why = String::new();
-            let report = exec
-                .converge(&format!("adoption of {}", pr.key()), Some(&gh), |snap| {
-                    let d = decide_adopt(snap, &project, repo, pr);
-                    why = d.why().to_string();
-                    Ok(d.into_actions())
-                })
-                .await
-                .map_err(|e| common::executor_failure(e, &ns))?;
-            let line = &mut result.pull_requests[*i];
-            line.writes = report.applied.iter().map(|a| a.why().to_string()).collect();
-            line.outcome = Some(if report.applied.is_empty() { "nothingToDo" } else { "adopted" }.into());
-            if report.applied.is_empty() {
-                line.why = why;
+        let mut table = Table::new(&[("kind", false), ("name", false), ("asked", false), ("why", false)]);
+        for t in &self.triggers {
+            let (asked, paint, why) = match (&t.line.decision, t.outcome.as_str()) {
+                (Decision::Refuse { cause, fix }, _) => {
+                    ("refused".to_string(), Paint::Yellow, format!("{cause}; {fix}"))
+                }
+                (Decision::Trigger { why, .. }, "failed") => {
+                    (format!("NOT cleared: status.{STAMP}"), Paint::Yellow, t.error.clone().unwrap_or(why.clone()))
+                }
+                (Decision::Trigger { was: Some(was), why, .. }, _) => {
+                    (format!("cleared status.{STAMP} (was {was})"), Paint::Green, why.clone())
+                }
+                (Decision::Trigger { why, .. }, _) => {
+                    (format!("nothing: status.{STAMP} unset"), Paint::Green, why.clone())
+                }
+            };
+            table.row(vec![
+                t.line.kind.as_str().into(),
+                t.line.name.as_str().into(),
+                Cell::painted(asked, paint),
+                Cell::painted(why, Paint::Dim),
+            ]);
+        }
+        out.write_all(table.render(style).as_bytes())?;
+        for n in &self.next {
+            writeln!(out, "{n}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `sweep --apply`: clear the stamps [`trigger::decide`] says to, through
+/// the status subresource, Repositories before the Project.
+async fn apply(
+    client: &kube::Client,
+    ns: &str,
+    project: &Project,
+    repos: &[Repository],
+    args: &Args,
+    colour: bool,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let mut result = TriggerResult {
+        project: project.name().to_string(),
+        namespace: ns.to_string(),
+        apply: true,
+        ..Default::default()
+    };
+    let mut failures: Vec<CliError> = Vec::new();
+    // The operator's gates, each (cause; fix) once: a Project gate refuses every line.
+    let mut refusals: Vec<String> = Vec::new();
+    for line in trigger::decide(project, repos) {
+        let (outcome, error) = match &line.decision {
+            Decision::Refuse { cause, fix } => {
+                let refusal = format!("{cause}; {fix}");
+                if !refusals.contains(&refusal) {
+                    refusals.push(refusal);
+                }
+                ("refused", None)
+            }
+            Decision::Trigger { clear, .. } if clear.is_empty() => ("alreadyClear", None),
+            Decision::Trigger { .. } => match clear_stamp(client, ns, line.kind, &line.name).await {
+                Ok(()) => ("cleared", None),
+                Err(e) => {
+                    let message = e.message().to_string();
+                    failures.push(e);
+                    ("failed", Some(message))
+                }
+            },
+        };
+        result.triggers.push(TriggerLine { line, outcome: outcome.into(), error });
+    }
+    // A Repository is due once its own stamp is gone and the Project's is
+    // too (its base falls back to the Project's creation); the Project's
+    // write wakes the reconcile, and the Project requeues itself every 30 s
+    // anyway (project_controller.go:56).
+    let project_done = result.triggers.last().is_some_and(|t| matches!(t.outcome.as_str(), "cleared" | "alreadyClear"));
+    if project_done {
+        for t in result.triggers.iter().filter(|t| t.line.kind == Kind::Repository) {
+            if matches!(t.outcome.as_str(), "cleared" | "alreadyClear") {
+                result.next.push(format!(
+                    "the operator sweeps repository {} of project {} on its next scan tick (within about 30 s), \
+                     minting and adopting under its own budgets; kubectl get project {} -o \
+                     jsonpath='{{.status.{STAMP}}}' shows the pass's new stamp",
+                    t.line.name,
+                    project.name(),
+                    project.name()
+                ));
             }
         }
     }
-    common::print(&args.output, colour, &result, out)
+    common::print(&args.output, colour, &result, out)?;
+    if !refusals.is_empty() {
+        return Err(CliError::new(format!(
+            "the tatara operator will not sweep project {:?}, so nothing was asked of it: {}",
+            project.name(),
+            refusals.join("; ")
+        )));
+    }
+    if let Some(first) = failures.first() {
+        let not: Vec<String> = result
+            .triggers
+            .iter()
+            .filter(|t| t.outcome == "failed")
+            .map(|t| format!("{}/{}", t.line.kind.as_str().to_lowercase(), t.line.name))
+            .collect();
+        return Err(CliError::new(format!(
+            "could not clear status.{STAMP} on {}, so the operator may not sweep those on its next tick; the first \
+             failure: {}",
+            not.join(", "),
+            first.message()
+        ))
+        .with_code(first.code()));
+    }
+    Ok(())
+}
+
+/// A merge patch of the status subresource that removes the stamp (a JSON
+/// merge patch deletes a key set to null).
+async fn clear_stamp(client: &kube::Client, ns: &str, kind: Kind, name: &str) -> Result<(), CliError> {
+    let patch = Patch::Merge(serde_json::json!({"status": {STAMP: null}}));
+    let pp = PatchParams::default();
+    let (resource, r) = match kind {
+        Kind::Project => (
+            "projects.tatara.dev",
+            Api::<Project>::namespaced(client.clone(), ns).patch_status(name, &pp, &patch).await.map(|_| ()),
+        ),
+        Kind::Repository => (
+            "repositories.tatara.dev",
+            Api::<Repository>::namespaced(client.clone(), ns).patch_status(name, &pp, &patch).await.map(|_| ()),
+        ),
+    };
+    r.map_err(|e| common::api_failure(Call { verb: "patch status", resource, name, namespace: ns }, &e))
 }

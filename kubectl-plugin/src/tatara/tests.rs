@@ -101,32 +101,45 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
 }
 
 #[test]
-fn the_sweep_table_lists_minted_and_completed_mints_apart() {
-    use super::sweep::{MintLine, SweepResult};
+fn the_sweep_apply_table_says_what_was_asked_of_each_object() {
+    use super::sweep::{TriggerLine, TriggerResult};
     use crate::common::{Human, Style};
-    let line = |n: u32, step: &str| MintLine {
-        key: format!("tatara-operator#{n}"),
-        task: format!("mt-tatara-operator-{n}"),
-        steps: vec![step.into()],
+    use rules::ownership::sweep::trigger::{Decision, Kind, Line};
+    let line = |kind, name: &str, decision, outcome: &str, error: Option<&str>| TriggerLine {
+        line: Line { kind, name: name.into(), decision },
+        outcome: outcome.into(),
+        error: error.map(String::from),
     };
-    let r = SweepResult {
+    let trigger = |was: Option<&str>| Decision::Trigger {
+        clear: was.map(|_| vec!["status.lastIssueScan".to_string()]).unwrap_or_default(),
+        was: was.map(String::from),
+        why: "the base".into(),
+    };
+    let r = TriggerResult {
+        project: "tatara".into(),
+        namespace: "tatara".into(),
         apply: true,
-        minted: vec![line(1, "mint the Task")],
-        completed: vec![line(2, "create the mirror")],
-        ..Default::default()
+        triggers: vec![
+            line(Kind::Repository, "a", trigger(Some("2026-12-04T04:00:00Z")), "cleared", None),
+            line(Kind::Repository, "b", trigger(None), "alreadyClear", None),
+            line(Kind::Repository, "c", trigger(Some("2026-12-04T04:00:00Z")), "failed", Some("403")),
+            line(Kind::Project, "tatara", Decision::Refuse { cause: "off".into(), fix: "on".into() }, "refused", None),
+        ],
+        next: vec!["the operator sweeps repository a of project tatara on its next scan tick".into()],
     };
     let mut out = Vec::new();
     r.render(&Style { wide: false, headers: true, colour: false }, &mut out).unwrap();
     let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("minted 1 Task(s):\n"), "{text}");
-    assert!(text.contains("  tatara-operator#1 -> mt-tatara-operator-1\n      mint the Task\n"), "{text}");
-    assert!(
-        text.contains(
-            "  tatara-operator#2 -> mt-tatara-operator-2: another writer minted the Task; this pass finished it\n      \
-             create the mirror\n"
-        ),
-        "{text}"
-    );
+    for want in [
+        "Repository   a        cleared status.lastIssueScan (was 2026-12-04T04:00:00Z)   the base",
+        "Repository   b        nothing: status.lastIssueScan unset",
+        "Repository   c        NOT cleared: status.lastIssueScan",
+        "Project      tatara   refused",
+        "off; on",
+        "the operator sweeps repository a of project tatara on its next scan tick\n",
+    ] {
+        assert!(text.contains(want), "{want:?} in\n{text}");
+    }
 }
 
 #[test]
@@ -143,8 +156,6 @@ fn the_sweep_table_says_what_each_pull_request_came_to() {
         stage: None,
         task: Some("member-a".into()),
         why: "bot-authored, on task/member-a".into(),
-        outcome: Some("adopted".into()),
-        writes: vec!["append tatara-operator#20 to member-a's status.mrRefs".into()],
     };
     let deferred = PullLine {
         key: "tatara-operator#21".into(),
@@ -152,12 +163,9 @@ fn the_sweep_table_says_what_each_pull_request_came_to() {
         disposition: PrDisposition::Review { why: "in scope".into() },
         decision: "deferred".into(),
         why: "left for the next pass".into(),
-        outcome: None,
-        writes: vec![],
         ..adopted.clone()
     };
     let r = SweepResult {
-        apply: true,
         pull_requests: vec![adopted, deferred],
         pull_request_counts: DispositionCounts { adopt: 1, review: 1, ..Default::default() },
         ..Default::default()
@@ -167,10 +175,7 @@ fn the_sweep_table_says_what_each_pull_request_came_to() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("pull requests: 1 adopt, 0 ignore (bot), 1 review, 0 ignore\n"), "{text}");
     assert!(
-        text.contains(
-            "  tatara-operator#20 -> member-a: adopted\n      append tatara-operator#20 to member-a's status.mrRefs\n"
-        ),
+        text.contains("(plan only: the operator mints and adopts; --apply asks it to run its own sweep now)"),
         "{text}"
     );
-    assert!(!text.contains("tatara-operator#21 ->"), "a deferred review wrote nothing: {text}");
 }

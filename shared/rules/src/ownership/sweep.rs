@@ -15,6 +15,7 @@ use super::naming::{intake_task_name, issue_cr_name, natural_key};
 use super::types::{BACKLOG_SWEEP, Issue, IssueSpec, Project, Repository, Task};
 
 mod pull_requests;
+pub mod trigger;
 pub use pull_requests::*;
 
 /// An issue as the forge reports it.
