@@ -7,7 +7,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{Value, json};
 use testkit::fakeapi::{self, Store};
 use testkit::free_port;
 use testkit::mirror::{Mirror, NS, PREFIX, Setup, UNRESOLVED, cm_path, configmap, git};
@@ -875,4 +875,60 @@ fn with_attribution_off_the_committer_authors_every_commit_and_nothing_waits_the
     assert!(log.lines().all(|l| l == "Lab Mirror <mirror@lab.invalid>|Lab Mirror <mirror@lab.invalid>"), "{log}");
     let body = git(&m.remote, &["log", "-1", "--format=%B", "main", "--", &cm_path("web")]);
     assert!(body.contains("Reverser-Tier: configured") && !body.contains("Reverser-Actor"), "{body}");
+}
+
+#[test]
+fn a_watchrule_reading_another_namespace_is_mirrored_only_once_the_clusterprovider_delegates_it() {
+    // gitops-reverser's source-namespace gate (internal/authz/source_namespace.go:389-398,
+    // clusterprovider_types.go:95-107): a tenant's GitTarget admitting a
+    // foreign namespace is not enough; its ClusterProvider must admit the
+    // target's namespace and set allowSourceNamespaceOverride.
+    let m = Mirror::start(|s| {
+        s.target["spec"]["allowedSourceNamespaces"] = json!({"names": [NS, "vault"]});
+        s.seed.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "vault"}}));
+        let mut foreign = configmap("foreign", "1");
+        foreign["metadata"]["namespace"] = json!("vault");
+        s.seed.push(foreign);
+    });
+    let k = testkit::kubectl::Kubectl::new(&[]).kubeconfig(&m.kubeconfig);
+    let apply = |manifest: Value| {
+        let out = k.run_with_stdin(&["apply", "--validate=false", "-f", "-"], &manifest.to_string());
+        assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let foreign = format!("{PREFIX}/vault/configmaps/foreign.yaml");
+    let marker = |name: &str| {
+        m.act("alice", true, |s| {
+            s.create("configmaps", NS, configmap(name, "1")).unwrap();
+        });
+        m.wait(name, || m.remote_has(&cm_path(name)));
+    };
+    apply(json!({"apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
+        "metadata": {"name": "vault-rules", "namespace": NS},
+        "spec": {"targetRef": {"name": "lab"}, "rules": [{"resources": ["configmaps"], "sourceNamespace": "vault"}]}}));
+    m.wait("the refusal without a ClusterProvider", || {
+        m.watcher_log().contains(
+            "WatchRule shop/vault-rules is not watched at all (SourceNamespaceAuthorized SourceNamespaceNotAllowed)",
+        ) && m.watcher_log().contains("ClusterProvider \"default\" does not exist")
+    });
+    // The rule's own namespace is still mirrored; the foreign one is not.
+    marker("before");
+    assert!(!m.remote_has(&foreign), "mirrored with no ClusterProvider");
+    assert_eq!(m.watcher_metric("gitopsreverser_mirror_rules_refused"), 1);
+
+    // A provider that admits the target but does not delegate: still refused.
+    let mut provider = json!({"apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterProvider",
+        "metadata": {"name": "default"}, "spec": {"allowedNamespaces": {"names": [NS]}}});
+    apply(provider.clone());
+    m.wait("the refusal naming the override", || {
+        m.watcher_log().contains("does not set spec.allowSourceNamespaceOverride")
+    });
+    marker("undelegated");
+    assert!(!m.remote_has(&foreign), "mirrored without allowSourceNamespaceOverride");
+    // Told once per refusal, not on every rescan.
+    assert_eq!(m.watcher_log().matches("does not set spec.allowSourceNamespaceOverride").count(), 1);
+
+    provider["spec"]["allowSourceNamespaceOverride"] = json!(true);
+    apply(provider);
+    m.wait("the foreign namespace mirrored", || m.remote_has(&foreign));
+    assert_eq!(m.watcher_metric("gitopsreverser_mirror_rules_refused"), 0);
 }

@@ -447,14 +447,17 @@ def b64(s: str) -> str:
 def seed_cluster(api: FakeApi, remote: pathlib.Path, key_dir: pathlib.Path, signing_secret: str) -> None:
     """The cluster MIRROR is written for: GitTarget mirror/prod, its GitProvider
     (SSH credentials, known_hosts from a ConfigMap, a generated signing key),
-    a WatchRule for ConfigMaps of shop (admitted by namespace selector) and a
-    ClusterWatchRule for widgets."""
+    a WatchRule for ConfigMaps of shop (admitted by namespace selector, the
+    ClusterProvider delegating the choice) and a ClusterWatchRule for widgets."""
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "git", "-f", str(key_dir / "id")], check=True)
     cb = "configbutler.ai/v1alpha3"
     for ns, labels in (("mirror", {}), ("shop", {"mirror": "yes"}), ("other", {})):
         api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}})
+    # The WatchRule below reads shop from mirror: the ClusterProvider must admit
+    # mirror and delegate the choice of source namespace (gitops-reverser's gate).
     api.put({"apiVersion": cb, "kind": "ClusterProvider", "metadata": {"name": "default"},
-             "spec": {"attribution": {"auditRoute": "prod-eu-1"}}})
+             "spec": {"attribution": {"auditRoute": "prod-eu-1"}, "allowedNamespaces": {"names": ["mirror"]},
+                      "allowSourceNamespaceOverride": True}})
     api.put({"apiVersion": cb, "kind": "GitTarget", "metadata": {"name": "prod", "namespace": "mirror"},
              "spec": {"providerRef": {"name": "git"}, "branch": "main", "path": "clusters/prod",
                       "allowedSourceNamespaces": {"selector": {"matchLabels": {"mirror": "yes"}}}}})

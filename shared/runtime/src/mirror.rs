@@ -127,17 +127,30 @@ pub async fn load(client: &kube::Client, namespace: &str, name: &str) -> Result<
             ),
         });
     }
-    let cluster_provider =
-        get_opt(client, &configbutler("ClusterProvider", "clusterproviders"), None, target.spec.cluster_provider())
-            .await
-            // The ClusterProvider is read only for its audit route: a cluster that
-            // does not serve the type (or forbids reading it) still mirrors, on the
-            // route the reference names.
-            .unwrap_or_else(|e| {
-                tracing::debug!(error = %e, "no readable ClusterProvider; the audit route is the reference's name");
-                None
-            });
+    let cluster_provider = cluster_provider(client, target.spec.cluster_provider())
+        .await
+        // Read here for its audit route: a cluster that does not serve the
+        // type (or forbids reading it) still mirrors, on the route the
+        // reference names. The source-namespace gate reads it strictly.
+        .unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "no readable ClusterProvider; the audit route is the reference's name");
+            None
+        });
     Ok(Loaded { target, provider, cluster_provider })
+}
+
+/// ClusterProvider `name`, `None` when it does not exist; a refused or
+/// failed read is an error.
+pub async fn cluster_provider(client: &kube::Client, name: &str) -> Result<Option<ClusterProvider>> {
+    get_opt(client, &configbutler("ClusterProvider", "clusterproviders"), None, name).await
+}
+
+/// The labels of Namespace `name`, empty when it does not exist (as
+/// gitops-reverser evaluates a missing one, clusterprovider_admission.go:77-85).
+pub async fn namespace_labels(client: &kube::Client, name: &str) -> Result<BTreeMap<String, String>> {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let ns = api.get_opt(name).await.map_err(kube_err(format!("Namespace {name}")))?;
+    Ok(ns.and_then(|n| n.metadata.labels).unwrap_or_default().into_iter().collect())
 }
 
 /// Every WatchRule in `namespace` and every ClusterWatchRule (the caller

@@ -1,6 +1,6 @@
 //! The watcher's metrics (spec/mirror.md, "What a user sees"): events
 //! watched by type, events not sent (and why), commit windows, commits,
-//! failed windows, watch restarts, rule problems, and the lag from a watch
+//! failed windows, watch restarts, rule problems, refused rules, and the lag from a watch
 //! event to its pushed commit.
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -42,6 +42,7 @@ pub struct WatchMetrics {
     pub restarts: Family<RestartLabels, Counter>,
     pub reconciles: Counter,
     pub rule_problems: Gauge,
+    pub refused_rules: Gauge,
     pub watched_types: Gauge,
     pub lag_seconds: Histogram,
 }
@@ -57,6 +58,7 @@ impl Default for WatchMetrics {
             restarts: Family::default(),
             reconciles: Counter::default(),
             rule_problems: Gauge::default(),
+            refused_rules: Gauge::default(),
             watched_types: Gauge::default(),
             lag_seconds: Histogram::new([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0]),
         }
@@ -88,6 +90,11 @@ impl WatchMetrics {
         r.register(format!("{p}_watch_restarts"), "watches restarted, by reason", self.restarts.clone());
         r.register(format!("{p}_reconciles"), "reconciles after a list", self.reconciles.clone());
         r.register(format!("{p}_rule_problems"), "rule items that could not be resolved", self.rule_problems.clone());
+        r.register(
+            format!("{p}_rules_refused"),
+            "WatchRules the source-namespace gate refuses; nothing of them is watched",
+            self.refused_rules.clone(),
+        );
         r.register(format!("{p}_watched_types"), "types being watched", self.watched_types.clone());
         r.register(
             format!("{p}_lag_seconds"),

@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use rules::mirror::config::{PruneMode, commit_window};
-use rules::mirror::watch_rules::{self, Resolved, Served, WatchScope, WatchedType};
+use rules::mirror::config::{ClusterProvider, PruneMode, WatchRule, commit_window};
+use rules::mirror::source_namespace::{self, Gate, Provider};
+use rules::mirror::watch_rules::{self, Resolved, Served, SourceVerdict, WatchScope, WatchedType};
 use rules::mirror::window::WindowPolicy;
 use runtime::mirror;
 use runtime::proto::attribution_client::AttributionClient;
@@ -315,9 +316,49 @@ async fn resolve(client: &kube::Client, source: &Source, served: &[Served]) -> R
             } else {
                 Vec::new()
             };
-            watch_rules::resolve(namespace, name, &loaded.target.spec, &rules, &cluster_rules, served, &namespaces)
+            let provider_name = loaded.target.spec.cluster_provider();
+            let (provider, labels) = provider_facts(client, namespace, name, provider_name, &rules).await?;
+            let gate = Gate {
+                target_namespace: namespace,
+                target_name: name,
+                target: &loaded.target.spec,
+                provider: Provider {
+                    name: provider_name,
+                    spec: provider.as_ref().map(|p| &p.spec),
+                    target_namespace_labels: &labels,
+                },
+                namespaces: &namespaces,
+            };
+            watch_rules::resolve(&gate, &rules, &cluster_rules, served)
         }
     })
+}
+
+/// The ClusterProvider and the labels of the GitTarget's namespace, read
+/// only when a WatchRule of the target asks for another namespace. A read
+/// that fails (rather than finding nothing) is an error, so the types
+/// already watched are kept: gitops-reverser requeues rather than tearing
+/// down streams on a failed read (source_namespace.go:370-371).
+async fn provider_facts(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    provider_name: &str,
+    rules: &[WatchRule],
+) -> Result<(Option<ClusterProvider>, BTreeMap<String, String>)> {
+    if !rules.iter().any(|r| r.targets(namespace, name) && source_namespace::needs_provider(r)) {
+        return Ok((None, BTreeMap::new()));
+    }
+    let provider = mirror::cluster_provider(client, provider_name).await.map_err(runtime::Error::from)?;
+    // Only a selector in spec.allowedNamespaces looks at labels; a name
+    // needs no Namespace read (and no RBAC for one).
+    let labels = match provider.as_ref().and_then(|p| p.spec.allowed_namespaces.as_ref()) {
+        Some(m) if m.selector.is_some() && !m.names.iter().any(|n| n == namespace) => {
+            mirror::namespace_labels(client, namespace).await.map_err(runtime::Error::from)?
+        }
+        _ => BTreeMap::new(),
+    };
+    Ok((provider, labels))
 }
 
 struct Supervisor {
@@ -336,6 +377,23 @@ impl Supervisor {
         for p in &resolved.problems {
             tracing::warn!("a rule item cannot be watched (the rest is): {p}");
         }
+        // A refusal is told once, when it appears (or its reason changes),
+        // not on every change elsewhere.
+        let before: Vec<&SourceVerdict> = self.last.iter().flat_map(Resolved::refused).collect();
+        for v in resolved.refused().filter(|v| !before.contains(v)) {
+            tracing::warn!(
+                rule = %v.name,
+                namespace = %v.namespace,
+                reason = %v.reason,
+                "WatchRule {}/{} is not watched at all ({} {}): {}",
+                v.namespace,
+                v.name,
+                source_namespace::CONDITION,
+                v.reason,
+                v.message
+            );
+        }
+        metrics.refused_rules.set(resolved.refused().count() as i64);
         metrics.rule_problems.set(resolved.problems.len() as i64);
         metrics.watched_types.set(resolved.types.len() as i64);
         let mut wanted: BTreeMap<(String, WatchScope), Arc<WatchedType>> = BTreeMap::new();

@@ -259,6 +259,29 @@ pub struct LabelSelectorRequirement {
     pub values: Vec<String>,
 }
 
+impl AllowedSourceNamespaces {
+    /// `NamespaceMatcher.Matches` (namespace_matcher.go:128-143): a listed
+    /// name, or labels matching the selector; no selector matches nothing
+    /// and `selector: {}` everything.
+    pub fn admits(&self, name: &str, labels: &BTreeMap<String, String>) -> bool {
+        self.names.iter().any(|n| n == name) || self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+
+    /// `NamespaceMatcher.ValidateNames` (namespace_matcher.go:80-90): the
+    /// first entry that could never be a namespace name (a DNS-1123 label),
+    /// such as `*`.
+    pub fn invalid_name(&self) -> Option<&str> {
+        self.names.iter().map(String::as_str).find(|n| !is_dns1123_label(n))
+    }
+}
+
+/// A namespace name: 1-63 of `a-z0-9-`, starting and ending alphanumeric.
+fn is_dns1123_label(s: &str) -> bool {
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let b = s.as_bytes();
+    !b.is_empty() && b.len() <= 63 && alnum(b[0]) && alnum(b[b.len() - 1]) && b.iter().all(|&c| alnum(c) || c == b'-')
+}
+
 impl LabelSelector {
     /// Whether the selector is `{}`, which admits everything.
     pub fn is_empty(&self) -> bool {
@@ -453,9 +476,10 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(total))
 }
 
-/// `ClusterProvider`: only the audit route is read (spec §3, "The scope is
-/// an audit route and a type"): `spec.attribution.auditRoute`, defaulting to
-/// the object's name.
+/// `ClusterProvider`: the audit route (spec §3, "The scope is an audit
+/// route and a type": `spec.attribution.auditRoute`, defaulting to the
+/// object's name) and the source-namespace delegation
+/// (`super::source_namespace`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ClusterProvider {
     pub metadata: Meta,
@@ -464,9 +488,20 @@ pub struct ClusterProvider {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClusterProviderSpec {
     #[serde(default)]
     pub attribution: Option<AttributionSpec>,
+    /// Which GitTarget namespaces may mirror through this provider; omitted
+    /// or empty admits none (clusterprovider_types.go:71-76). The same
+    /// names-or-selector shape as a GitTarget's source policy.
+    #[serde(default)]
+    pub allowed_namespaces: Option<AllowedSourceNamespaces>,
+    /// Whether WatchRules mirroring through this provider may watch a
+    /// namespace other than their own, `*` included (default false,
+    /// clusterprovider_types.go:95-107).
+    #[serde(default)]
+    pub allow_source_namespace_override: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -5,7 +5,8 @@
 //! - [`config`]: GitTarget, GitProvider, WatchRule, ClusterWatchRule,
 //!   ClusterProvider as plain data.
 //! - [`watch_rules`]: which types are watched, where, for which operations;
-//!   [`resource_policy`]: the types `resources: ["*"]` never reaches.
+//!   [`resource_policy`]: the types `resources: ["*"]` never reaches;
+//!   [`source_namespace`]: which namespaces a WatchRule may watch.
 //! - [`select`]: which events are mirrored (operations, excluded field
 //!   managers and actors, sensitive types).
 //! - [`credentials`]: which Secret keys hold the remote's and the
@@ -34,6 +35,7 @@ pub mod placement;
 pub mod reconcile;
 pub mod resource_policy;
 pub mod select;
+pub mod source_namespace;
 pub mod status;
 pub mod template;
 pub mod watch_rules;

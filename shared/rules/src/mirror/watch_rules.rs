@@ -2,13 +2,16 @@
 //! ClusterWatchRule that names the target, resolved against what the API
 //! server serves (discovery). Pure: discovery and the namespaces arrive as
 //! data; what cannot be resolved comes back as a [`Problem`] naming the rule
-//! and the fix, and the rest is still watched.
+//! and the fix, and the rest is still watched. A WatchRule the
+//! source-namespace gate refuses ([`super::source_namespace`]) contributes
+//! nothing, and its refusal is kept in [`Resolved::sources`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use super::config::{AllowedSourceNamespaces, ClusterWatchRule, GitTargetSpec, Rule, WatchRule};
+use super::config::{ClusterWatchRule, Rule, WatchRule};
 use super::resource_policy::excluded_from_wildcard;
+use super::source_namespace::{Decision, Gate, Reason};
 
 /// One type the API server serves, as discovery reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,32 +169,52 @@ impl fmt::Display for Problem {
     }
 }
 
+/// One WatchRule's source-namespace verdict, for its
+/// `SourceNamespaceAuthorized` condition and the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceVerdict {
+    pub namespace: String,
+    pub name: String,
+    /// False: nothing of the rule is watched.
+    pub authorized: bool,
+    pub reason: Reason,
+    /// Names the item and, when refused, the fix.
+    pub message: String,
+}
+
 /// What the rules of one target resolve to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolved {
     /// Sorted by group, version, resource.
     pub types: Vec<WatchedType>,
     pub problems: Vec<Problem>,
+    /// Every WatchRule naming the target, in the order read.
+    pub sources: Vec<SourceVerdict>,
 }
 
 impl Resolved {
     pub fn get(&self, group: &str, version: &str, resource: &str) -> Option<&WatchedType> {
         self.types.iter().find(|t| t.group == group && t.version == version && t.resource == resource)
     }
+
+    /// The WatchRules the source-namespace gate refused.
+    pub fn refused(&self) -> impl Iterator<Item = &SourceVerdict> {
+        self.sources.iter().filter(|v| !v.authorized)
+    }
 }
 
-/// Resolves every rule naming the GitTarget `target_namespace/target_name`.
+/// Resolves every rule naming the GitTarget of `gate`, each WatchRule
+/// through that gate first.
 pub fn resolve(
-    target_namespace: &str,
-    target_name: &str,
-    target: &GitTargetSpec,
+    gate: &Gate<'_>,
     watch_rules: &[WatchRule],
     cluster_rules: &[ClusterWatchRule],
     served: &[Served],
-    namespaces: &[Namespace],
 ) -> Resolved {
+    let (target_namespace, target_name) = (gate.target_namespace, gate.target_name);
     let mut types: BTreeMap<(String, String, String), WatchedType> = BTreeMap::new();
     let mut problems = Vec::new();
+    let mut sources = Vec::new();
     let served: Vec<&Served> = served.iter().filter(|s| s.watchable()).collect();
 
     let mut add = |s: &Served, scope: WatchScope, ops: Operations| {
@@ -208,16 +231,20 @@ pub fn resolve(
     };
 
     for wr in watch_rules.iter().filter(|r| r.targets(target_namespace, target_name)) {
-        for (i, rule) in wr.spec.rules.iter().enumerate() {
+        let decision = gate.decide(wr);
+        sources.push(SourceVerdict {
+            namespace: wr.metadata.namespace.clone(),
+            name: wr.metadata.name.clone(),
+            authorized: matches!(decision, Decision::Authorized { .. }),
+            reason: decision.reason(),
+            message: decision.message().to_owned(),
+        });
+        // A refused rule is not compiled at all, not trimmed to its
+        // admitted items (watchrule_compile.go:98-104).
+        let Decision::Authorized { scopes: item_scopes, .. } = decision else { continue };
+        for ((i, rule), scopes) in wr.spec.rules.iter().enumerate().zip(item_scopes) {
             let label = format!("WatchRule {}/{} rules[{i}]", wr.metadata.namespace, wr.metadata.name);
             let mut problem = |message: String| problems.push(Problem { rule: label.clone(), message });
-            let scopes = match source_namespaces(&wr.metadata.namespace, rule, target, namespaces) {
-                Ok(scopes) => scopes,
-                Err(message) => {
-                    problem(message);
-                    continue;
-                }
-            };
             let ops = Operations::from_rule(&rule.operations);
             for s in matching(rule, &served, &mut problem) {
                 if !s.namespaced {
@@ -251,7 +278,7 @@ pub fn resolve(
             }
         }
     }
-    Resolved { types: types.into_values().collect(), problems }
+    Resolved { types: types.into_values().collect(), problems, sources }
 }
 
 /// The types of `watch --resource` flags, without custom resources: each
@@ -292,7 +319,7 @@ pub fn from_flags(resources: &[String], namespace: Option<&str>, served: &[Serve
             });
         }
     }
-    Resolved { types: types.into_values().collect(), problems }
+    Resolved { types: types.into_values().collect(), problems, sources: Vec::new() }
 }
 
 /// The served resources `name` is probably a typo of (or the kind or the
@@ -399,61 +426,6 @@ fn matching<'a>(rule: &Rule, served: &[&'a Served], problem: &mut dyn FnMut(Stri
                 out.push(s);
             }
         }
-    }
-    out
-}
-
-/// The watch scopes of a WatchRule item: its own namespace, or the namespace
-/// `sourceNamespace` names, or every namespace the target admits (`*`). A
-/// target that declares `allowedSourceNamespaces` is exhaustive for every
-/// rule, its own namespace included.
-fn source_namespaces(
-    own: &str,
-    rule: &Rule,
-    target: &GitTargetSpec,
-    namespaces: &[Namespace],
-) -> Result<Vec<WatchScope>, String> {
-    let policy = target.allowed_source_namespaces.as_ref();
-    let wanted = rule.source_namespace.as_deref().filter(|s| !s.is_empty()).unwrap_or(own);
-    if wanted == "*" {
-        let Some(policy) = policy else {
-            return Err("sourceNamespace \"*\" expands to what the GitTarget's spec.allowedSourceNamespaces admits, \
-                        and the target declares no policy; declare one (names, or selector: {} for every namespace)"
-                .into());
-        };
-        if policy.selector.as_ref().is_some_and(|s| s.is_empty()) {
-            return Ok(vec![WatchScope::Everywhere]);
-        }
-        let admitted: Vec<WatchScope> = admitted(policy, namespaces).into_iter().map(WatchScope::Namespace).collect();
-        return Ok(admitted);
-    }
-    match policy {
-        None if wanted == own => Ok(vec![WatchScope::Namespace(own.to_owned())]),
-        None => Err(format!(
-            "sourceNamespace {wanted:?} is not this rule's namespace, and the GitTarget declares no \
-             spec.allowedSourceNamespaces; add {wanted:?} to its names"
-        )),
-        Some(policy) => {
-            if policy.names.iter().any(|n| n == wanted)
-                || policy.selector.as_ref().is_some_and(|sel| {
-                    sel.is_empty() || namespaces.iter().any(|ns| ns.name == wanted && sel.matches(&ns.labels))
-                })
-            {
-                Ok(vec![WatchScope::Namespace(wanted.to_owned())])
-            } else {
-                Err(format!(
-                    "namespace {wanted:?} is not admitted by the GitTarget's spec.allowedSourceNamespaces; add it to \
-                     names or label it to match the selector"
-                ))
-            }
-        }
-    }
-}
-
-fn admitted(policy: &AllowedSourceNamespaces, namespaces: &[Namespace]) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = policy.names.iter().cloned().collect();
-    if let Some(sel) = &policy.selector {
-        out.extend(namespaces.iter().filter(|ns| sel.matches(&ns.labels)).map(|ns| ns.name.clone()));
     }
     out
 }

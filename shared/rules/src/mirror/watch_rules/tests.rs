@@ -1,7 +1,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::mirror::config::{AllowedSourceNamespaces, LabelSelector};
+use crate::mirror::config::{AllowedSourceNamespaces, ClusterProviderSpec, GitTargetSpec, LabelSelector};
+use crate::mirror::source_namespace::Provider;
 
 fn served(group: &str, version: &str, resource: &str, namespaced: bool, preferred: bool) -> Served {
     Served {
@@ -43,8 +44,37 @@ fn ns(name: &str, labels: &[(&str, &str)]) -> Namespace {
     Namespace { name: name.into(), labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() }
 }
 
+/// A ClusterProvider that admits the target's namespace and delegates the
+/// choice of source namespace to it.
+fn delegating() -> ClusterProviderSpec {
+    ClusterProviderSpec {
+        allowed_namespaces: Some(AllowedSourceNamespaces { names: vec!["mirror".into()], selector: None }),
+        allow_source_namespace_override: true,
+        ..ClusterProviderSpec::default()
+    }
+}
+
+fn resolve_with(
+    target: &GitTargetSpec,
+    provider: Option<&ClusterProviderSpec>,
+    rules: &[WatchRule],
+    cluster: &[ClusterWatchRule],
+    served: &[Served],
+) -> Resolved {
+    let labels = Default::default();
+    let namespaces = [ns("shop", &[("mirror", "yes")]), ns("ops", &[])];
+    let gate = Gate {
+        target_namespace: "mirror",
+        target_name: "prod",
+        target,
+        provider: Provider { name: "default", spec: provider, target_namespace_labels: &labels },
+        namespaces: &namespaces,
+    };
+    resolve(&gate, rules, cluster, served)
+}
+
 fn run(target: &GitTargetSpec, rules: &[WatchRule], cluster: &[ClusterWatchRule]) -> Resolved {
-    resolve("mirror", "prod", target, rules, cluster, &discovery(), &[ns("shop", &[("mirror", "yes")]), ns("ops", &[])])
+    resolve_with(target, Some(&delegating()), rules, cluster, &discovery())
 }
 
 #[test]
@@ -102,7 +132,8 @@ fn unresolvable_items_are_problems_naming_the_fix_and_the_rest_is_still_watched(
 fn other_namespaces_need_the_targets_policy_which_is_then_exhaustive() {
     let rules = [wr("mirror", json!([{"resources": ["configmaps"], "sourceNamespace": "shop"}]))];
     let r = run(&target(), &rules, &[]);
-    assert!(r.problems[0].message.contains("declares no"), "{:?}", r.problems);
+    assert!(r.types.is_empty() && r.problems.is_empty(), "{r:?}");
+    assert!(r.sources[0].message.contains("declares no"), "{:?}", r.sources);
     let mut t = target();
     t.allowed_source_namespaces = Some(AllowedSourceNamespaces { names: vec!["shop".into()], selector: None });
     let r = run(&t, &rules, &[]);
@@ -110,13 +141,14 @@ fn other_namespaces_need_the_targets_policy_which_is_then_exhaustive() {
     assert_eq!(r.types[0].watches(), vec![WatchScope::Namespace("shop".into())]);
     // Once declared, the policy binds the rule's own namespace too.
     let own = run(&t, &[wr("mirror", json!([{"resources": ["configmaps"]}]))], &[]);
-    assert!(own.problems[0].message.contains("not admitted"), "{:?}", own.problems);
+    assert!(own.types.is_empty(), "{own:?}");
+    assert!(own.sources[0].message.contains("binds the WatchRule's own namespace"), "{:?}", own.sources);
 }
 
 #[test]
 fn a_star_expands_to_what_the_policy_admits() {
     let rules = [wr("mirror", json!([{"resources": ["configmaps"], "sourceNamespace": "*"}]))];
-    assert!(run(&target(), &rules, &[]).problems[0].message.contains("no policy"));
+    assert!(run(&target(), &rules, &[]).refused().next().unwrap().message.contains("declares no"));
     let mut t = target();
     let sel: LabelSelector = serde_json::from_value(json!({"matchLabels": {"mirror": "yes"}})).unwrap();
     t.allowed_source_namespaces = Some(AllowedSourceNamespaces { names: vec!["ops".into()], selector: Some(sel) });
@@ -205,7 +237,7 @@ fn a_wildcard_leaves_out_the_reference_exclusions_but_a_named_type_is_watched() 
         served_type("batch", "v1", "jobs", true),
     ]);
     let rules = [wr("mirror", json!([{"apiGroups": ["*"], "resources": ["*"]}]))];
-    let r = resolve("mirror", "prod", &target(), &rules, &[], &served, &[]);
+    let r = resolve_with(&target(), None, &rules, &[], &served);
     let keys: Vec<String> = r.types.iter().map(WatchedType::key).collect();
     for gone in ["v1/pods", "v1/events", "events.k8s.io/v1/events", "coordination.k8s.io/v1/leases", "batch/v1/jobs"] {
         assert!(!keys.contains(&gone.to_owned()), "{gone} in {keys:?}");
@@ -214,7 +246,7 @@ fn a_wildcard_leaves_out_the_reference_exclusions_but_a_named_type_is_watched() 
 
     // Named, it is a choice: watched.
     let rules = [wr("mirror", json!([{"apiGroups": ["", "coordination.k8s.io"], "resources": ["pods", "leases"]}]))];
-    let r = resolve("mirror", "prod", &target(), &rules, &[], &served, &[]);
+    let r = resolve_with(&target(), None, &rules, &[], &served);
     let keys: Vec<String> = r.types.iter().map(WatchedType::key).collect();
     assert_eq!(keys, ["v1/pods", "coordination.k8s.io/v1/leases"]);
     assert_eq!(r.problems, vec![]);
@@ -222,4 +254,35 @@ fn a_wildcard_leaves_out_the_reference_exclusions_but_a_named_type_is_watched() 
 
 fn served_type(group: &str, version: &str, resource: &str, namespaced: bool) -> Served {
     served(group, version, resource, namespaced, true)
+}
+
+#[test]
+fn a_rule_the_source_namespace_gate_refuses_watches_nothing_and_its_refusal_is_kept() {
+    // The escalation gitops-reverser refuses (source_namespace.go:389-398):
+    // the tenant's own GitTarget admits "shop", but no ClusterProvider
+    // delegates the choice. The whole rule is dropped, its own-namespace
+    // item included (watchrule_types.go:124-126); another rule is not.
+    let mut t = target();
+    t.allowed_source_namespaces =
+        Some(AllowedSourceNamespaces { names: vec!["mirror".into(), "shop".into()], selector: None });
+    let mut other = wr("mirror", json!([{"resources": ["deployments"]}]));
+    other.metadata.name = "apps".into();
+    let rules = [
+        wr("mirror", json!([{"resources": ["configmaps"]}, {"resources": ["secrets"], "sourceNamespace": "shop"}])),
+        other,
+    ];
+    let undelegated = ClusterProviderSpec { allow_source_namespace_override: false, ..delegating() };
+    for provider in [None, Some(&undelegated)] {
+        let r = resolve_with(&t, provider, &rules, &[], &discovery());
+        assert_eq!(r.types.iter().map(WatchedType::key).collect::<Vec<_>>(), ["apps/v1/deployments"], "{provider:?}");
+        let refused: Vec<&SourceVerdict> = r.refused().collect();
+        assert_eq!(refused.len(), 1, "{r:?}");
+        assert_eq!((refused[0].namespace.as_str(), refused[0].name.as_str()), ("mirror", "r"));
+        assert_eq!(refused[0].reason, Reason::SourceNamespaceNotAllowed);
+        assert!(refused[0].message.contains("spec.rules[1]"), "{}", refused[0].message);
+        assert!(r.sources.iter().any(|v| v.name == "apps" && v.authorized), "{:?}", r.sources);
+    }
+    let r = resolve_with(&t, Some(&delegating()), &rules, &[], &discovery());
+    assert_eq!(r.refused().count(), 0, "{:?}", r.sources);
+    assert_eq!(r.get("", "v1", "secrets").unwrap().watches(), vec![WatchScope::Namespace("shop".into())]);
 }
