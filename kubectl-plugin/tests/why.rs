@@ -540,15 +540,15 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
     let socket = sidecar.socket.to_str().unwrap();
     let r = why_json(&k, &kc, &["secret/db-pass", "--socket", socket]);
     assert_eq!(r["verdict"]["resolved"], false, "{r:#}");
-    assert!(r["object"]["path"].is_null(), "a Secret has no file in the mirror: {r:#}");
-    assert_eq!(r["object"]["neverWritten"], true, "{r:#}");
+    assert!(r["object"]["path"].is_null(), "no mirror read, no file to show: {r:#}");
+    assert_eq!(r["object"]["sealedOnly"], true, "{r:#}");
     let policy = r["causes"].as_array().unwrap().iter().find(|c| c["cause"] == "audit_policy_drops_type");
     let check = policy.unwrap_or_else(|| panic!("no audit policy cause: {r:#}"))["check"].as_str().unwrap();
     // docs/audit-setup.md: Secrets at Metadata, never with their data.
     assert!(check.contains("log secrets at Metadata (never RequestResponse"), "{check}");
     let out = why(&k, &kc, &["secret/db-pass", "--socket", socket]);
-    assert!(out.contains("Git path:   none (the mirror never writes secrets in clear text)"), "{out}");
-    assert!(out.contains("UNRESOLVED (not committed: the mirror never writes secrets)"), "{out}");
+    assert!(out.contains("Git path:   none: no mirror was read (pass --repo); secrets are written only sealed with sops, to default/secrets/db-pass.sops.yaml, when the GitTarget sets spec.encryption"), "{out}");
+    assert!(out.contains("UNRESOLVED (no commit known: see Git path)"), "{out}");
     assert!(!out.contains("committed as `unknown"), "{out}");
     // No evidence flag: nobody was asked, which is no verdict.
     let out = why(&k, &kc, &["secret/db-pass"]);
@@ -573,4 +573,59 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
     );
     let help = text(&k.run(&["reverser", "why", "--help"])).0;
     assert!(help.contains("Output format: json, yaml or jsonpath=TEMPLATE") && !help.contains("wide"), "{help}");
+}
+
+/// Seals like sops would look from Git: a file that holds no clear value.
+#[derive(Debug)]
+struct FakeSeal;
+
+impl runtime::attribution::commit::encryption::Encryptor for FakeSeal {
+    fn seal(
+        &self,
+        _path: &str,
+        _plaintext: &[u8],
+        _existing: Option<&[u8]>,
+    ) -> Result<Vec<u8>, runtime::attribution::commit::encryption::EncryptionError> {
+        Ok(b"data: ENC[sealed]\nsops:\n  mac: ENC[mac]\n".to_vec())
+    }
+}
+
+#[test]
+fn why_on_a_secret_shows_its_sops_file_only_when_the_mirror_holds_it() {
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
+    let kc = api.kubeconfig(k.dir.path());
+    let secret = |name: &str, uid: &str| {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "data": {"pw": "aHVudGVyMg=="},
+            "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": "7"}})
+    };
+    api.seed_object(secret("sealed", "u-sealed")).unwrap();
+    api.seed_object(secret("skipped", "u-skipped")).unwrap();
+    // A mirror with encryption on (the GitTarget's spec.encryption): the
+    // writer commits the Secret as its .sops.yaml file.
+    let repo = k.dir.path().join("mirror.git");
+    let mut config = WriterConfig::new(repo.clone(), "main", Identity::new("reverser", "reverser@example.invalid"));
+    config.encryption = Some(std::sync::Arc::new(FakeSeal));
+    let mut w = GitWriter::open(config).unwrap();
+    let key = ObjectKey { resource: "secrets".into(), ..key("sealed") };
+    let mut c = change("sealed", Action::Write(secret("sealed", "u-sealed")), Some("alice"), Tier::Exact, Some("a-1"));
+    c.object = key;
+    let out = w.commit(std::slice::from_ref(&c)).unwrap();
+    assert_eq!((out.commits.len(), out.sensitive_skipped), (1, 0), "the writer sealed it");
+    let repo_arg = repo.to_str().unwrap();
+
+    let out = why(&k, &kc, &["secret/sealed", "--repo", repo_arg]);
+    assert!(out.contains("Git path:   default/secrets/sealed.sops.yaml (sealed with sops)"), "{out}");
+    assert!(out.contains("History (newest first):") && out.contains("alice"), "{out}");
+    let r = why_json(&k, &kc, &["secret/sealed", "--repo", repo_arg]);
+    assert_eq!(r["object"]["path"], "default/secrets/sealed.sops.yaml", "{r:#}");
+
+    // Never committed (encryption off when it changed): no path, and why.
+    let out = why(&k, &kc, &["secret/skipped", "--repo", repo_arg]);
+    assert!(!out.contains("skipped.sops.yaml (sealed") && !out.contains("skipped.yaml"), "{out}");
+    assert!(
+        out.contains("Git path:   none: the mirror has no commit of it; secrets are written only sealed with sops"),
+        "{out}"
+    );
+    assert!(out.contains("and skipped otherwise (gitopsreverser_mirror_sensitive_skipped_total counts them)"), "{out}");
 }

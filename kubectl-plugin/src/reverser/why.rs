@@ -12,6 +12,7 @@ use std::time::Duration;
 use rules::attribution::render::{ObjectKey, layout_path};
 use rules::attribution::why::{self, ExplainParams, Explanation, ObjectState, Report};
 use rules::attribution::{GroupResource, Scope};
+use rules::mirror::placement::canonical_path;
 use runtime::attribution::clock::SystemClock;
 use runtime::attribution::transport::{
     FactFollower, RedisOptions, Transport, TransportConfig, TransportKind, TransportOptions,
@@ -184,10 +185,13 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         namespace: namespace.clone(),
         name: name.clone(),
     };
-    let paths: Vec<String> = versions.iter().filter_map(|v| layout_path(&key_at(v)).ok()).collect();
-    // Secrets are never written in clear text: no file, no commit.
-    state.never_written = rules::mirror::select::is_sensitive(&res.group, &res.resource);
-    state.path = if state.never_written { None } else { paths.first().cloned() };
+    // Secrets are never written in clear text: only as a SOPS file, and
+    // only when encryption is on, which the mirror alone can tell.
+    state.sealed_only = rules::mirror::select::is_sensitive(&res.group, &res.resource);
+    let paths: Vec<String> = versions
+        .iter()
+        .filter_map(|v| layout_path(&key_at(v)).ok().map(|_| canonical_path(&key_at(v), state.sealed_only)))
+        .collect();
 
     let history = match &args.repo {
         Some(repo) => {
@@ -195,6 +199,12 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         }
         None => None,
     };
+    if state.sealed_only {
+        let sealed = paths.first().map_or("its .sops.yaml file", String::as_str);
+        (state.path, state.no_path) = why::sealed_file(&res.resource, sealed, history.as_deref());
+    } else {
+        state.path = paths.first().cloned();
+    }
     if state.deleted {
         let has_removal = history.iter().flatten().any(|h| h.change == why::FileChange::Delete);
         if !has_removal {
@@ -435,10 +445,11 @@ pub fn render_table(r: &Report, style: &Style) -> String {
         format!("exists, uid {}, resourceVersion {}", why::printable(&o.uid), why::printable(&o.resource_version))
     };
     t.push_str(&format!("State:      {state}\n"));
-    if let Some(p) = &o.path {
-        t.push_str(&format!("Git path:   {}\n", why::printable(p)));
-    } else if o.never_written {
-        t.push_str(&format!("Git path:   none (the mirror never writes {} in clear text)\n", o.resource));
+    match (&o.path, &o.no_path) {
+        (Some(p), _) if o.sealed_only => t.push_str(&format!("Git path:   {} (sealed with sops)\n", why::printable(p))),
+        (Some(p), _) => t.push_str(&format!("Git path:   {}\n", why::printable(p))),
+        (None, Some(why_not)) => t.push_str(&format!("Git path:   none: {why_not}\n")),
+        (None, None) => {}
     }
     t.push_str(&format!("Route:      {}\n", why::printable(&r.route)));
     t.push_str(&format!(
@@ -473,8 +484,8 @@ pub fn render_table(r: &Report, style: &Style) -> String {
         }
         None => {
             let unresolved = Paint::Red.paint("UNRESOLVED", style.colour);
-            let committed = if o.never_written {
-                format!("not committed: the mirror never writes {}", o.resource)
+            let committed = if o.sealed_only && o.path.is_none() {
+                "no commit known: see Git path".to_owned()
             } else {
                 "committed as `unknown (attribution unresolved)`".to_owned()
             };

@@ -21,7 +21,7 @@ pub use cause::Cause;
 pub use discovery::{ApiResource, resolve_type, resources_of};
 pub use explanation::{CandidateView, EvidenceFact, ExplainParams, Explanation, RouteHealthView};
 pub use history::{FileChange, HistoryEntry, rfc3339, trailers};
-pub use report::{Inputs, ObjectState, Report, Source, Verdict, build_report};
+pub use report::{Inputs, ObjectState, Report, Source, Verdict, build_report, sealed_file};
 
 /// The longest value `why` prints in its table, in characters.
 pub const MAX_PRINTED_CHARS: usize = 256;

@@ -26,14 +26,39 @@ pub struct ObjectState {
     pub deleting: bool,
     /// The API server answered 404: the answer comes from Git.
     pub deleted: bool,
-    /// The object's file in the Git mirror (the layout path); `None` for a
-    /// type the mirror never writes.
+    /// The object's file in the Git mirror (the layout path); for a type
+    /// written only sealed, set only when the mirror holds the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// The mirror never writes this type in clear text (core Secrets):
-    /// there is no file, and no commit to author.
+    /// The type is never written in clear text (core Secrets): its file is
+    /// a SOPS file, and only when the GitTarget sets `spec.encryption`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub never_written: bool,
+    pub sealed_only: bool,
+    /// Why `path` is not set, for a sealed-only type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_path: Option<String>,
+}
+
+/// Where a sealed-only object's file is: `sealed_path` when the mirror's
+/// history of it (`history`, `None` without a mirror to read) has a commit,
+/// else `None` and why. The writer seals these with sops when encryption is
+/// on and skips them otherwise (runtime commit/apply.rs `write_sealed`,
+/// gitops-reverser internal/git/sops_encryptor.go), so only the mirror can
+/// tell which happened.
+pub fn sealed_file(
+    resource: &str,
+    sealed_path: &str,
+    history: Option<&[HistoryEntry]>,
+) -> (Option<String>, Option<String>) {
+    let how = format!(
+        "{resource} are written only sealed with sops, to {sealed_path}, when the GitTarget sets spec.encryption, \
+         and skipped otherwise (gitopsreverser_mirror_sensitive_skipped_total counts them)"
+    );
+    match history {
+        Some(h) if !h.is_empty() => (Some(sealed_path.to_owned()), None),
+        Some(_) => (None, Some(format!("the mirror has no commit of it; {how}"))),
+        None => (None, Some(format!("no mirror was read (pass --repo); {how}"))),
+    }
 }
 
 /// Where the verdict's author was read.

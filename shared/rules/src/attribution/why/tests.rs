@@ -186,3 +186,28 @@ fn timestamps_survive_a_json_round_trip_exactly() {
 fn now_secs() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
 }
+
+#[test]
+fn a_sealed_only_file_is_shown_only_when_the_mirror_has_a_commit_of_it() {
+    let path = "shop/secrets/db.sops.yaml";
+    let commit = HistoryEntry {
+        commit: "c0ffee".into(),
+        change: FileChange::Create,
+        path: path.into(),
+        author_name: "alice".into(),
+        author_email: String::new(),
+        date: String::new(),
+        subject: String::new(),
+        unresolved: false,
+        trailers: vec![],
+    };
+    assert_eq!(sealed_file("secrets", path, Some(&[commit])), (Some(path.to_owned()), None));
+    let (none, why) = sealed_file("secrets", path, Some(&[]));
+    assert_eq!(none, None);
+    assert!(why.unwrap().starts_with(
+        "the mirror has no commit of it; secrets are written only sealed with sops, to shop/secrets/db.sops.yaml"
+    ));
+    let (none, why) = sealed_file("secrets", path, None);
+    assert_eq!(none, None);
+    assert!(why.unwrap().starts_with("no mirror was read (pass --repo)"));
+}
