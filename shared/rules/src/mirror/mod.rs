@@ -21,7 +21,8 @@
 //!   edited in place.
 //! - [`bootstrap`]: the files a target's first write stages, and the
 //!   `.gittargetignore` they leave.
-//! - [`status`]: the conditions written back on the CRs (kstatus).
+//! - [`status`]: the conditions written back on the CRs (kstatus);
+//!   [`rule_status`]: those of the rules and the ClusterProvider.
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
@@ -34,6 +35,7 @@ pub mod message;
 pub mod placement;
 pub mod reconcile;
 pub mod resource_policy;
+pub mod rule_status;
 pub mod select;
 pub mod source_namespace;
 pub mod status;

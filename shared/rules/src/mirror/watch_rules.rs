@@ -182,6 +182,27 @@ pub struct SourceVerdict {
     pub message: String,
 }
 
+/// Which of the two rule kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleKind {
+    WatchRule,
+    ClusterWatchRule,
+}
+
+/// What one rule resolved to, for its own status (`super::rule_status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleTypes {
+    pub kind: RuleKind,
+    /// Empty for a ClusterWatchRule.
+    pub namespace: String,
+    pub name: String,
+    /// The keys ([`WatchedType::key`]) of the types it watches, sorted;
+    /// empty when the source-namespace gate refused it.
+    pub types: Vec<String>,
+    /// Its items that cannot be watched (the messages of its [`Problem`]s).
+    pub problems: Vec<String>,
+}
+
 /// What the rules of one target resolve to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resolved {
@@ -190,6 +211,8 @@ pub struct Resolved {
     pub problems: Vec<Problem>,
     /// Every WatchRule naming the target, in the order read.
     pub sources: Vec<SourceVerdict>,
+    /// Every rule naming the target, WatchRules first, in the order read.
+    pub rules: Vec<RuleTypes>,
 }
 
 impl Resolved {
@@ -200,6 +223,11 @@ impl Resolved {
     /// The WatchRules the source-namespace gate refused.
     pub fn refused(&self) -> impl Iterator<Item = &SourceVerdict> {
         self.sources.iter().filter(|v| !v.authorized)
+    }
+
+    /// The source-namespace verdict of WatchRule `namespace/name`.
+    pub fn source(&self, namespace: &str, name: &str) -> Option<&SourceVerdict> {
+        self.sources.iter().find(|v| v.namespace == namespace && v.name == name)
     }
 }
 
@@ -215,6 +243,7 @@ pub fn resolve(
     let mut types: BTreeMap<(String, String, String), WatchedType> = BTreeMap::new();
     let mut problems = Vec::new();
     let mut sources = Vec::new();
+    let mut rules = Vec::new();
     let served: Vec<&Served> = served.iter().filter(|s| s.watchable()).collect();
 
     let mut add = |s: &Served, scope: WatchScope, ops: Operations| {
@@ -241,10 +270,24 @@ pub fn resolve(
         });
         // A refused rule is not compiled at all, not trimmed to its
         // admitted items (watchrule_compile.go:98-104).
-        let Decision::Authorized { scopes: item_scopes, .. } = decision else { continue };
+        let mut own = RuleTypes {
+            kind: RuleKind::WatchRule,
+            namespace: wr.metadata.namespace.clone(),
+            name: wr.metadata.name.clone(),
+            types: Vec::new(),
+            problems: Vec::new(),
+        };
+        let Decision::Authorized { scopes: item_scopes, .. } = decision else {
+            rules.push(own);
+            continue;
+        };
+        let mut keys = BTreeSet::new();
         for ((i, rule), scopes) in wr.spec.rules.iter().enumerate().zip(item_scopes) {
             let label = format!("WatchRule {}/{} rules[{i}]", wr.metadata.namespace, wr.metadata.name);
-            let mut problem = |message: String| problems.push(Problem { rule: label.clone(), message });
+            let mut problem = |message: String| {
+                own.problems.push(format!("rules[{i}]: {message}"));
+                problems.push(Problem { rule: label.clone(), message })
+            };
             let ops = Operations::from_rule(&rule.operations);
             for s in matching(rule, &served, &mut problem) {
                 if !s.namespaced {
@@ -257,13 +300,30 @@ pub fn resolve(
                 for scope in &scopes {
                     add(s, scope.clone(), ops);
                 }
+                // An item admitted with no namespace today watches nothing.
+                if !scopes.is_empty() {
+                    keys.insert(served_key(s));
+                }
             }
         }
+        own.types = keys.into_iter().collect();
+        rules.push(own);
     }
     for cr in cluster_rules.iter().filter(|r| r.targets(target_namespace, target_name)) {
+        let mut own = RuleTypes {
+            kind: RuleKind::ClusterWatchRule,
+            namespace: String::new(),
+            name: cr.metadata.name.clone(),
+            types: Vec::new(),
+            problems: Vec::new(),
+        };
+        let mut keys = BTreeSet::new();
         for (i, rule) in cr.spec.rules.iter().enumerate() {
             let label = format!("ClusterWatchRule {} rules[{i}]", cr.metadata.name);
-            let mut problem = |message: String| problems.push(Problem { rule: label.clone(), message });
+            let mut problem = |message: String| {
+                own.problems.push(format!("rules[{i}]: {message}"));
+                problems.push(Problem { rule: label.clone(), message })
+            };
             let ops = Operations::from_rule(&rule.operations);
             for s in matching(rule, &served, &mut problem) {
                 if s.namespaced {
@@ -275,10 +335,13 @@ pub fn resolve(
                     continue;
                 }
                 add(s, WatchScope::Everywhere, ops);
+                keys.insert(served_key(s));
             }
         }
+        own.types = keys.into_iter().collect();
+        rules.push(own);
     }
-    Resolved { types: types.into_values().collect(), problems, sources }
+    Resolved { types: types.into_values().collect(), problems, sources, rules }
 }
 
 /// The types of `watch --resource` flags, without custom resources: each
@@ -319,7 +382,7 @@ pub fn from_flags(resources: &[String], namespace: Option<&str>, served: &[Serve
             });
         }
     }
-    Resolved { types: types.into_values().collect(), problems, sources: Vec::new() }
+    Resolved { types: types.into_values().collect(), problems, sources: Vec::new(), rules: Vec::new() }
 }
 
 /// The served resources `name` is probably a typo of (or the kind or the
@@ -347,6 +410,15 @@ pub fn close_matches(name: &str, served: &[&Served]) -> Vec<String> {
         }
     }
     out
+}
+
+/// The [`WatchedType::key`] of the type `s` resolves to.
+fn served_key(s: &Served) -> String {
+    if s.group.is_empty() {
+        format!("{}/{}", s.version, s.resource)
+    } else {
+        format!("{}/{}/{}", s.group, s.version, s.resource)
+    }
 }
 
 fn describe(s: &Served) -> String {

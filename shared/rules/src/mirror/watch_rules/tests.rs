@@ -126,6 +126,12 @@ fn unresolvable_items_are_problems_naming_the_fix_and_the_rest_is_still_watched(
     assert!(text[3].contains("subresource"), "{text:?}");
     assert!(text[4].contains("not served at versions"), "{text:?}");
     assert_eq!(r.types.iter().map(WatchedType::key).collect::<Vec<_>>(), ["v1/configmaps"]);
+    // The rule's own account, for its ResourcesResolved condition.
+    assert_eq!(r.rules.len(), 1);
+    assert_eq!((r.rules[0].kind, r.rules[0].name.as_str()), (RuleKind::WatchRule, "r"));
+    assert_eq!(r.rules[0].types, ["v1/configmaps"]);
+    assert_eq!(r.rules[0].problems.len(), 5);
+    assert!(r.rules[0].problems[1].starts_with("rules[1]: ") && r.rules[0].problems[1].contains("gizmos"));
 }
 
 #[test]
@@ -134,6 +140,10 @@ fn other_namespaces_need_the_targets_policy_which_is_then_exhaustive() {
     let r = run(&target(), &rules, &[]);
     assert!(r.types.is_empty() && r.problems.is_empty(), "{r:?}");
     assert!(r.sources[0].message.contains("declares no"), "{:?}", r.sources);
+    // Refused: listed, watching nothing.
+    assert_eq!(r.rules.len(), 1);
+    assert!(r.rules[0].types.is_empty());
+    assert_eq!(r.source("mirror", "r"), Some(&r.sources[0]));
     let mut t = target();
     t.allowed_source_namespaces = Some(AllowedSourceNamespaces { names: vec!["shop".into()], selector: None });
     let r = run(&t, &rules, &[]);
