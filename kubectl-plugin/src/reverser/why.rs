@@ -190,7 +190,11 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
     state.sealed_only = rules::mirror::select::is_sensitive(&res.group, &res.resource);
     let paths: Vec<String> = versions
         .iter()
-        .filter_map(|v| layout_path(&key_at(v)).ok().map(|_| canonical_path(&key_at(v), state.sealed_only)))
+        .filter_map(|v| {
+            let key = key_at(v);
+            // layout_path only vets the coordinates, as the writer does.
+            layout_path(&key).ok().map(|_| canonical_path(&key, state.sealed_only))
+        })
         .collect();
 
     let history = match &args.repo {

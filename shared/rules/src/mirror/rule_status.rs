@@ -193,18 +193,11 @@ pub struct RuleStatus {
     pub streams: Option<RuleStreams>,
 }
 
-fn kind_name(kind: RuleKind) -> &'static str {
-    match kind {
-        RuleKind::WatchRule => "WatchRule",
-        RuleKind::ClusterWatchRule => "ClusterWatchRule",
-    }
-}
-
 /// A WatchRule's or ClusterWatchRule's status.
 pub fn rule(obs: &RuleObservation<'_>, previous: &[Condition], now: &str) -> RuleStatus {
     use ConditionStatus::{False, True};
     let (ns, name) = (obs.target_namespace, obs.target_name);
-    let kind = kind_name(obs.kind);
+    let kind = obs.kind.as_str();
     let mut axes: Vec<(&str, Verdict)> = Vec::new();
     let mut streams = None;
     axes.push((GIT_TARGET_READY, git_target_ready(ns, name, obs.target)));

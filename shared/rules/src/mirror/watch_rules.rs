@@ -130,11 +130,7 @@ pub struct WatchedType {
 impl WatchedType {
     /// `group/version/resource` (core: `v1/configmaps`), the key logs use.
     pub fn key(&self) -> String {
-        if self.group.is_empty() {
-            format!("{}/{}", self.version, self.resource)
-        } else {
-            format!("{}/{}/{}", self.group, self.version, self.resource)
-        }
+        type_key(&self.group, &self.version, &self.resource)
     }
 
     /// The watches to run: one per namespace, or one everywhere (which then
@@ -189,6 +185,15 @@ pub enum RuleKind {
     ClusterWatchRule,
 }
 
+impl RuleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::WatchRule => "WatchRule",
+            RuleKind::ClusterWatchRule => "ClusterWatchRule",
+        }
+    }
+}
+
 /// What one rule resolved to, for its own status (`super::rule_status`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleTypes {
@@ -201,6 +206,19 @@ pub struct RuleTypes {
     pub types: Vec<String>,
     /// Its items that cannot be watched (the messages of its [`Problem`]s).
     pub problems: Vec<String>,
+}
+
+impl RuleTypes {
+    /// A rule before its items are resolved.
+    fn new(kind: RuleKind, namespace: &str, name: &str) -> Self {
+        RuleTypes {
+            kind,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            types: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
 }
 
 /// What the rules of one target resolve to.
@@ -270,13 +288,7 @@ pub fn resolve(
         });
         // A refused rule is not compiled at all, not trimmed to its
         // admitted items (watchrule_compile.go:98-104).
-        let mut own = RuleTypes {
-            kind: RuleKind::WatchRule,
-            namespace: wr.metadata.namespace.clone(),
-            name: wr.metadata.name.clone(),
-            types: Vec::new(),
-            problems: Vec::new(),
-        };
+        let mut own = RuleTypes::new(RuleKind::WatchRule, &wr.metadata.namespace, &wr.metadata.name);
         let Decision::Authorized { scopes: item_scopes, .. } = decision else {
             rules.push(own);
             continue;
@@ -302,7 +314,7 @@ pub fn resolve(
                 }
                 // An item admitted with no namespace today watches nothing.
                 if !scopes.is_empty() {
-                    keys.insert(served_key(s));
+                    keys.insert(type_key(&s.group, &s.version, &s.resource));
                 }
             }
         }
@@ -310,13 +322,7 @@ pub fn resolve(
         rules.push(own);
     }
     for cr in cluster_rules.iter().filter(|r| r.targets(target_namespace, target_name)) {
-        let mut own = RuleTypes {
-            kind: RuleKind::ClusterWatchRule,
-            namespace: String::new(),
-            name: cr.metadata.name.clone(),
-            types: Vec::new(),
-            problems: Vec::new(),
-        };
+        let mut own = RuleTypes::new(RuleKind::ClusterWatchRule, "", &cr.metadata.name);
         let mut keys = BTreeSet::new();
         for (i, rule) in cr.spec.rules.iter().enumerate() {
             let label = format!("ClusterWatchRule {} rules[{i}]", cr.metadata.name);
@@ -335,7 +341,7 @@ pub fn resolve(
                     continue;
                 }
                 add(s, WatchScope::Everywhere, ops);
-                keys.insert(served_key(s));
+                keys.insert(type_key(&s.group, &s.version, &s.resource));
             }
         }
         own.types = keys.into_iter().collect();
@@ -412,13 +418,10 @@ pub fn close_matches(name: &str, served: &[&Served]) -> Vec<String> {
     out
 }
 
-/// The [`WatchedType::key`] of the type `s` resolves to.
-fn served_key(s: &Served) -> String {
-    if s.group.is_empty() {
-        format!("{}/{}", s.version, s.resource)
-    } else {
-        format!("{}/{}/{}", s.group, s.version, s.resource)
-    }
+/// `[group/]version/resource`: [`WatchedType::key`], and the key of the
+/// type a served resource resolves to.
+fn type_key(group: &str, version: &str, resource: &str) -> String {
+    if group.is_empty() { format!("{version}/{resource}") } else { format!("{group}/{version}/{resource}") }
 }
 
 fn describe(s: &Served) -> String {
