@@ -95,6 +95,87 @@ fn a_healthy_target_fills_the_printer_columns_and_kubectl_wait_returns() {
     );
 }
 
+/// `{.status.conditions[?(@.type=="TYPE")].FIELD}`.
+fn cond_path(ty: &str, field: &str) -> String {
+    format!("{{.status.conditions[?(@.type==\"{ty}\")].{field}}}")
+}
+
+/// The rules' status, as gitops-reverser's rule controllers write it (ref:
+/// gitops-reverser `internal/controller/watchrule_controller.go:108-221`,
+/// `stream_status.go` ruleReadiness, `stream_readiness.go:207-320`).
+#[test]
+fn watchrules_and_clusterwatchrules_carry_the_references_conditions() {
+    let m = Mirror::start(|s| {
+        s.rules.push(json!({
+            "apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterWatchRule",
+            "metadata": {"name": "lab-cluster"},
+            "spec": {"targetRef": {"name": "lab", "namespace": NS}, "rules": [{"resources": ["namespaces"]}]}
+        }));
+    });
+    let k = kubectl(&m.kubeconfig);
+    let log = || m.watcher_log();
+    for rule in ["watchrule/lab-rules", "clusterwatchrule/lab-cluster"] {
+        let out = k.run(&["wait", "--for=condition=Ready", rule, "-n", NS, "--timeout=30s"]);
+        assert!(out.status.success(), "kubectl wait {rule}: {}\n{}", String::from_utf8_lossy(&out.stderr), log());
+    }
+    let rule = |object: &str, path: &str| run(&k, &["get", object, "-n", NS, "-o", &format!("jsonpath={path}")]);
+    assert_eq!(rule("watchrule/lab-rules", &cond_path("ResourcesResolved", "reason")), "Resolved");
+    assert_eq!(rule("watchrule/lab-rules", &cond_path("StreamsRunning", "reason")), "AllStreamsReady");
+    assert_eq!(rule("watchrule/lab-rules", &cond_path("GitTargetReady", "status")), "True");
+    assert_eq!(rule("watchrule/lab-rules", &cond_path("Stalled", "status")), "False");
+    assert_eq!(rule("watchrule/lab-rules", "{.status.streams.summary}"), "3/3");
+    assert_eq!(rule("clusterwatchrule/lab-cluster", "{.status.streams.summary}"), "1/1");
+    let generation = rule("watchrule/lab-rules", "{.metadata.generation}");
+    assert_eq!(rule("watchrule/lab-rules", "{.status.observedGeneration}"), generation);
+
+    // The printer columns: NAME TARGET READY REASON STREAMS.
+    let table = run(&k, &["get", "watchrules", "-n", NS]);
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..5], ["lab-rules", "lab", "True", "Succeeded", "3/3"], "{table}");
+    let table = run(&k, &["get", "clusterwatchrules"]);
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..5], ["lab-cluster", "lab", "True", "Succeeded", "1/1"], "{table}");
+
+    // One owner: our field manager, through the status subresource.
+    let obj: Value = serde_json::from_str(&run(
+        &k,
+        &["get", "watchrule/lab-rules", "-n", NS, "-o", "json", "--show-managed-fields"],
+    ))
+    .unwrap();
+    assert!(
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["manager"] == "reverser-mirror" && m["subresource"] == "status"),
+        "{obj}"
+    );
+    // The WatchRule's Ready transition is an Event in its namespace.
+    let events: Value = serde_json::from_str(&run(&k, &["get", "events", "-n", NS, "-o", "json"])).unwrap();
+    assert!(
+        events["items"].as_array().unwrap().iter().any(|e| e["involvedObject"]["kind"] == "WatchRule"
+            && e["involvedObject"]["name"] == "lab-rules"
+            && e["reason"] == "Succeeded"),
+        "{events}"
+    );
+
+    // A rule naming a type no server serves stalls, naming it.
+    let typo = json!({
+        "apiVersion": "configbutler.ai/v1alpha3", "kind": "WatchRule",
+        "metadata": {"name": "typo", "namespace": NS},
+        "spec": {"targetRef": {"name": "lab"}, "rules": [{"apiGroups": ["example.com"], "resources": ["widgets"]}]}
+    });
+    let out = k.run_with_stdin(&["apply", "--validate=false", "-f", "-"], &typo.to_string());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    wait_for(&k, "watchrule/typo", READY_REASON, "UnresolvedResources", log);
+    assert_eq!(rule("watchrule/typo", &cond_path("Stalled", "status")), "True");
+    assert_eq!(rule("watchrule/typo", &cond_path("ResourcesResolved", "status")), "False");
+    let message = rule("watchrule/typo", &cond_path("ResourcesResolved", "message"));
+    assert!(message.contains("widgets"), "{message}");
+    // The healthy rules stay as they were.
+    assert_eq!(rule("watchrule/lab-rules", READY_REASON), "Succeeded");
+}
+
 /// The watcher alone (no sidecar: the causes below keep it from starting).
 fn watcher(dir: &std::path::Path, kubeconfig: &std::path::Path) -> Child {
     Command::new(sidecar::binary())

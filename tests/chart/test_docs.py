@@ -49,7 +49,8 @@ def test_the_mirrors_example_renders_as_documented(chart) -> None:
     (example,) = [b for b in yaml_blocks("chart.md") if isinstance(b, dict) and "mirrors" in b]
     objs = objects(render(chart, example))
     roles = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objs if o["kind"] == "Role"}
-    # The GitTarget's own namespace, and one Role per watched namespace.
-    assert {ns for ns, _ in roles} == {"mirror", "shop", "billing"}
+    # The GitTarget's own namespace, one Role per watched namespace, and the
+    # ClusterWatchRules' Events in "default".
+    assert {ns for ns, _ in roles} == {"mirror", "shop", "billing", "default"}
     (deploy,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["labels"]["app.kubernetes.io/component"] == "mirror"]
     assert "--exclude-field-manager=kustomize-controller" in deploy["spec"]["template"]["spec"]["containers"][0]["args"]

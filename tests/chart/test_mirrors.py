@@ -45,11 +45,12 @@ def rbac(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def status_rules(target: str) -> set[tuple[tuple[str, ...], ...]]:
     """What the watcher's status reports need: its own GitTarget's status, its
-    GitProvider's (the chart does not know the provider's name), and Events
-    (Kubernetes cannot authorize create by name)."""
+    GitProvider's and WatchRules' (the chart does not know their names), and
+    Events (Kubernetes cannot authorize create by name)."""
     return {
         (("configbutler.ai",), ("gittargets/status",), (target,), ("patch",)),
         (("configbutler.ai",), ("gitproviders/status",), (), ("patch",)),
+        (("configbutler.ai",), ("watchrules/status",), (), ("patch",)),
         (("",), ("events",), (), ("create",)),
     }
 
@@ -62,7 +63,10 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
         ("Role", "mirror", name), ("RoleBinding", "mirror", name),
         ("ClusterRole", None, name), ("ClusterRoleBinding", None, name),
         ("Role", "shop", f"{name}-watch"), ("RoleBinding", "shop", f"{name}-watch"),
+        # The Events of ClusterWatchRules live in "default".
+        ("Role", "default", f"{name}-event"), ("RoleBinding", "default", f"{name}-event"),
     ])
+    assert rules_of(only(objs, "Role", "default")) == {(("",), ("events",), (), ("create",))}
     assert rules_of(only(objs, "Role", "mirror")) == {
         (("configbutler.ai",), ("gittargets",), ("prod",), ("get",)),
         (("configbutler.ai",), ("gitproviders",), (), ("get",)),
@@ -78,6 +82,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
         (("configbutler.ai",), ("clusterwatchrules",), (), ("list",)),
+        (("configbutler.ai",), ("clusterwatchrules/status",), (), ("patch",)),
         (("",), ("namespaces",), (), ("list",)),
         (("example.com",), ("widgets",), (), ("list", "watch")),
     }
@@ -88,6 +93,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
         (only(objs, "RoleBinding", "mirror"), only(objs, "Role", "mirror")),
         (only(objs, "ClusterRoleBinding"), only(objs, "ClusterRole")),
         (only(objs, "RoleBinding", "shop"), only(objs, "Role", "shop")),
+        (only(objs, "RoleBinding", "default"), only(objs, "Role", "default")),
     ):
         assert binding["subjects"] == subject
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": role["metadata"]["name"]}
@@ -98,7 +104,7 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
     objs = mirror_objects(objects(render(chart, {"mirrors": [MINIMAL_MIRROR]})), "team-a/audit.main")
     assert rules_of(only(objs, "Role", "team-a", "-watch")) == {(("apps",), ("deployments", "statefulsets"), (), ("list", "watch"))}
     assert rules_of(only(objs, "Role", "team-b", "-watch")) == {(("apps",), ("deployments", "statefulsets"), (), ("list", "watch"))}
-    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
+    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     assert rules_of(config_role) == {
         (("configbutler.ai",), ("gittargets",), ("audit.main",), ("get",)),
         (("configbutler.ai",), ("gitproviders",), (), ("get",)),
@@ -108,6 +114,7 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
         (("configbutler.ai",), ("clusterwatchrules",), (), ("list",)),
+        (("configbutler.ai",), ("clusterwatchrules/status",), (), ("patch",)),
     }
 
 
@@ -115,7 +122,7 @@ def test_known_hosts_from_a_secret_and_signing_without_generate_are_reads_only(c
     mirror = {**MINIMAL_MIRROR, "secrets": {"credentials": "git-ssh", "signing": {"name": "git-signing"},
                                              "knownHosts": {"kind": "Secret", "name": "git-ssh"}}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
-    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
+    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     secret_rules = {r for r in rules_of(config_role) if r[1] in (("secrets",), ("configmaps",))}
     # One Secret named twice is granted once; no write, no ConfigMap.
     assert secret_rules == {(("",), ("secrets",), ("git-signing", "git-ssh"), ("get",))}
@@ -125,7 +132,7 @@ def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.C
     mirror = {**MINIMAL_MIRROR, "additionalSensitiveResources": ["credentials", "example.com/tokens"],
               "secrets": {"encryption": {"name": "sops-age", "generate": True}}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
-    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
+    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     secret_rules = {r for r in rules_of(config_role) if r[1] == ("secrets",)}
     assert secret_rules == {
         (("",), ("secrets",), ("sops-age",), ("get",)),
@@ -139,7 +146,7 @@ def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.C
     # Without generate: a read only.
     mirror["secrets"] = {"encryption": {"name": "sops-age"}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
-    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith("-watch")]
+    (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     assert {r for r in rules_of(config_role) if r[1] == ("secrets",)} == {(("",), ("secrets",), ("sops-age",), ("get",))}
 
 

@@ -82,6 +82,17 @@ pub enum Outcome {
     Deferred,
 }
 
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Written { event: true } => "written, Ready changed (Event recorded)",
+            Outcome::Written { event: false } => "written",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Deferred => "deferred (written too recently)",
+        })
+    }
+}
+
 struct Slot {
     written: Value,
     at: Instant,

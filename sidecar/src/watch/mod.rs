@@ -8,6 +8,7 @@
 
 mod metrics;
 mod readiness;
+mod rule_status;
 mod status;
 mod stream;
 mod window;
@@ -91,8 +92,9 @@ pub struct Args {
     /// How often the rules are read again (a change takes effect within it).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub rescan: Duration,
-    /// With --git-target: write status on the GitTarget and its GitProvider
-    /// at most this often per object (a change inside waits for the next
+    /// With --git-target: write status on the GitTarget, its GitProvider and
+    /// the WatchRules and ClusterWatchRules naming it at most this often per
+    /// object (a change inside waits for the next
     /// rescan after it); 0s writes every change.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub status_interval: Duration,
@@ -214,7 +216,7 @@ pub async fn run(args: Args) -> Result<()> {
             wait = pass.run(&client, &server, &source, &readiness, &mut supervisor, &metrics) => wait?,
             _ = &mut stop => break,
         };
-        streams_tx.send_replace(status::streams(&supervisor));
+        streams_tx.send_replace(rule_status::Observed::of(&supervisor));
         tokio::select! {
             _ = &mut stop => break,
             _ = tokio::time::sleep(wait.unwrap_or(args.rescan)) => {}
@@ -266,7 +268,7 @@ impl Pass {
                 }
                 Err(e) => {
                     let why = server.mirror_failure(&e);
-                    readiness.failing(DISCOVERY, &why);
+                    readiness.failing(DISCOVERY, &why, false);
                     if self.discovered_at.is_none() {
                         // Nothing to resolve against: a name cannot be
                         // judged before the server says what it serves.

@@ -6,27 +6,37 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use rules::mirror::rule_status::StreamState;
+
 /// What `/readyz` answers: ready once discovery and the rules were read
 /// and every running watch has listed, and as long as none of them fails.
 #[derive(Debug, Default)]
 pub struct Readiness {
     /// Per concern (`discovery`, `rules`, one per watch): `None` while it
-    /// works, else why not.
-    failing: Mutex<BTreeMap<String, Option<String>>>,
+    /// works, else why not; and the stream state a rule's status reports.
+    failing: Mutex<BTreeMap<String, (Option<String>, StreamState)>>,
 }
 
 impl Readiness {
     /// `concern` starts, not yet done once (a watch before its first list).
     pub fn pending(&self, concern: &str, what: &str) {
-        self.lock().insert(concern.to_owned(), Some(what.to_owned()));
+        self.lock().insert(concern.to_owned(), (Some(what.to_owned()), StreamState::Replaying));
     }
 
     pub fn ok(&self, concern: &str) {
-        self.lock().insert(concern.to_owned(), None);
+        self.lock().insert(concern.to_owned(), (None, StreamState::Streaming));
     }
 
-    pub fn failing(&self, concern: &str, why: &str) {
-        self.lock().insert(concern.to_owned(), Some(why.to_owned()));
+    /// `forbidden`: the server refused the call (403), which RBAC fixes,
+    /// not a retry (the rule's status says `WatchNotPermitted`).
+    pub fn failing(&self, concern: &str, why: &str, forbidden: bool) {
+        let state = StreamState::Blocked { not_permitted: forbidden };
+        self.lock().insert(concern.to_owned(), (Some(why.to_owned()), state));
+    }
+
+    /// The state of a watch, `None` when it is not running.
+    pub fn stream(&self, concern: &str) -> Option<StreamState> {
+        self.lock().get(concern).map(|(_, s)| *s)
     }
 
     /// `concern` is gone (a watch no rule asks for any more).
@@ -41,11 +51,11 @@ impl Readiness {
             return Err("discovery has not been read yet".into());
         }
         let reasons: Vec<String> =
-            map.iter().filter_map(|(k, why)| why.as_ref().map(|w| format!("{k}: {w}"))).collect();
+            map.iter().filter_map(|(k, (why, _))| why.as_ref().map(|w| format!("{k}: {w}"))).collect();
         if reasons.is_empty() { Ok(()) } else { Err(reasons.join("\n")) }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Option<String>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Option<String>, StreamState)>> {
         // A panic elsewhere never leaves the map half-written: every
         // change is one insert or remove.
         self.failing.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -101,12 +111,16 @@ mod tests {
         assert_eq!(r.check(), Ok(()));
         r.pending("v1/configmaps", "not listed yet");
         assert_eq!(r.check(), Err("v1/configmaps: not listed yet".into()));
+        assert_eq!(r.stream("v1/configmaps"), Some(StreamState::Replaying));
         r.ok("v1/configmaps");
-        r.failing(DISCOVERY, "timed out");
+        assert_eq!(r.stream("v1/configmaps"), Some(StreamState::Streaming));
+        r.failing(DISCOVERY, "timed out", false);
         assert_eq!(r.check(), Err("discovery: timed out".into()));
         r.ok(DISCOVERY);
-        r.failing("v1/configmaps", "refused");
+        r.failing("v1/configmaps", "refused", true);
+        assert_eq!(r.stream("v1/configmaps"), Some(StreamState::Blocked { not_permitted: true }));
         r.forget("v1/configmaps");
+        assert_eq!(r.stream("v1/configmaps"), None);
         assert_eq!(r.check(), Ok(()));
     }
 }

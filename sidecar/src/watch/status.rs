@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::Supervisor;
+use super::rule_status::{self, Observed};
 use crate::target::CredentialError;
 
 /// How long a successful connectivity check stands before it is repeated.
@@ -82,7 +83,7 @@ impl Reporter {
         let stop = runtime::shutdown::terminated();
         tokio::pin!(stop);
         loop {
-            if self.report(Streams::default()).await {
+            if self.report(&Observed::default()).await {
                 return true;
             }
             tokio::select! {
@@ -92,9 +93,10 @@ impl Reporter {
         }
     }
 
-    /// Reads, checks and writes both statuses; whether the GitTarget can be
-    /// mirrored. Failures to read or write are logged, never fatal.
-    pub async fn report(&mut self, streams: Streams) -> bool {
+    /// Reads, checks and writes the statuses (the GitTarget's, its
+    /// GitProvider's, its rules'); whether the GitTarget can be mirrored.
+    /// Failures to read or write are logged, never fatal.
+    pub async fn report(&mut self, observed: &Observed) -> bool {
         let ns = self.namespace.clone();
         let targets: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &ns, &configbutler("GitTarget", "gittargets"));
@@ -158,7 +160,7 @@ impl Reporter {
             generation: target.metadata.generation,
             provider: view,
             provider_ref,
-            streams,
+            streams: observed.streams,
         };
         let current = raw_target.data.get("status");
         let computed = status::git_target(&observation, &conditions(current), &stamp);
@@ -173,21 +175,23 @@ impl Reporter {
             next["lastPushTime"] = t.clone();
         }
         self.write(&raw_object("GitTarget", "gittargets", &raw_target), current, next).await;
+        let target = (ns.as_str(), self.name.as_str());
+        rule_status::report(&self.client, &mut self.writer, target, &computed.conditions, observed, &stamp).await;
         loadable
     }
 
     async fn write(&mut self, obj: &Object, current: Option<&Value>, next: Value) {
         match self.writer.report(obj, current, next).await {
-            Ok(outcome) => tracing::debug!(object = %obj.name, ?outcome, "status"),
-            Err(e) => tracing::warn!(error = %e, "status not written"),
+            Ok(outcome) => tracing::debug!(object = %obj.name, %outcome, "status"),
+            Err(e) => tracing::warn!("{e}"),
         }
     }
 
-    /// Reports every `every`, with the streams the watcher last counted.
-    pub async fn run(mut self, mut streams: watch::Receiver<Streams>, every: Duration) {
+    /// Reports every `every`, with what the watcher last observed.
+    pub async fn run(mut self, mut observed: watch::Receiver<Observed>, every: Duration) {
         loop {
-            let now = *streams.borrow_and_update();
-            self.report(now).await;
+            let now = observed.borrow_and_update().clone();
+            self.report(&now).await;
             tokio::time::sleep(every).await;
         }
     }

@@ -98,6 +98,11 @@ fn to_value(object: &DynamicObject) -> Value {
     serde_json::to_value(object).unwrap_or(Value::Null)
 }
 
+/// A 403: RBAC refuses this identity the type.
+fn is_forbidden(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 403)
+}
+
 fn is_gone(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 410)
 }
@@ -134,7 +139,7 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
             Err(e) => {
                 let pause = backoff.next_delay();
                 let why = shared.server.failure(&e);
-                shared.readiness.failing(&concern, &format!("list failed: {why}"));
+                shared.readiness.failing(&concern, &format!("list failed: {why}"), is_forbidden(&e));
                 outage.failed(&format!("listing {concern} failed"), &why, pause);
                 shared.metrics.restart(&current.resource, "error");
                 tokio::time::sleep(pause).await;
@@ -171,7 +176,7 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
                 Err(e) => {
                     let pause = backoff.next_delay();
                     let why = shared.server.failure(&e);
-                    shared.readiness.failing(&concern, &format!("watch failed: {why}"));
+                    shared.readiness.failing(&concern, &format!("watch failed: {why}"), is_forbidden(&e));
                     outage.failed(&format!("watching {concern} failed"), &why, pause);
                     shared.metrics.restart(&current.resource, "error");
                     tokio::time::sleep(pause).await;
