@@ -926,9 +926,26 @@ fn a_watchrule_reading_another_namespace_is_mirrored_only_once_the_clusterprovid
     assert!(!m.remote_has(&foreign), "mirrored without allowSourceNamespaceOverride");
     // Told once per refusal, not on every rescan.
     assert_eq!(m.watcher_log().matches("does not set spec.allowSourceNamespaceOverride").count(), 1);
+    // And in the rule's status, as the reference writes it
+    // (watchrule_source_namespace.go:169-185): refused, stalled, its reason.
+    let condition = |ty: &str, field: &str| {
+        let path = format!("jsonpath={{.status.conditions[?(@.type==\"{ty}\")].{field}}}");
+        let out = k.run(&["get", "watchrule/vault-rules", "-n", NS, "-o", &path]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    m.wait("the refusal in the rule's status", || {
+        condition("SourceNamespaceAuthorized", "reason") == "SourceNamespaceNotAllowed"
+            && condition("SourceNamespaceAuthorized", "message").contains("allowSourceNamespaceOverride")
+    });
+    assert_eq!(condition("SourceNamespaceAuthorized", "status"), "False");
+    assert_eq!(condition("Ready", "status"), "False");
+    assert_eq!(condition("Stalled", "status"), "True");
 
     provider["spec"]["allowSourceNamespaceOverride"] = json!(true);
     apply(provider);
     m.wait("the foreign namespace mirrored", || m.remote_has(&foreign));
     assert_eq!(m.watcher_metric("gitopsreverser_mirror_rules_refused"), 0);
+    let out = k.run(&["wait", "--for=condition=Ready", "watchrule/vault-rules", "-n", NS, "--timeout=30s"]);
+    assert!(out.status.success(), "kubectl wait: {}\n{}", String::from_utf8_lossy(&out.stderr), m.watcher_log());
+    assert_eq!(condition("SourceNamespaceAuthorized", "status"), "True");
 }

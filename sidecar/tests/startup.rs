@@ -208,6 +208,16 @@ fn serve_for_a_git_target_on_a_server_that_never_answers_stops_naming_the_server
     );
 }
 
+/// Issue 29: with neither, the error named only `--resource`, though most
+/// users mirror a GitTarget.
+#[test]
+fn watch_without_what_to_mirror_names_both_choices() {
+    let out = Command::new(BIN).arg("watch").env("NO_COLOR", "1").env_remove("REVERSER_GIT_TARGET").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--git-target <NAMESPACE/NAME>") && stderr.contains("--resource <TYPE>"), "{stderr}");
+}
+
 #[test]
 fn a_mistyped_resource_stops_watch_at_start_naming_the_close_match() {
     let dir = tempfile::tempdir().unwrap();

@@ -39,7 +39,11 @@ use runtime::cli::parse_duration;
 use runtime::kubeconfig::Bounds;
 use stream::Shared;
 
+/// What is mirrored: a GitTarget's rules, or (without custom resources)
+/// the types named by `--resource`; one of the two is required, and the
+/// usage line names both.
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["git_target", "resources"])))]
 pub struct Args {
     /// Mirror this GitTarget (NAMESPACE/NAME): its WatchRules and
     /// ClusterWatchRules say what is watched, its GitProvider's
@@ -48,7 +52,7 @@ pub struct Args {
     pub git_target: Option<String>,
     /// Without custom resources: watch this type (`configmaps`,
     /// `deployments.apps`); repeatable.
-    #[arg(long = "resource", value_name = "TYPE", required_unless_present = "git_target")]
+    #[arg(long = "resource", value_name = "TYPE")]
     pub resources: Vec<String>,
     /// With --resource: watch only this namespace (default: every namespace).
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
@@ -162,7 +166,13 @@ pub async fn run(args: Args) -> Result<()> {
                 }
                 let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
                 let prune = loaded.target.spec.prune_mode() == PruneMode::Always;
-                tracing::info!(target = %t, route, commit_window = ?window, prune_mode = ?loaded.target.spec.prune_mode(), "watching for GitTarget");
+                tracing::info!(
+                    target = %t,
+                    route,
+                    commit_window = %runtime::kubeconfig::bounds::humanize(window),
+                    prune_mode = loaded.target.spec.prune_mode().as_str(),
+                    "watching for GitTarget"
+                );
                 (Source::Target { namespace, name }, route, policy, prune)
             }
             None => {

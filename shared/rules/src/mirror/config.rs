@@ -208,6 +208,15 @@ pub enum PruneMode {
 }
 
 impl PruneMode {
+    /// The name as `spec.prune.mode` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PruneMode::Never => "Never",
+            PruneMode::OnEvent => "OnEvent",
+            PruneMode::Always => "Always",
+        }
+    }
+
     /// Whether an observed deletion (a DELETED event, a set deletionTimestamp)
     /// removes the object's document.
     pub fn on_event(self) -> bool {
