@@ -98,8 +98,8 @@ pub struct Args {
     pub rescan: Duration,
     /// With --git-target: write status on the GitTarget, its GitProvider and
     /// the WatchRules and ClusterWatchRules naming it at most this often per
-    /// object (a change inside waits for the next
-    /// rescan after it); 0s writes every change.
+    /// object (a change inside waits for the next rescan after it); 0s
+    /// writes every change.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub status_interval: Duration,
 }
@@ -376,14 +376,15 @@ async fn provider_facts(
 struct Supervisor {
     shared: Shared,
     running: BTreeMap<(String, WatchScope), Running>,
-    last: Option<Resolved>,
+    /// Shared with the status reporter, which reads it after every pass.
+    last: Option<Arc<Resolved>>,
 }
 
 impl Supervisor {
     /// Starts the watches the rules now ask for, stops the ones they no
     /// longer do, and hands running ones their new operations.
     fn apply(&mut self, resolved: Resolved, metrics: &WatchMetrics) {
-        if self.last.as_ref() == Some(&resolved) {
+        if self.last.as_deref() == Some(&resolved) {
             return;
         }
         for p in &resolved.problems {
@@ -391,7 +392,7 @@ impl Supervisor {
         }
         // A refusal is told once, when it appears (or its reason changes),
         // not on every change elsewhere.
-        let before: Vec<&SourceVerdict> = self.last.iter().flat_map(Resolved::refused).collect();
+        let before: Vec<&SourceVerdict> = self.last.iter().flat_map(|r| r.refused()).collect();
         for v in resolved.refused().filter(|v| !before.contains(v)) {
             tracing::warn!(
                 rule = %v.name,
@@ -449,7 +450,7 @@ impl Supervisor {
                 }
             }
         }
-        self.last = Some(resolved);
+        self.last = Some(Arc::new(resolved));
     }
 
     fn stop_all(&mut self) {

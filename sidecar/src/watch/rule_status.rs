@@ -15,10 +15,11 @@ use rules::mirror::rule_status::{self, Resolution, RuleObservation, StreamState}
 use rules::mirror::status::{Condition, Streams};
 use rules::mirror::watch_rules::{Resolved, RuleKind};
 use runtime::mirror::configbutler;
-use runtime::status::{Object, StatusWriter, conditions};
+use runtime::status::{StatusWriter, conditions};
 use serde_json::json;
 
 use super::Supervisor;
+use super::status::{decode, raw_object, write};
 use super::stream;
 
 /// What the watcher last observed, handed to the status reporter after
@@ -47,7 +48,7 @@ impl Observed {
         Observed {
             streams: super::status::streams(supervisor),
             started: true,
-            resolved: supervisor.last.clone().map(Arc::new),
+            resolved: supervisor.last.clone(),
             states,
         }
     }
@@ -60,8 +61,12 @@ fn kind_resource(kind: RuleKind) -> kube::api::ApiResource {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Option<T> {
-    serde_json::to_value(obj).ok().and_then(|v| serde_json::from_value(v).ok())
+/// Whether the rule `obj` (of `kind`) writes to GitTarget `namespace/name`.
+fn names_target(kind: RuleKind, obj: &DynamicObject, namespace: &str, name: &str) -> bool {
+    match kind {
+        RuleKind::WatchRule => decode::<WatchRule>(obj).is_some_and(|r| r.targets(namespace, name)),
+        RuleKind::ClusterWatchRule => decode::<ClusterWatchRule>(obj).is_some_and(|r| r.targets(namespace, name)),
+    }
 }
 
 /// The rules naming GitTarget `namespace/name`, as stored (with their
@@ -69,26 +74,20 @@ fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Option<T> {
 /// then none apply, as when the watcher resolves them.
 async fn list(client: &kube::Client, namespace: &str, name: &str) -> Vec<(RuleKind, DynamicObject)> {
     let mut out = Vec::new();
-    let rules: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &kind_resource(RuleKind::WatchRule));
-    match rules.list(&ListParams::default()).await {
-        Ok(l) => out.extend(
-            l.items
-                .into_iter()
-                .filter(|o| decode::<WatchRule>(o).is_some_and(|r| r.targets(namespace, name)))
-                .map(|o| (RuleKind::WatchRule, o)),
-        ),
-        Err(e) => tracing::warn!(error = %e, "listing the WatchRules for their status failed; retried next report"),
-    }
-    let cluster: Api<DynamicObject> = Api::all_with(client.clone(), &kind_resource(RuleKind::ClusterWatchRule));
-    match cluster.list(&ListParams::default()).await {
-        Ok(l) => out.extend(
-            l.items
-                .into_iter()
-                .filter(|o| decode::<ClusterWatchRule>(o).is_some_and(|r| r.targets(namespace, name)))
-                .map(|o| (RuleKind::ClusterWatchRule, o)),
-        ),
-        Err(e) => tracing::debug!(error = %e, "ClusterWatchRules not readable; no status written on them"),
+    for kind in [RuleKind::WatchRule, RuleKind::ClusterWatchRule] {
+        let api: Api<DynamicObject> = match kind {
+            RuleKind::WatchRule => Api::namespaced_with(client.clone(), namespace, &kind_resource(kind)),
+            RuleKind::ClusterWatchRule => Api::all_with(client.clone(), &kind_resource(kind)),
+        };
+        match api.list(&ListParams::default()).await {
+            Ok(l) => {
+                out.extend(l.items.into_iter().filter(|o| names_target(kind, o, namespace, name)).map(|o| (kind, o)))
+            }
+            Err(e) if kind == RuleKind::WatchRule => {
+                tracing::warn!(error = %e, "listing the WatchRules for their status failed; retried next report")
+            }
+            Err(e) => tracing::debug!(error = %e, "ClusterWatchRules not readable; no status written on them"),
+        }
     }
     out
 }
@@ -151,15 +150,6 @@ pub(super) async fn report(
         if let Some(s) = &computed.streams {
             next["streams"] = json!(s);
         }
-        let obj = Object {
-            resource: kind_resource(kind),
-            namespace: raw.metadata.namespace.clone(),
-            name: rule_name,
-            uid: raw.metadata.uid.clone().unwrap_or_default(),
-        };
-        match writer.report(&obj, current, next).await {
-            Ok(outcome) => tracing::debug!(object = %obj.name, %outcome, "status"),
-            Err(e) => tracing::warn!("{e}"),
-        }
+        write(writer, &raw_object(kind_resource(kind), &raw), current, next).await;
     }
 }

@@ -10,7 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject};
 use rules::mirror::config::{GitProvider, GitTarget};
 use rules::mirror::message::Messages;
 use rules::mirror::status::{self, ProviderCheck, ProviderView, Streams, TargetObservation};
@@ -53,17 +53,27 @@ pub(super) fn streams(supervisor: &Supervisor) -> Streams {
     Streams { total, ready, replaying: 0, blocked: total - ready }
 }
 
-fn raw_object(kind: &str, plural: &str, obj: &DynamicObject) -> Object {
+/// The object a status is written on, from the object as read.
+pub(super) fn raw_object(resource: ApiResource, obj: &DynamicObject) -> Object {
     Object {
-        resource: configbutler(kind, plural),
+        resource,
         namespace: obj.metadata.namespace.clone(),
         name: obj.metadata.name.clone().unwrap_or_default(),
         uid: obj.metadata.uid.clone().unwrap_or_default(),
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Option<T> {
+pub(super) fn decode<T: serde::de::DeserializeOwned>(obj: &DynamicObject) -> Option<T> {
     serde_json::to_value(obj).ok().and_then(|v| serde_json::from_value(v).ok())
+}
+
+/// Writes one status; a failure is logged (the next report retries),
+/// never fatal.
+pub(super) async fn write(writer: &mut StatusWriter, obj: &Object, current: Option<&Value>, next: Value) {
+    match writer.report(obj, current, next).await {
+        Ok(outcome) => tracing::debug!(object = %obj.name, %outcome, "status"),
+        Err(e) => tracing::warn!("{e}"),
+    }
 }
 
 impl Reporter {
@@ -144,7 +154,8 @@ impl Reporter {
                     "observedGeneration": computed.observed_generation,
                     "conditions": computed.conditions,
                 });
-                self.write(&raw_object("GitProvider", "gitproviders", raw), current, next).await;
+                let obj = raw_object(configbutler("GitProvider", "gitproviders"), raw);
+                write(&mut self.writer, &obj, current, next).await;
                 Some(ProviderView {
                     name: provider_ref.clone(),
                     allowed_branches: provider.spec.allowed_branches.clone(),
@@ -174,17 +185,11 @@ impl Reporter {
         if let Some(t) = current.and_then(|s| s.get("lastPushTime")) {
             next["lastPushTime"] = t.clone();
         }
-        self.write(&raw_object("GitTarget", "gittargets", &raw_target), current, next).await;
+        let obj = raw_object(configbutler("GitTarget", "gittargets"), &raw_target);
+        write(&mut self.writer, &obj, current, next).await;
         let target = (ns.as_str(), self.name.as_str());
         rule_status::report(&self.client, &mut self.writer, target, &computed.conditions, observed, &stamp).await;
         loadable
-    }
-
-    async fn write(&mut self, obj: &Object, current: Option<&Value>, next: Value) {
-        match self.writer.report(obj, current, next).await {
-            Ok(outcome) => tracing::debug!(object = %obj.name, %outcome, "status"),
-            Err(e) => tracing::warn!("{e}"),
-        }
     }
 
     /// Reports every `every`, with what the watcher last observed.
