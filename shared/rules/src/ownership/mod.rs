@@ -16,7 +16,8 @@
 //!   path. [`sweep`]: orphans, mint, budgets, pull requests.
 //! - [`merge_request`]: MR ownership and the merge gate. [`takeover`].
 //! - [`logins`]: maintainer and reporter sets (the bot stripped). [`park`]:
-//!   park reasons and their unpark classes.
+//!   park reasons and their unpark classes. [`why`]: why a Task is where it
+//!   is, and who works an artifact (read only).
 //! - [`budget`]: the 800,000-byte object guard.
 
 pub mod budget;
@@ -31,6 +32,7 @@ pub mod reap;
 pub mod sweep;
 pub mod takeover;
 pub mod types;
+pub mod why;
 
 #[cfg(test)]
 mod testkit;

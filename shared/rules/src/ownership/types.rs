@@ -121,6 +121,11 @@ custom_resource!(
     /// A MergeRequest CR: the mirror of a forge merge request, owned by Tasks.
     MergeRequest, IssueSpec, MergeRequestStatus, "MergeRequest", "mergerequests"
 );
+custom_resource!(
+    /// A QueuedEvent: a unit of agent work waiting for (or holding) an
+    /// admission slot in its project's pool (`queuedevent_types.go`).
+    QueuedEvent, QueuedEventSpec, QueuedEventStatus, "QueuedEvent", "queuedevents"
+);
 
 /// `Project.spec`, the fields the ownership rules read.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -138,6 +143,20 @@ pub struct ProjectSpec {
     pub trigger_label: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upgrade_policy: Option<UpgradePolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueSpec>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `Project.spec.queue`: the admission pools' sizes.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alert_capacity: Option<i64>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -151,6 +170,29 @@ impl ProjectSpec {
     /// `maxOpenTasks`, default 6.
     pub fn max_open_tasks(&self) -> u64 {
         self.max_open_tasks.map_or(6, |v| v.max(0) as u64)
+    }
+    /// `maxConcurrentAgents` with the CRD's default of 3; 0 is the
+    /// project's kill switch (`queue_controller.go` admit: "must create NO
+    /// agent work at all").
+    pub fn max_concurrent_agents(&self) -> i64 {
+        self.max_concurrent_agents.unwrap_or(3)
+    }
+    /// `Project.QueueCapacity()` (`project_types.go:1491-1499`): the normal
+    /// pool's size, `queue.capacity`, else `maxConcurrentAgents`, else 3.
+    pub fn queue_capacity(&self) -> i64 {
+        match self.queue.as_ref().and_then(|q| q.capacity) {
+            Some(c) if c > 0 => c,
+            _ if self.max_concurrent_agents() > 0 => self.max_concurrent_agents(),
+            _ => 3,
+        }
+    }
+    /// `Project.AlertCapacity()` (`project_types.go:1501-1506`): the alert
+    /// pool's size, `queue.alertCapacity`, else 1.
+    pub fn alert_capacity(&self) -> i64 {
+        match self.queue.as_ref().and_then(|q| q.alert_capacity) {
+            Some(c) if c > 0 => c,
+            _ => 1,
+        }
     }
     /// `triggerLabel`, default `tatara` (the CRD default).
     pub fn trigger_label(&self) -> &str {
@@ -250,6 +292,110 @@ pub struct TaskStatus {
     pub issue_refs: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mr_refs: Option<Vec<String>>,
+    /// The state a park was entered from (`no-outcome` re-drives only from
+    /// under-implementation or awaiting-review).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parked_from_state: Option<String>,
+    /// Forge events waiting on the Task; a non-bot one not yet consumed is
+    /// what releases an UnparkHuman park (`hasNonBotEvent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_events: Option<Vec<TaskEvent>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_reentries: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_reentries: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_review_rounds: Option<i64>,
+    /// UnparkRetry laps spent on `retryBlocker`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_attempts: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_blocker: Option<String>,
+    /// The earliest time an UnparkRetry park may be released.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_next_at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One entry of `Task.status.pendingEvents` (`TaskEvent`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskEvent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub repo: String,
+    #[serde(default)]
+    pub number: i64,
+    #[serde(default)]
+    pub author: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpark_consumed_at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `QueuedEvent.spec`, the fields admission reads.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedEventSpec {
+    #[serde(default)]
+    pub seq: i64,
+    /// `normal` or `alert`: the pool it waits in.
+    #[serde(default)]
+    pub class: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub project_ref: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    #[serde(default)]
+    pub payload: QueuedEventPayload,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl QueuedEventSpec {
+    /// `EffectiveQueuePriority`: unset is 2.
+    pub fn priority(&self) -> i64 {
+        self.priority.unwrap_or(2)
+    }
+}
+
+/// `QueuedEvent.spec.payload`, the fields that name its Task.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedEventPayload {
+    /// Set on an admission ticket: the pod kind it is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_kind: Option<String>,
+    /// An existing Task (a stage-driven spawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ref: Option<String>,
+    /// The fixed Task name a flat mint payload builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_task: Option<Extra>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `QueuedEvent.status`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedEventStatus {
+    /// `Queued` (or empty: not yet seen) and `Admitted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted_at: Option<String>,
     #[serde(flatten)]
     pub extra: Extra,
 }
