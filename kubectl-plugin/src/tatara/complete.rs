@@ -32,7 +32,7 @@ impl Complete for Completer {
                 return Completions::none();
             }
             let Some(snap) = (match path.first().map(String::as_str) {
-                Some("owners" | "takeover") => snapshot(ctx).await,
+                Some("owners" | "takeover" | "why") => snapshot(ctx).await,
                 _ => None,
             }) else {
                 return Completions::none();

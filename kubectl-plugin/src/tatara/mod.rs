@@ -15,6 +15,7 @@ pub mod owners;
 pub mod repair;
 pub mod sweep;
 pub mod takeover;
+pub mod why;
 
 #[cfg(test)]
 mod tests;
@@ -26,6 +27,7 @@ mod tests;
     bin_name = "kubectl tatara",
     version,
     after_help = common::top_level_help("Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
+                  kubectl tatara why task/mt-i-tatara-operator-412 -n tatara\n  \
                   kubectl tatara repair -A --exit-code\n  \
                   GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
                   GITHUB_TOKEN=... TATARA_OPERATOR_URL=... kubectl tatara takeover tatara-operator!9 -n tatara"),
@@ -54,6 +56,10 @@ pub enum Command {
     /// Ask the tatara operator to take a merge request over, as a maintainer
     /// (REPO!NUMBER); writes nothing to the cluster.
     Takeover(takeover::Args),
+    /// Say why a Task is where it is (its park and what releases it, the
+    /// clocks, the admission it waits on), or which Task works an Issue or
+    /// merge request and why; reads only.
+    Why(why::Args),
     /// Print a shell completion script for kubectl-tatara.
     Completion(CompletionArgs),
     /// Print the plugin's version and the commit it was built from.
@@ -77,6 +83,7 @@ pub fn run(cli: Cli) -> Result<(), CliError> {
             Command::Repair(args) => repair::run(&args, colour, out).await,
             Command::Sweep(args) => sweep::run(&args, colour, out).await,
             Command::Takeover(args) => takeover::run(&args, colour, out).await,
+            Command::Why(args) => why::run(&args, colour, out).await,
             Command::Completion(_) | Command::Version => Ok(()),
         }
     })

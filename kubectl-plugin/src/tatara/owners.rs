@@ -198,6 +198,18 @@ pub enum Lookup {
     Invalid(String),
 }
 
+impl Lookup {
+    /// The command's error: exit code 3 for nothing found, 2 for a target
+    /// that cannot name one object.
+    pub fn error(self, namespace: &str) -> CliError {
+        let code = match self {
+            Lookup::NotFound(_) => common::exit_code::NOT_FOUND,
+            Lookup::Invalid(_) => common::exit_code::USAGE,
+        };
+        CliError::new(format!("in namespace {namespace:?}: {self}")).with_code(code)
+    }
+}
+
 impl std::fmt::Display for Lookup {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -206,12 +218,28 @@ impl std::fmt::Display for Lookup {
     }
 }
 
-/// The tree of `target` in `snap`: `issue/NAME`, `mr/NAME`, `task/NAME`,
-/// `REPO#NUMBER` (looked up by natural key, never by a hashed name), or a
-/// bare name (Issue, then MergeRequest, then Task; ambiguous names refused).
+/// One object `target` names.
+#[derive(Debug, Clone)]
+pub enum Found<'a> {
+    Artifact(Artifact),
+    Task(&'a Task),
+}
+
+/// The tree of `target` in `snap` (see [`find`]).
 pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
+    Ok(match find(snap, target)? {
+        Found::Artifact(a) => artifact_tree(snap, &a),
+        Found::Task(t) => task_tree(snap, t),
+    })
+}
+
+/// The object `target` names in `snap`: `issue/NAME`, `mr/NAME`,
+/// `task/NAME`, `REPO#NUMBER` (looked up by natural key, never by a hashed
+/// name), or a bare name (Issue, then MergeRequest, then Task; ambiguous
+/// names refused).
+pub fn find<'a>(snap: &'a Snapshot, target: &str) -> Result<Found<'a>, Lookup> {
     let artifacts = snap.artifacts();
-    let by_name = |kind: ArtifactKind, name: &str| artifacts.iter().find(|a| a.kind == kind && a.name == name);
+    let by_name = |kind: ArtifactKind, name: &str| artifacts.iter().find(|a| a.kind == kind && a.name == name).cloned();
     let task = |name: &str| snap.tasks.iter().find(|t| t.name() == name);
     // `what` names the object sought: "... not found" follows it once.
     let not_found = |what: &str| {
@@ -219,15 +247,14 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
     };
     if let Some((kind, name)) = target.split_once('/') {
         return match kind.to_ascii_lowercase().as_str() {
-            "issue" | "issues" | "iss" => {
-                by_name(ArtifactKind::Issue, name).map(|a| artifact_tree(snap, a)).ok_or_else(|| not_found(target))
+            "issue" | "issues" | "iss" => by_name(ArtifactKind::Issue, name).map(Found::Artifact),
+            "mr" | "mergerequest" | "mergerequests" => by_name(ArtifactKind::MergeRequest, name).map(Found::Artifact),
+            "task" | "tasks" => task(name).map(Found::Task),
+            other => {
+                return Err(Lookup::Invalid(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/")));
             }
-            "mr" | "mergerequest" | "mergerequests" => by_name(ArtifactKind::MergeRequest, name)
-                .map(|a| artifact_tree(snap, a))
-                .ok_or_else(|| not_found(target)),
-            "task" | "tasks" => task(name).map(|t| task_tree(snap, t)).ok_or_else(|| not_found(target)),
-            other => Err(Lookup::Invalid(format!("unknown kind {other:?} in {target:?}; use issue/, mr/ or task/"))),
-        };
+        }
+        .ok_or_else(|| not_found(target));
     }
     if let Some((repo, number)) = target.rsplit_once(['!', '#']) {
         let number: i64 = number.parse().map_err(|_| {
@@ -236,14 +263,15 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
         // `!` is the operator's MergeRequest key (`MRKey`); `#` names an
         // Issue, and is accepted for a MergeRequest too.
         let mr_only = target.len() > repo.len() && target.as_bytes()[repo.len()] == b'!';
-        let found: Vec<&Artifact> = artifacts
+        let mut found: Vec<Artifact> = artifacts
             .iter()
             .filter(|a| a.repository_ref == repo && a.number == number)
             .filter(|a| !mr_only || a.kind == ArtifactKind::MergeRequest)
+            .cloned()
             .collect();
-        return match found.as_slice() {
-            [] => Err(not_found(&format!("Issue or MergeRequest with key {target}"))),
-            [one] => Ok(artifact_tree(snap, one)),
+        return match found.len() {
+            0 => Err(not_found(&format!("Issue or MergeRequest with key {target}"))),
+            1 => Ok(Found::Artifact(found.remove(0))),
             _ => Err(Lookup::Invalid(format!(
                 "{target} names both an Issue and a MergeRequest; pick one with issue/NAME, mr/NAME or \
                  {repo}!{number} for the MergeRequest ({})",
@@ -251,16 +279,16 @@ pub fn tree(snap: &Snapshot, target: &str) -> Result<Tree, Lookup> {
             ))),
         };
     }
-    let mut hits: Vec<Tree> = Vec::new();
-    hits.extend(by_name(ArtifactKind::Issue, target).map(|a| artifact_tree(snap, a)));
-    hits.extend(by_name(ArtifactKind::MergeRequest, target).map(|a| artifact_tree(snap, a)));
-    hits.extend(task(target).map(|t| task_tree(snap, t)));
+    let mut hits: Vec<(&str, Found<'_>)> = Vec::new();
+    hits.extend(by_name(ArtifactKind::Issue, target).map(|a| ("Issue", Found::Artifact(a))));
+    hits.extend(by_name(ArtifactKind::MergeRequest, target).map(|a| ("MergeRequest", Found::Artifact(a))));
+    hits.extend(task(target).map(|t| ("Task", Found::Task(t))));
     match hits.len() {
         0 => Err(not_found(&format!("Issue, MergeRequest or Task {target:?}"))),
-        1 => Ok(hits.remove(0)),
+        1 => Ok(hits.remove(0).1),
         _ => Err(Lookup::Invalid(format!(
             "{target:?} names more than one kind ({}); prefix issue/, mr/ or task/",
-            hits.iter().map(|t| t.kind.as_str()).collect::<Vec<_>>().join(", ")
+            hits.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
         ))),
     }
 }
@@ -407,13 +435,7 @@ pub async fn run(args: &Args, colour: bool, out: &mut dyn Write) -> Result<(), C
         .snapshot()
         .await
         .map_err(|e| common::executor_failure(e, &target.namespace))?;
-    let t = tree(&snap, &args.target).map_err(|e| {
-        let code = match e {
-            Lookup::NotFound(_) => common::exit_code::NOT_FOUND,
-            Lookup::Invalid(_) => common::exit_code::USAGE,
-        };
-        CliError::new(format!("in namespace {:?}: {e}", target.namespace)).with_code(code)
-    })?;
+    let t = tree(&snap, &args.target).map_err(|e| e.error(&target.namespace))?;
     common::print(&args.output, colour, &t, out)?;
     let violations = t.violations.len() + t.owns.iter().map(|o| o.violations.len()).sum::<usize>();
     args.exit_code.findings(violations, "rule violation(s)")

@@ -69,6 +69,8 @@ pub struct Clock {
 
 impl Clock {
     fn new(what: impl Into<String>, at: Timestamp, now: Timestamp) -> Self {
+        // metav1.Time's precision: whole seconds.
+        let at = Timestamp::from_second(at.as_second()).unwrap_or(at);
         Clock { what: what.into(), at: at.to_string(), in_seconds: at.as_second() - now.as_second() }
     }
 }
@@ -123,9 +125,12 @@ pub struct OwnedWhy {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskWhy {
+    /// Always `Task` (beside an artifact's `Issue` or `MergeRequest`).
+    pub kind: String,
     pub name: String,
     pub project: String,
-    pub kind: Option<String>,
+    /// `spec.kind`: implement, review, refine, ...
+    pub task_kind: Option<String>,
     /// `status.state` (the create edge's `initialState` before the operator
     /// has written one), `new` when neither is set.
     pub state: String,
@@ -560,8 +565,12 @@ pub fn task(inputs: &Inputs<'_>, task: &Task) -> TaskWhy {
         format!("{name} is being deleted: it is no heir and works nothing")
     } else if let Some(p) = &park {
         let class = p.class.map_or("unclassified".to_string(), |c| c.label().to_string());
-        let head = if p.held_by.is_empty() { p.releases.clone() } else { p.held_by.join("; ") };
-        format!("parked({}, unpark: {class}) at {state}: {head}", p.reason)
+        let next = match (p.held_by.first(), p.clocks.first()) {
+            (Some(held), _) => format!(": {held}"),
+            (None, Some(c)) if c.in_seconds > 0 => format!("; next: {} {}", c.what, human(c.in_seconds)),
+            _ => String::new(),
+        };
+        format!("parked({}, unpark: {class}) at {state}{next}", p.reason)
     } else if is_done(task) {
         format!("{name} has finished ({state}); it works nothing and inherits nothing")
     } else if let Some(q) = admission.iter().find(|a| a.state == "Queued") {
@@ -580,9 +589,10 @@ pub fn task(inputs: &Inputs<'_>, task: &Task) -> TaskWhy {
         }
     };
     TaskWhy {
+        kind: Task::KIND.to_string(),
         name,
         project: task.spec.project_ref.clone(),
-        kind: task.spec.kind.clone(),
+        task_kind: task.spec.kind.clone(),
         state,
         summary,
         park,
