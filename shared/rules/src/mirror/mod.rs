@@ -21,12 +21,14 @@
 //!   edited in place.
 //! - [`bootstrap`]: the files a target's first write stages, and the
 //!   `.gittargetignore` they leave.
+//! - [`commit_request`]: a CommitRequest's "save now", and its status.
 //! - [`status`]: the conditions written back on the CRs (kstatus);
 //!   [`rule_status`]: those of the rules and the ClusterProvider.
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
 pub mod bootstrap;
+pub mod commit_request;
 pub mod config;
 pub mod credentials;
 pub mod document;
