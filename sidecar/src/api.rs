@@ -12,6 +12,7 @@ use rules::attribution::intent::Action;
 use rules::attribution::render::{ObjectKey, is_logically_absent};
 use rules::attribution::watch::{ObjectMeta, WatchEvent, WatchKind};
 use rules::attribution::{GroupResource, Scope, ScopeHasher};
+use rules::mirror::commit_request::{Carried, Requested};
 use rules::mirror::config::PruneMode;
 use rules::mirror::message::CommitKind;
 use rules::mirror::reconcile::{self, Doc};
@@ -252,11 +253,16 @@ impl Api {
 
     /// Commits on a blocking thread. A failed push is reported beside the
     /// outcome: the window is in the clone and the next call pushes it.
-    async fn commit_blocking(&self, changes: Vec<Change>, kind: CommitKind) -> Result<(CommitOutcome, String), Status> {
+    async fn commit_blocking(
+        &self,
+        changes: Vec<Change>,
+        kind: CommitKind,
+        requested: Option<Requested>,
+    ) -> Result<(CommitOutcome, String), Status> {
         let git = self.writer()?;
         let (outcome, push_error) = tokio::task::spawn_blocking(move || {
             let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
-            writer.commit_keeping(&changes, &kind)
+            writer.commit_keeping(&changes, &kind, requested.as_ref())
         })
         .await
         .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
@@ -372,6 +378,13 @@ fn response(
         excluded: f.excluded,
         sensitive_skipped: outcome.sensitive_skipped as u32,
         kept: f.kept,
+        requested: outcome.requested.map(|r| proto::RequestedCommit {
+            outcome: r.label().into(),
+            commit: match r {
+                Carried::Committed(id) => id,
+                _ => String::new(),
+            },
+        }),
     }
 }
 
@@ -398,7 +411,10 @@ impl Attribution for Api {
         }
         let filtered = self.filter(changes, &req.exclude_users);
         let kind = if req.per_event { CommitKind::PerEvent } else { CommitKind::Window };
-        let outcome = self.commit_blocking(filtered.changes.clone(), kind).await?;
+        // A CommitRequest riding the window (the watcher attributed it).
+        let requested =
+            req.requested.map(|r| Requested { author: r.author, message: Some(r.message).filter(|m| !m.is_empty()) });
+        let outcome = self.commit_blocking(filtered.changes.clone(), kind, requested).await?;
         Ok(Response::new(response(resolutions, outcome, &filtered)))
     }
 
@@ -504,7 +520,7 @@ impl Attribution for Api {
             kept = filtered.kept,
             "reconcile"
         );
-        let mut outcome = self.commit_blocking(filtered.changes.clone(), kind).await?;
+        let mut outcome = self.commit_blocking(filtered.changes.clone(), kind, None).await?;
         outcome.0.unchanged += plan.unchanged;
         Ok(Response::new(response(resolutions, outcome, &filtered)))
     }

@@ -481,6 +481,11 @@ def seed_cluster(api: FakeApi, remote: pathlib.Path, key_dir: pathlib.Path, sign
     api.put({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 3}})
 
 
+def ready(obj: dict[str, Any] | None) -> bool:
+    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
 def tree(remote: pathlib.Path) -> list[str]:
     out = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"], capture_output=True, text=True)
     return out.stdout.split() if out.returncode == 0 else []
@@ -543,6 +548,14 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
                 api.put({"apiVersion": "v1", "kind": "ConfigMap", "data": {"c": "3"}, "metadata": {
                     "name": "added", "namespace": "shop", "managedFields": fields("kubectl-create", "2026-12-01T00:00:02Z")}})
                 wait_for_file(remote, "clusters/prod/shop/configmaps/added.yaml", logs)
+                # A CommitRequest for the GitTarget: served, and its status written.
+                api.put({"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
+                         "metadata": {"name": "save", "namespace": "mirror"}, "spec": {"targetRef": {"name": "prod"}}})
+                deadline = time.monotonic() + 60
+                while not ready(api.get("configbutler.ai", "commitrequests", "mirror", "save")):
+                    if time.monotonic() > deadline:
+                        pytest.fail("the CommitRequest never became Ready:\n" + "\n".join(p.read_text() for p in logs))
+                    time.sleep(0.2)
         files = tree(remote)
         assert "clusters/prod/shop/configmaps/flux-owned.yaml" not in files
         assert not [f for f in files if "/other/" in f or "/mirror/" in f], files

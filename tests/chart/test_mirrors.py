@@ -45,12 +45,15 @@ def rbac(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def status_rules(target: str) -> set[tuple[tuple[str, ...], ...]]:
     """What the watcher's status reports need: its own GitTarget's status, its
-    GitProvider's and WatchRules' (the chart does not know their names), and
-    Events (Kubernetes cannot authorize create by name)."""
+    GitProvider's, WatchRules' and CommitRequests' (the chart does not know
+    their names), the CommitRequests it serves, and Events (Kubernetes cannot
+    authorize create by name)."""
     return {
         (("configbutler.ai",), ("gittargets/status",), (target,), ("patch",)),
         (("configbutler.ai",), ("gitproviders/status",), (), ("patch",)),
         (("configbutler.ai",), ("watchrules/status",), (), ("patch",)),
+        (("configbutler.ai",), ("commitrequests",), (), ("list", "watch")),
+        (("configbutler.ai",), ("commitrequests/status",), (), ("patch",)),
         (("",), ("events",), (), ("create",)),
     }
 

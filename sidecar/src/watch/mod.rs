@@ -6,6 +6,7 @@
 //! without a restart. Without custom resources, `--resource` names the
 //! types.
 
+mod commit_request;
 mod metrics;
 mod readiness;
 mod rule_status;
@@ -142,7 +143,7 @@ pub async fn run(args: Args) -> Result<()> {
     let (streams_tx, streams_rx) = watch::channel(Default::default());
     let mut status_task = None;
     let started = async {
-        let (source, route, policy, prune) = match &args.git_target {
+        let (source, route, policy, prune, branch) = match &args.git_target {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
                 let mut r = status::Reporter::new(client.clone(), &namespace, &name, args.status_interval);
@@ -173,18 +174,19 @@ pub async fn run(args: Args) -> Result<()> {
                     prune_mode = loaded.target.spec.prune_mode().as_str(),
                     "watching for GitTarget"
                 );
-                (Source::Target { namespace, name }, route, policy, prune)
+                let branch = loaded.target.spec.branch.clone();
+                (Source::Target { namespace, name }, route, policy, prune, Some(branch))
             }
             None => {
                 let route = args.route.clone().unwrap_or_else(|| "default".into());
                 let source = Source::Flags { resources: args.resources.clone(), namespace: args.namespace.clone() };
-                (source, route, WindowPolicy::new(args.commit_window), args.prune)
+                (source, route, WindowPolicy::new(args.commit_window), args.prune, None)
             }
         };
         let channel = connect(&args.socket).await;
-        Ok::<_, Error>((source, route, policy, prune, channel))
+        Ok::<_, Error>((source, route, policy, prune, branch, channel))
     };
-    let (source, route, policy, prune, channel) = tokio::select! {
+    let (source, route, policy, prune, branch, channel) = tokio::select! {
         started = started => started?,
         _ = &mut stop => {
             tracing::info!("shutting down before the watch started");
@@ -194,12 +196,25 @@ pub async fn run(args: Args) -> Result<()> {
     };
 
     let (tx, rx) = mpsc::channel(1024);
+    // A GitTarget's watcher serves the CommitRequests naming it.
+    let (ended_tx, ended_rx) = mpsc::channel(64);
+    let commit_requests = match (&source, branch) {
+        (Source::Target { namespace, name }, Some(branch)) => Some(tokio::spawn(commit_request::run(
+            client.clone(),
+            commit_request::For { namespace: namespace.clone(), target: name.clone(), branch, route: route.clone() },
+            AttributionClient::new(channel.clone()),
+            tx.clone(),
+            ended_rx,
+        ))),
+        _ => None,
+    };
     let settings = window::Settings {
         policy,
         route,
         exclude_users: args.exclude_users.clone(),
         exclude_field_managers: args.exclude_field_managers.clone(),
         prune,
+        ended: commit_requests.is_some().then_some(ended_tx),
     };
     let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
     let shared = Shared {
@@ -234,6 +249,10 @@ pub async fn run(args: Args) -> Result<()> {
     }
 
     if let Some(t) = status_task {
+        t.abort();
+    }
+    // It holds a sender of the window's channel: the window ends only once it is gone.
+    if let Some(t) = commit_requests {
         t.abort();
     }
     tracing::info!("shutting down: the pending window goes to the sidecar first");

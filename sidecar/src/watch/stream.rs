@@ -30,6 +30,8 @@ pub enum Item {
     Event { ty: Arc<WatchedType>, kind: WatchKind, object: Value, at: Instant },
     /// A complete list of the type in a scope: reconcile the tree with it.
     Listed(Listed),
+    /// A CommitRequest for the window to carry.
+    Request(super::commit_request::Pending),
 }
 
 /// A complete list of one type in one scope.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rules::attribution::watch::WatchKind;
+use rules::mirror::commit_request::{Carried, Flush, decide};
 use rules::mirror::watch_rules::{WatchScope, WatchedType};
 use rules::mirror::window::WindowPolicy;
 use runtime::backoff::Backoff;
@@ -20,6 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tonic::transport::Channel;
 
+use super::commit_request::{Ended, Pending as Request};
 use super::metrics::WatchMetrics;
 use super::stream::{Item, Listed};
 
@@ -40,6 +42,8 @@ pub struct Settings {
     pub exclude_field_managers: Vec<String>,
     /// Whether a reconcile may remove documents of vanished objects.
     pub prune: bool,
+    /// Where ended CommitRequests go (a GitTarget's watcher only).
+    pub ended: Option<mpsc::Sender<Ended>>,
 }
 
 struct Pending {
@@ -75,6 +79,8 @@ pub async fn run(
     metrics: Arc<WatchMetrics>,
 ) {
     let mut pending: Vec<Pending> = Vec::new();
+    // CommitRequests waiting for their author's window, oldest first.
+    let mut requests: Vec<Request> = Vec::new();
     let mut first = Instant::now();
     let mut last = Instant::now();
     let mut push_owed = false;
@@ -89,6 +95,8 @@ pub async fn run(
         } else {
             first + settings.policy.flush_at(Duration::ZERO, last.duration_since(first))
         };
+        // A request's close delay ends its wait: the window flushes for it.
+        let flush_at = requests.iter().map(|r| r.finalize_at).min().map_or(flush_at, |f| f.min(flush_at));
         tokio::select! {
             item = rx.recv() => match item {
                 Some(Item::Event { ty, kind, object, at }) => {
@@ -107,29 +115,30 @@ pub async fn run(
                         at,
                     });
                     if settings.policy.full(pending.len()) {
-                        push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                        push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
                 }
                 Some(Item::Listed(listed)) => {
                     // The events before the list go first: Git sees watch order.
                     if !pending.is_empty() {
-                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
                     push_owed = reconcile(&mut client, &settings, &metrics, listed).await;
                 }
+                Some(Item::Request(request)) => requests.push(request),
                 None => {
-                    if !pending.is_empty() {
-                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                    if !pending.is_empty() || !requests.is_empty() {
+                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
                     return;
                 }
             },
             _ = tokio::time::sleep_until(flush_at) => {
-                if pending.is_empty() && !push_owed {
+                if pending.is_empty() && !push_owed && !requests.iter().any(|r| r.finalize_at <= Instant::now()) {
                     continue;
                 }
                 // An empty window still pushes what an earlier one left.
-                push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending)).await;
+                push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
             }
         }
     }
@@ -156,16 +165,32 @@ where
     }
 }
 
-/// Sends one window; returns whether a push is still owed.
+/// Sends one window, carrying the oldest waiting CommitRequest (a window
+/// carries at most one, as the reference's does); returns whether a push
+/// is still owed. A request that ends goes to `settings.ended`; one whose
+/// author had no change here waits for the next flush, until its close
+/// delay ends.
 async fn flush(
     client: &mut AttributionClient<Channel>,
     settings: &Settings,
     metrics: &WatchMetrics,
     window: Vec<Pending>,
+    requests: &mut Vec<Request>,
 ) -> bool {
     let events: Vec<proto::ResolveRequest> = window.iter().map(|p| p.event.clone()).collect();
-    let request =
-        CommitRequest { events, exclude_users: settings.exclude_users.clone(), per_event: settings.policy.per_event() };
+    let carried = (!requests.is_empty()).then(|| {
+        let oldest = (0..requests.len()).min_by_key(|&i| requests[i].finalize_at).unwrap_or(0);
+        requests.remove(oldest)
+    });
+    let request = CommitRequest {
+        events,
+        exclude_users: settings.exclude_users.clone(),
+        per_event: settings.policy.per_event(),
+        requested: carried.as_ref().map(|r| proto::Requested {
+            author: r.attribution.author().to_owned(),
+            message: r.message.clone().unwrap_or_default(),
+        }),
+    };
     let response = until_answered("Commit", metrics, || {
         let mut c = client.clone();
         let r = request.clone();
@@ -173,6 +198,22 @@ async fn flush(
     })
     .await;
     metrics.windows.inc();
+    if let Some(r) = carried {
+        let flushed = Flush {
+            events: window.len(),
+            carried: response.requested.as_ref().and_then(|c| Carried::parse(&c.outcome, &c.commit)),
+            push_error: Some(response.push_error.clone()).filter(|e| !e.is_empty()),
+            due: r.finalize_at <= Instant::now(),
+        };
+        match decide(&flushed) {
+            Some(outcome) => {
+                if let Some(ended) = &settings.ended {
+                    let _ = ended.send(Ended { pending: r, outcome }).await;
+                }
+            }
+            None => requests.push(r),
+        }
+    }
     report("window", metrics, &response, window.iter().map(|p| p.at))
 }
 

@@ -23,6 +23,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::attribution::commit::plan::CommitGroup;
+
 use super::status::{Condition, ConditionStatus, READY, RECONCILING, STALLED, Verdict, settle};
 
 /// `spec.message`'s maximum length in bytes (`commitRequestMessageMaxBytes`).
@@ -171,6 +173,22 @@ impl Carried {
     }
 }
 
+/// A request riding one window, as the sidecar's writer takes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requested {
+    /// [`Attribution::author`]: "" matches the changes no fact attributed.
+    pub author: String,
+    /// `None`: the generated message.
+    pub message: Option<String>,
+}
+
+/// The commit group the request's message goes on: the requester's last
+/// one in the window (the reference's open window is the author's latest
+/// run; an earlier run of theirs was closed by another author's change).
+pub fn requested_group(groups: &[CommitGroup], requested: &Requested) -> Option<usize> {
+    groups.iter().rposition(|g| g.author.as_ref().map_or("", |a| a.username.as_str()) == requested.author)
+}
+
 /// How a request ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "outcome")]
@@ -185,6 +203,19 @@ pub enum Finalize {
     Failed {
         why: String,
     },
+}
+
+impl Finalize {
+    /// The Ready reason it writes.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Finalize::Committed { .. } => COMMITTED,
+            Finalize::AlreadyPresent => ALREADY_PRESENT,
+            Finalize::WindowMismatch => WINDOW_MISMATCH,
+            Finalize::NoWindowInGrace => NO_WINDOW_IN_GRACE,
+            Finalize::Failed { .. } => FINALIZE_FAILED,
+        }
+    }
 }
 
 /// One flush that carried the request.

@@ -671,13 +671,13 @@ fn a_writer_opens_while_its_remote_is_away_and_pushes_once_it_answers() {
     // No remote yet: the writer still opens and commits in the clone.
     let mut w = writer(tmp.path(), "clone", Some(&remote));
     let window = [write(user("alice"), cm("a", "x", "1"), "1", 0)];
-    let (out, push_error) = w.commit_keeping(&window, &rules::mirror::message::CommitKind::Window).unwrap();
+    let (out, push_error) = w.commit_keeping(&window, &rules::mirror::message::CommitKind::Window, None).unwrap();
     assert_eq!(out.commits.len(), 1);
     assert!(push_error.is_some(), "the push failed and says so");
     std::fs::create_dir_all(&remote).unwrap();
     git_cli(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
     // An empty window pushes what the clone holds.
-    let (out, push_error) = w.commit_keeping(&[], &rules::mirror::message::CommitKind::Window).unwrap();
+    let (out, push_error) = w.commit_keeping(&[], &rules::mirror::message::CommitKind::Window, None).unwrap();
     assert!(push_error.is_none(), "{push_error:?}");
     assert_eq!(out.push.unwrap().attempts, 1);
     assert_eq!(git_cli(&remote, &["log", "--format=%an", "main"]).trim(), "alice");

@@ -14,6 +14,7 @@ use rules::attribution::commit::{AuthorMode, commit_author};
 use rules::attribution::commit::{Change, Identity};
 use rules::attribution::render::{ObjectKey, render_manifest};
 use rules::mirror::bootstrap;
+use rules::mirror::commit_request::{Carried, Requested, requested_group};
 use rules::mirror::document::Identity as DocIdentity;
 use rules::mirror::message::{CommitKind, Messages, untemplated_message};
 use rules::mirror::placement::Placement;
@@ -185,6 +186,8 @@ pub struct CommitOutcome {
     /// Documents under the target's path that do not parse: left alone,
     /// never rewritten.
     pub unparsable: usize,
+    /// What became of the CommitRequest the window carried, if any.
+    pub requested: Option<Carried>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -331,7 +334,7 @@ impl GitWriter {
     /// the GitProvider template that titles each commit, and a per-event
     /// window makes one commit per change.
     pub fn commit_as(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
-        let (outcome, push_error) = self.commit_keeping(changes, kind)?;
+        let (outcome, push_error) = self.commit_keeping(changes, kind, None)?;
         match push_error {
             Some(e) => Err(e),
             None => Ok(outcome),
@@ -341,13 +344,20 @@ impl GitWriter {
     /// [`GitWriter::commit_as`], but a failed push is returned beside the
     /// outcome instead of as the error: the window is committed in the clone
     /// either way, and the next call (an empty window will do) pushes it.
-    pub fn commit_keeping(&mut self, changes: &[Change], kind: &CommitKind) -> Result<(CommitOutcome, Option<Error>)> {
+    /// A CommitRequest riding the window (`requested`) puts its message on
+    /// its author's commit; [`CommitOutcome::requested`] says what it got.
+    pub fn commit_keeping(
+        &mut self,
+        changes: &[Change],
+        kind: &CommitKind,
+        requested: Option<&Requested>,
+    ) -> Result<(CommitOutcome, Option<Error>)> {
         if let Err(error) = self.sync() {
             // Never drop a window because the remote is away: commit on what
             // we have, the push replays it later.
             tracing::warn!(%error, "fetch before commit failed; committing on the clone as it is");
         }
-        let mut outcome = self.commit_local_as(changes, kind)?;
+        let mut outcome = self.commit_local_as(changes, kind, requested)?;
         let mut push_error = None;
         if self.config.remote.is_some() {
             match self.push() {
@@ -360,11 +370,16 @@ impl GitWriter {
 
     /// Commits one window on the clone as it is, without fetching or pushing.
     pub fn commit_local(&mut self, changes: &[Change]) -> Result<CommitOutcome> {
-        self.commit_local_as(changes, &CommitKind::Window)
+        self.commit_local_as(changes, &CommitKind::Window, None)
     }
 
-    fn commit_local_as(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
-        let result = self.commit_local_inner(changes, kind);
+    fn commit_local_as(
+        &mut self,
+        changes: &[Change],
+        kind: &CommitKind,
+        requested: Option<&Requested>,
+    ) -> Result<CommitOutcome> {
+        let result = self.commit_local_inner(changes, kind, requested);
         if result.is_err() {
             // The index may describe edits that never became a commit.
             self.index.invalidate();
@@ -372,7 +387,12 @@ impl GitWriter {
         result
     }
 
-    fn commit_local_inner(&mut self, changes: &[Change], kind: &CommitKind) -> Result<CommitOutcome> {
+    fn commit_local_inner(
+        &mut self,
+        changes: &[Change],
+        kind: &CommitKind,
+        requested: Option<&Requested>,
+    ) -> Result<CommitOutcome> {
         let mut outcome = CommitOutcome::default();
         // A large window's objects are written in memory and land as one
         // pack: one file instead of one per blob and tree. A small one's are
@@ -401,7 +421,11 @@ impl GitWriter {
         let bootstrap_files = self.bootstrap_files();
         let groups: Vec<CommitGroup> =
             if *kind == CommitKind::PerEvent { plan_each(changes) } else { plan_commits(changes) };
-        for group in groups {
+        let asked = requested.and_then(|r| requested_group(&groups, r));
+        // Until the requester's group commits, its changes left the tree as it was.
+        outcome.requested =
+            requested.map(|_| if asked.is_some() { Carried::AlreadyPresent } else { Carried::NoOpenWindow });
+        for (g, group) in groups.into_iter().enumerate() {
             let base_tree = tree_of(work, head)?;
             self.index.refresh(work, &base_tree)?;
             let mut files = Files::new(work, &base_tree);
@@ -474,7 +498,10 @@ impl GitWriter {
             let observed = applied.iter().map(|a| a.change.observed_at).max().unwrap_or_else(SystemTime::now);
             let author_sig = signature(&author, Some(observed))?;
             let committer_sig = signature(&self.config.committer, None)?;
-            let message = self.message(kind, group.author.as_ref(), &applied);
+            let message = match requested.and_then(|r| r.message.clone()).filter(|_| asked == Some(g)) {
+                Some(verbatim) => verbatim,
+                None => self.message(kind, group.author.as_ref(), &applied),
+            };
             let parent = match head {
                 Some(id) => Some(work.find_commit(id).map_err(git("reading the parent commit"))?),
                 None => None,
@@ -498,6 +525,9 @@ impl GitWriter {
             if let Some(metrics) = &self.metrics {
                 let kind = group.author.as_ref().map_or("none", |a| a.actor_kind.label());
                 metrics.commits.get_or_create(&CommitLabels { author_kind: kind.to_owned() }).inc();
+            }
+            if asked == Some(g) {
+                outcome.requested = Some(Carried::Committed(id.to_string()));
             }
             outcome.commits.push(CommitSummary { id: id.to_string(), author, changes: applied.len() });
             head = Some(id);
