@@ -180,6 +180,21 @@ async fn known_hosts_ref(
     }
 }
 
+/// The public half of the signing key in Secret `secret`, in
+/// authorized_keys format: `signing.pub`, else derived from the private
+/// key. `None` when the Secret holds no usable key (yet).
+pub async fn signing_public_key(client: &kube::Client, ns: &str, secret: &str) -> Option<String> {
+    let data = mirror::secret(client, ns, secret).await.ok()??;
+    if let Some(public) = data.get(credentials::SIGNING_PUBLIC_KEY).and_then(|b| std::str::from_utf8(b).ok()) {
+        let public = public.trim();
+        if !public.is_empty() {
+            return Some(public.to_owned());
+        }
+    }
+    let (pem, passphrase) = credentials::signing_key(&data).ok()??;
+    SshSigner::from_openssh_with_passphrase(&pem, passphrase.as_deref()).ok()?.public_key_line().ok()
+}
+
 /// The signing key, generated into the Secret when allowed and missing.
 async fn signer(client: &kube::Client, ns: &str, secret: &str, generate: bool) -> Result<SshSigner> {
     let what = format!("signing Secret {ns}/{secret}");

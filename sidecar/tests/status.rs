@@ -430,3 +430,70 @@ fn status_writes_are_none_when_healthy_and_bounded_when_the_remote_flaps() {
     w.kill().unwrap();
     w.wait().unwrap();
 }
+
+/// The observations beside the conditions: `lastPushTime` after a push,
+/// `retention` (what prune mode `Never` kept on a relist,
+/// gittarget_types.go:210-226), the GitProvider's `signingPublicKey` (the
+/// key the sidecar generated, in authorized_keys format,
+/// gitprovider_types.go:150-154) and the ClusterProvider's own conditions.
+#[test]
+fn the_status_reports_pushes_retention_the_signing_key_and_the_cluster_provider() {
+    let mut m = Mirror::start(|s| {
+        s.target["spec"]["prune"] = json!({"mode": "Never"});
+        s.provider["spec"]["commit"]["signing"] =
+            json!({"secretRef": {"name": "git-signing"}, "generateWhenMissing": true});
+        s.seed.push(json!({"apiVersion": "configbutler.ai/v1alpha3", "kind": "ClusterProvider",
+            "metadata": {"name": "default"}, "spec": {"allowedNamespaces": {"names": [NS]}}}));
+    });
+    let k = kubectl(&m.kubeconfig);
+    let log = || String::new();
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, testkit::mirror::configmap("web", "1")).unwrap();
+    });
+    m.wait("alice's create", || m.remote_has(&testkit::mirror::cm_path("web")));
+    let pushed = |k: &Kubectl| run(k, &["get", "gittarget/lab", "-n", NS, "-o", "jsonpath={.status.lastPushTime}"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while pushed(&k).is_empty() {
+        assert!(Instant::now() < deadline, "no lastPushTime\n{}", m.watcher_log());
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let first_push = pushed(&k);
+    assert!(first_push.len() == 20 && first_push.ends_with('Z'), "an RFC 3339 second: {first_push}");
+
+    // Deleted while the watcher is down: the relist finds its document, and
+    // prune mode Never keeps it. That is an observation, not a condition.
+    m.stop_watcher();
+    m.act("bob", false, |s| {
+        s.delete("configmaps", NS, "web", None, None).unwrap();
+    });
+    m.start_watcher(&[]);
+    wait_for(&k, "gittarget/lab", "{.status.retention.mode}", "Never", || m.watcher_log());
+    wait_for(&k, "gittarget/lab", "{.status.retention.retainedDocuments}", "1", || m.watcher_log());
+    assert!(
+        !run(&k, &["get", "gittarget/lab", "-n", NS, "-o", "jsonpath={.status.retention.observedTime}"]).is_empty()
+    );
+    assert!(m.remote_has(&testkit::mirror::cm_path("web")));
+    wait_for(&k, "gittarget/lab", READY_REASON, "Succeeded", || m.watcher_log());
+
+    // The signing key the sidecar generated, as the Secret holds it.
+    let encoded = run(&k, &["get", "secret/git-signing", "-n", NS, "-o", "jsonpath={.data.signing\\.pub}"]);
+    let public = String::from_utf8(base64_decode(&encoded)).unwrap();
+    assert!(public.starts_with("ssh-ed25519 "), "{public}");
+    wait_for(&k, "gitprovider/lab-git", "{.status.signingPublicKey}", public.trim(), log);
+
+    // The ClusterProvider names the cluster the mirror runs in.
+    let validated = "{.status.conditions[?(@.type==\"Validated\")].reason}";
+    wait_for(&k, "clusterprovider/default", validated, "InCluster", || m.watcher_log());
+    let out = k.run(&["wait", "--for=condition=Ready", "clusterprovider/default", "--timeout=30s"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let out =
+        Command::new("base64").arg("-d").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(s.as_bytes())?;
+            c.wait_with_output()
+        });
+    out.unwrap().stdout
+}

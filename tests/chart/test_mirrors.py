@@ -84,6 +84,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
     }
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
+        (("configbutler.ai",), ("clusterproviders/status",), (), ("patch",)),
         (("configbutler.ai",), ("clusterwatchrules",), (), ("list",)),
         (("configbutler.ai",), ("clusterwatchrules/status",), (), ("patch",)),
         (("",), ("namespaces",), (), ("list",)),
@@ -116,6 +117,7 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
     }
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
+        (("configbutler.ai",), ("clusterproviders/status",), (), ("patch",)),
         (("configbutler.ai",), ("clusterwatchrules",), (), ("list",)),
         (("configbutler.ai",), ("clusterwatchrules/status",), (), ("patch",)),
     }

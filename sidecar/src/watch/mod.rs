@@ -141,12 +141,14 @@ pub async fn run(args: Args) -> Result<()> {
     tokio::pin!(stop);
 
     let (streams_tx, streams_rx) = watch::channel(Default::default());
+    let reported = window::Reported::default();
     let mut status_task = None;
     let started = async {
         let (source, route, policy, prune, branch) = match &args.git_target {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
-                let mut r = status::Reporter::new(client.clone(), &namespace, &name, args.status_interval);
+                let mut r =
+                    status::Reporter::new(client.clone(), &namespace, &name, args.status_interval, reported.clone());
                 if !r.until_loadable(args.rescan).await {
                     // Told to stop: the stop branch below ends the run.
                     std::future::pending::<()>().await;
@@ -215,6 +217,7 @@ pub async fn run(args: Args) -> Result<()> {
         exclude_field_managers: args.exclude_field_managers.clone(),
         prune,
         ended: commit_requests.is_some().then_some(ended_tx),
+        reported,
     };
     let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
     let shared = Shared {

@@ -21,7 +21,9 @@ use tokio::sync::watch;
 
 use super::Supervisor;
 use super::rule_status::{self, Observed};
+use super::window::Reported;
 use crate::target::CredentialError;
+use rules::mirror::rule_status as rule_status_rules;
 
 /// How long a successful connectivity check stands before it is repeated.
 const PROBE_OK_FOR: Duration = Duration::from_secs(60);
@@ -43,6 +45,10 @@ pub struct Reporter {
     name: String,
     writer: StatusWriter,
     probe: Option<Probe>,
+    /// What the window's calls said (pushes, what prune mode kept).
+    reported: Reported,
+    /// The signing public key, by the provider's resourceVersion.
+    signing: Option<(String, Instant, Option<String>)>,
 }
 
 /// The streams the supervisor runs: each watch loop alive is ready (it
@@ -77,13 +83,15 @@ pub(super) async fn write(writer: &mut StatusWriter, obj: &Object, current: Opti
 }
 
 impl Reporter {
-    pub fn new(client: kube::Client, namespace: &str, name: &str, min_interval: Duration) -> Self {
+    pub fn new(client: kube::Client, namespace: &str, name: &str, min_interval: Duration, reported: Reported) -> Self {
         Reporter {
             writer: StatusWriter::new(client.clone(), min_interval),
             client,
             namespace: namespace.into(),
             name: name.into(),
             probe: None,
+            reported,
+            signing: None,
         }
     }
 
@@ -150,10 +158,13 @@ impl Reporter {
                     &conditions(current),
                     &stamp,
                 );
-                let next = json!({
+                let mut next = json!({
                     "observedGeneration": computed.observed_generation,
                     "conditions": computed.conditions,
                 });
+                if let Some(key) = self.signing_public_key(raw, &provider).await {
+                    next["signingPublicKey"] = json!(key);
+                }
                 let obj = raw_object(configbutler("GitProvider", "gitproviders"), raw);
                 write(&mut self.writer, &obj, current, next).await;
                 Some(ProviderView {
@@ -181,15 +192,75 @@ impl Reporter {
             "streams": computed.streams,
         });
         next["streams"]["summary"] = json!(computed.streams.summary());
-        // lastPushTime belongs to the sidecar's pushes; keep what is there.
-        if let Some(t) = current.and_then(|s| s.get("lastPushTime")) {
-            next["lastPushTime"] = t.clone();
+        let report = self.reported.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // lastPushTime: this watcher's last push, else what an earlier run wrote.
+        match (&report.last_push, current.and_then(|s| s.get("lastPushTime"))) {
+            (Some(t), _) => next["lastPushTime"] = json!(t),
+            (None, Some(t)) => next["lastPushTime"] = t.clone(),
+            (None, None) => {}
+        }
+        // retention: what the last reconciles kept under the prune mode; an
+        // observation, never a condition (gittarget_types.go:210-226).
+        match (&report.kept_at, current.and_then(|s| s.get("retention"))) {
+            (Some(at), _) => {
+                next["retention"] = json!({
+                    "mode": target.spec.prune_mode().as_str(),
+                    "retainedDocuments": report.kept.values().sum::<u32>(),
+                    "observedTime": at,
+                });
+            }
+            (None, Some(r)) => next["retention"] = r.clone(),
+            (None, None) => {}
         }
         let obj = raw_object(configbutler("GitTarget", "gittargets"), &raw_target);
         write(&mut self.writer, &obj, current, next).await;
+        self.report_cluster_provider(target.spec.cluster_provider(), &stamp).await;
         let target = (ns.as_str(), self.name.as_str());
         rule_status::report(&self.client, &mut self.writer, target, &computed.conditions, observed, &stamp).await;
         loadable
+    }
+
+    /// The ClusterProvider's status (Validated, Ready). It depends on the
+    /// ClusterProvider alone, so every watcher mirroring through it writes
+    /// the same status and a second write is no write.
+    async fn report_cluster_provider(&mut self, name: &str, stamp: &str) {
+        let api: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &configbutler("ClusterProvider", "clusterproviders"));
+        let raw = match api.get_opt(name).await {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the ClusterProvider for its status failed");
+                return;
+            }
+        };
+        let current = raw.data.get("status");
+        let has_kube_config = raw.data.get("spec").and_then(|s| s.get("kubeConfig")).is_some_and(|k| !k.is_null());
+        let generation = raw.metadata.generation.unwrap_or(0);
+        let computed = rule_status_rules::cluster_provider(generation, has_kube_config, &conditions(current), stamp);
+        let next = json!({"observedGeneration": computed.observed_generation, "conditions": computed.conditions});
+        let obj = raw_object(configbutler("ClusterProvider", "clusterproviders"), &raw);
+        write(&mut self.writer, &obj, current, next).await;
+    }
+
+    /// `signingPublicKey`: the public half of the provider's signing key,
+    /// in authorized_keys format, when signing is configured and the key
+    /// is there (`signing.pub`, else derived from `signing.key`). Read
+    /// again when the provider changes, or after a minute (the sidecar may
+    /// have generated it since).
+    async fn signing_public_key(&mut self, raw: &DynamicObject, provider: &GitProvider) -> Option<String> {
+        let signing = provider.spec.signing()?;
+        let version = raw.metadata.resource_version.clone().unwrap_or_default();
+        // A key not there yet is asked for again sooner.
+        if let Some((v, at, key)) = &self.signing
+            && *v == version
+            && at.elapsed() < if key.is_some() { PROBE_OK_FOR } else { PROBE_FAILED_FOR }
+        {
+            return key.clone();
+        }
+        let key = crate::target::signing_public_key(&self.client, &self.namespace, &signing.secret_ref.name).await;
+        self.signing = Some((version, Instant::now(), key.clone()));
+        key
     }
 
     /// Reports every `every`, with what the watcher last observed.

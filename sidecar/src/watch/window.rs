@@ -7,7 +7,8 @@
 //! push that fails leaves the commits in the sidecar's clone, and an empty
 //! window later pushes them.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rules::attribution::watch::WatchKind;
@@ -33,6 +34,34 @@ fn push_retry() -> Backoff {
 /// Objects per Reconcile message.
 const RECONCILE_CHUNK: usize = 200;
 
+/// What the window's calls said about the remote and the prune policy,
+/// for the GitTarget's status (`lastPushTime`, `retention`).
+#[derive(Debug, Default, Clone)]
+pub struct Report {
+    /// When a push last succeeded (RFC 3339).
+    pub last_push: Option<String>,
+    /// Per type, the documents its last reconcile kept because the prune
+    /// mode forbids removing them.
+    pub kept: BTreeMap<String, u32>,
+    /// When a reconcile last reported (`None`: none yet).
+    pub kept_at: Option<String>,
+}
+
+/// [`Report`], shared with the status reporter.
+pub type Reported = Arc<Mutex<Report>>;
+
+fn note(reported: &Reported, r: &CommitResponse, reconciled: Option<&str>) {
+    let mut report = reported.lock().unwrap_or_else(|e| e.into_inner());
+    let now = runtime::status::now();
+    if r.push_attempts > 0 && r.push_error.is_empty() {
+        report.last_push = Some(now.clone());
+    }
+    if let Some(ty) = reconciled {
+        report.kept.insert(ty.to_owned(), r.kept);
+        report.kept_at = Some(now);
+    }
+}
+
 /// What the window needs besides its items.
 pub struct Settings {
     pub policy: WindowPolicy,
@@ -44,6 +73,7 @@ pub struct Settings {
     pub prune: bool,
     /// Where ended CommitRequests go (a GitTarget's watcher only).
     pub ended: Option<mpsc::Sender<Ended>>,
+    pub reported: Reported,
 }
 
 struct Pending {
@@ -198,6 +228,7 @@ async fn flush(
     })
     .await;
     metrics.windows.inc();
+    note(&settings.reported, &response, None);
     if let Some(r) = carried {
         let flushed = Flush {
             events: window.len(),
@@ -252,6 +283,7 @@ async fn reconcile(
     })
     .await;
     metrics.reconciles.inc();
+    note(&settings.reported, &response, Some(&ty.key()));
     report(&format!("reconcile of {}", ty.key()), metrics, &response, std::iter::once(at))
 }
 
