@@ -54,7 +54,12 @@ pub struct Api {
     /// Git authoring, when the sidecar runs with --git-repo. Blocking: used
     /// from a blocking thread, one window at a time.
     git: Option<Arc<Mutex<GitWriter>>>,
-    policy: MirrorPolicy,
+    /// Replaced when the GitTarget or its GitProvider changes (`live`).
+    policy: Mutex<MirrorPolicy>,
+    /// Why nothing is committed now (the GitTarget is gone, or its branch no
+    /// longer allowed): Commit and Reconcile are refused with it, so the
+    /// watcher keeps its window and retries.
+    held: Mutex<Option<String>>,
     follower: AnyFollower,
     /// References held per scope by explicit Acquires (and --follow).
     refs: Mutex<HashMap<Scope, u32>>,
@@ -126,7 +131,8 @@ impl Api {
         Self {
             attributor: Attributor::new(engine),
             git: git.map(|g| Arc::new(Mutex::new(g))),
-            policy,
+            policy: Mutex::new(policy),
+            held: Mutex::new(None),
             follower,
             refs: Mutex::new(HashMap::new()),
             implicit: Mutex::default(),
@@ -139,6 +145,29 @@ impl Api {
     pub fn with_author_mode(mut self, mode: AuthorMode) -> Self {
         self.author_mode = mode;
         self
+    }
+
+    fn policy(&self) -> MirrorPolicy {
+        self.policy.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// A changed configuration takes effect: the next window is committed
+    /// by `writer` under `policy`, and a hold is lifted. Waits for a
+    /// window being committed to finish.
+    pub async fn reconfigure(&self, writer: GitWriter, policy: MirrorPolicy) -> Result<(), Status> {
+        let git = self.writer_unheld()?;
+        tokio::task::spawn_blocking(move || *git.lock().unwrap_or_else(|e| e.into_inner()) = writer)
+            .await
+            .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?;
+        *self.policy.lock().unwrap_or_else(|e| e.into_inner()) = policy;
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        Ok(())
+    }
+
+    /// Nothing is committed (or pushed) until [`Api::reconfigure`]: `why`
+    /// says what to fix.
+    pub fn hold(&self, why: String) {
+        *self.held.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
     }
 
     fn engine(&self) -> &Arc<Engine> {
@@ -234,7 +263,7 @@ impl Api {
             if excluded_actor(c.author.as_ref().map(|a| a.username.as_str()), exclude_users) {
                 f.excluded += 1;
                 self.engine().metrics().mirror_excluded.get_or_create(&ReasonLabel { reason: "actor".into() }).inc();
-            } else if matches!(c.action, CommitAction::Delete) && !self.policy.removes_on_event() {
+            } else if matches!(c.action, CommitAction::Delete) && !self.policy().removes_on_event() {
                 f.kept += 1;
             } else {
                 f.changes.push(c);
@@ -244,6 +273,13 @@ impl Api {
     }
 
     fn writer(&self) -> Result<Arc<Mutex<GitWriter>>, Status> {
+        if let Some(why) = self.held.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Err(Status::failed_precondition(format!("nothing is committed: {why}")));
+        }
+        self.writer_unheld()
+    }
+
+    fn writer_unheld(&self) -> Result<Arc<Mutex<GitWriter>>, Status> {
         self.git.clone().ok_or_else(|| {
             Status::failed_precondition(
                 "Git authoring is off: start the sidecar with --git-repo DIR or --git-target NS/NAME",
@@ -475,7 +511,7 @@ impl Attribution for Api {
                 held
             })
             .collect();
-        let mut plan = reconcile::plan(&docs, &tree, self.policy.removes_on_reconcile(header.prune));
+        let mut plan = reconcile::plan(&docs, &tree, self.policy().removes_on_reconcile(header.prune));
         // What the forward leg last wrote stays as Git has it.
         plan.write.retain(|&i| {
             let manager = last_field_manager(&keyed[i].1);

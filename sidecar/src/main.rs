@@ -15,6 +15,7 @@ mod devcerts;
 mod encryption;
 mod error;
 mod inject_webhook;
+mod live;
 mod ops;
 mod receiver;
 mod replay;

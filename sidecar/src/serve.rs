@@ -210,8 +210,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         None => (args.git.writer_config(), MirrorPolicy::default()),
     };
     let git = match writer {
-        Some(mut c) => {
-            c.author_mode = author_mode;
+        Some(c) => {
             let line = format!(
                 "git mirror     {} (branch {}{}{})",
                 abs(&c.repo_dir),
@@ -219,15 +218,25 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
                 c.remote.as_ref().map(|r| format!(", pushing to {}", redact_url(&r.url))).unwrap_or_default(),
                 if c.prefix.is_empty() { String::new() } else { format!(", under {}/", c.prefix) },
             );
-            let w = tokio::task::spawn_blocking(move || runtime::attribution::commit::GitWriter::open(c))
-                .await
-                .map_err(|e| Error::Config(format!("opening the Git mirror stopped: {e}")))??;
+            let w = crate::live::open_writer(c, author_mode, &metrics).await?;
             tracing::info!("{line}");
-            Some(w.with_metrics(metrics.clone()))
+            Some(w)
         }
         None => None,
     };
     let api = Arc::new(Api::new(engine.clone(), follower.clone(), git, policy).with_author_mode(author_mode));
+    if let Some(target) = &args.git.git_target {
+        // The GitTarget and its GitProvider are watched: a change applies
+        // without a restart.
+        let live =
+            crate::live::Live { git: args.git.clone(), target: target.clone(), author_mode, metrics: metrics.clone() };
+        let api = api.clone();
+        tasks.spawn_until_stopped("live configuration", async move {
+            if let Err(e) = crate::live::run(live, api).await {
+                tracing::warn!(error = %e, "watching the GitTarget's configuration stopped; changes need a restart");
+            }
+        });
+    }
     for s in &args.follow {
         api.acquire(s);
     }

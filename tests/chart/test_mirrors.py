@@ -71,8 +71,8 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
     ])
     assert rules_of(only(objs, "Role", "default")) == {(("",), ("events",), (), ("create",))}
     assert rules_of(only(objs, "Role", "mirror")) == {
-        (("configbutler.ai",), ("gittargets",), ("prod",), ("get",)),
-        (("configbutler.ai",), ("gitproviders",), (), ("get",)),
+        (("configbutler.ai",), ("gittargets",), ("prod",), ("get", "list", "watch")),
+        (("configbutler.ai",), ("gitproviders",), (), ("get", "list", "watch")),
         (("configbutler.ai",), ("watchrules",), (), ("list",)),
         (("",), ("secrets",), ("git-creds", "git-signing"), ("get",)),
         (("",), ("configmaps",), ("ssh-known-hosts",), ("get",)),
@@ -110,8 +110,8 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
     assert rules_of(only(objs, "Role", "team-b", "-watch")) == {(("apps",), ("deployments", "statefulsets"), (), ("list", "watch"))}
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     assert rules_of(config_role) == {
-        (("configbutler.ai",), ("gittargets",), ("audit.main",), ("get",)),
-        (("configbutler.ai",), ("gitproviders",), (), ("get",)),
+        (("configbutler.ai",), ("gittargets",), ("audit.main",), ("get", "list", "watch")),
+        (("configbutler.ai",), ("gitproviders",), (), ("get", "list", "watch")),
         (("configbutler.ai",), ("watchrules",), (), ("list",)),
         *status_rules("audit.main"),
     }

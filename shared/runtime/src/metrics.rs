@@ -125,6 +125,11 @@ pub struct Metrics {
     pub mirror_excluded: Family<ReasonLabel, Counter>,
     /// Pushes that failed (the commits stay in the clone for the next push).
     pub mirror_push_failures: Counter,
+    /// Changes of the GitTarget or its GitProvider applied without a restart.
+    pub mirror_config_reloads: Counter,
+    /// 1 while the GitTarget cannot be mirrored (deleted, branch not
+    /// allowed, provider gone): nothing is committed or pushed.
+    pub mirror_held: Gauge,
     /// Each resolution label set's counter and histogram, found by one lookup.
     handles: ResolutionHandles,
     /// `facts_total{op="matched"}`, counted once per answered resolution.
@@ -202,6 +207,8 @@ impl Default for Metrics {
             mirror_sensitive_skipped: Counter::default(),
             mirror_excluded: Family::default(),
             mirror_push_failures: Counter::default(),
+            mirror_config_reloads: Counter::default(),
+            mirror_held: Gauge::default(),
             handles: ResolutionHandles::default(),
             matched: OnceLock::new(),
         }
@@ -399,6 +406,16 @@ impl Metrics {
             format!("{p}_mirror_push_failures"),
             "pushes that failed; the commits stay in the clone for the next push",
             self.mirror_push_failures.clone(),
+        );
+        registry.register(
+            format!("{p}_mirror_config_reloads"),
+            "changes of the GitTarget or its GitProvider applied without a restart",
+            self.mirror_config_reloads.clone(),
+        );
+        registry.register(
+            format!("{p}_mirror_held"),
+            "1 while the GitTarget cannot be mirrored: nothing is committed or pushed",
+            self.mirror_held.clone(),
         );
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &registry).expect("writing to a String cannot fail");

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::get;
-use rules::mirror::config::{ClusterProvider, PruneMode, WatchRule, commit_window};
+use rules::mirror::config::{ClusterProvider, WatchRule};
 use rules::mirror::source_namespace::{self, Gate, Provider};
 use rules::mirror::watch_rules::{self, Resolved, Served, SourceVerdict, WatchScope, WatchedType};
 use rules::mirror::window::WindowPolicy;
@@ -141,54 +141,51 @@ pub async fn run(args: Args) -> Result<()> {
     tokio::pin!(stop);
 
     let (streams_tx, streams_rx) = watch::channel(Default::default());
-    let reported = window::Reported::default();
+    let (live_tx, live_rx) =
+        watch::channel(window::Live { policy: WindowPolicy::new(args.commit_window), prune: args.prune });
+    let (gone_tx, mut gone_rx) = watch::channel(false);
+    let links = status::Links { reported: window::Reported::default(), live: live_tx, gone: gone_tx };
+    let reported = links.reported.clone();
     let mut status_task = None;
     let started = async {
-        let (source, route, policy, prune, branch) = match &args.git_target {
+        let (source, route, branch) = match &args.git_target {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
-                let mut r =
-                    status::Reporter::new(client.clone(), &namespace, &name, args.status_interval, reported.clone());
+                let mut r = status::Reporter::new(client.clone(), &namespace, &name, args.status_interval, links);
                 if !r.until_loadable(args.rescan).await {
                     // Told to stop: the stop branch below ends the run.
                     std::future::pending::<()>().await;
                 }
-                status_task = Some(tokio::spawn(r.run(streams_rx, args.rescan)));
                 let loaded = mirror::load(&client, &namespace, &name).await.map_err(|e| server.mirror_error(e))?;
-                // The GitTarget's spec.commit.window (the newer upstream shape) wins over the provider's.
-                let timers = commit_window(&loaded.target.spec, &loaded.provider.spec).map_err(|e| {
+                let live = window::Live::of(&loaded.target.spec, &loaded.provider.spec).map_err(|e| {
                     Error::Config(format!(
                         "GitTarget {namespace}/{name}, GitProvider {}: {e}",
                         loaded.provider.metadata.name
                     ))
                 })?;
-                let window = timers.silence;
-                let mut policy = WindowPolicy::new(window);
-                if let Some(max_wait) = timers.max_wait {
-                    policy.max_wait = max_wait;
-                }
+                r.started(live);
+                status_task = Some(tokio::spawn(r.run(streams_rx, args.rescan)));
                 let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
-                let prune = loaded.target.spec.prune_mode() == PruneMode::Always;
                 tracing::info!(
                     target = %t,
                     route,
-                    commit_window = %runtime::kubeconfig::bounds::humanize(window),
+                    commit_window = %runtime::kubeconfig::bounds::humanize(live.policy.silence),
                     prune_mode = loaded.target.spec.prune_mode().as_str(),
                     "watching for GitTarget"
                 );
                 let branch = loaded.target.spec.branch.clone();
-                (Source::Target { namespace, name }, route, policy, prune, Some(branch))
+                (Source::Target { namespace, name }, route, Some(branch))
             }
             None => {
                 let route = args.route.clone().unwrap_or_else(|| "default".into());
                 let source = Source::Flags { resources: args.resources.clone(), namespace: args.namespace.clone() };
-                (source, route, WindowPolicy::new(args.commit_window), args.prune, None)
+                (source, route, None)
             }
         };
         let channel = connect(&args.socket).await;
-        Ok::<_, Error>((source, route, policy, prune, branch, channel))
+        Ok::<_, Error>((source, route, branch, channel))
     };
-    let (source, route, policy, prune, branch, channel) = tokio::select! {
+    let (source, route, branch, channel) = tokio::select! {
         started = started => started?,
         _ = &mut stop => {
             tracing::info!("shutting down before the watch started");
@@ -211,11 +208,10 @@ pub async fn run(args: Args) -> Result<()> {
         _ => None,
     };
     let settings = window::Settings {
-        policy,
+        live: live_rx,
         route,
         exclude_users: args.exclude_users.clone(),
         exclude_field_managers: args.exclude_field_managers.clone(),
-        prune,
         ended: commit_requests.is_some().then_some(ended_tx),
         reported,
     };
@@ -243,10 +239,12 @@ pub async fn run(args: Args) -> Result<()> {
         let wait = tokio::select! {
             wait = pass.run(&client, &server, &source, &readiness, &mut supervisor, &metrics) => wait?,
             _ = &mut stop => break,
+            _ = gone(&mut gone_rx) => break,
         };
         streams_tx.send_replace(rule_status::Observed::of(&supervisor));
         tokio::select! {
             _ = &mut stop => break,
+            _ = gone(&mut gone_rx) => break,
             _ = tokio::time::sleep(wait.unwrap_or(args.rescan)) => {}
         }
     }
@@ -267,6 +265,14 @@ pub async fn run(args: Args) -> Result<()> {
     }
     tasks.shutdown(Duration::from_secs(2)).await;
     Ok(())
+}
+
+/// Resolves once the GitTarget is deleted (never without one).
+async fn gone(rx: &mut watch::Receiver<bool>) {
+    if rx.wait_for(|gone| *gone).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+    tracing::info!("the GitTarget was deleted: its mirror stops (the pending window goes to the sidecar first)");
 }
 
 /// One read of discovery (when due) and the rules, applied to the watches.

@@ -21,7 +21,7 @@ use tokio::sync::watch;
 
 use super::Supervisor;
 use super::rule_status::{self, Observed};
-use super::window::Reported;
+use super::window::{Live, Reported};
 use crate::target::CredentialError;
 use rules::mirror::rule_status as rule_status_rules;
 
@@ -38,6 +38,16 @@ struct Probe {
     result: Result<(), String>,
 }
 
+/// What the reporter shares with the rest of the watcher.
+pub struct Links {
+    /// What the window's calls said (pushes, what prune mode kept).
+    pub reported: Reported,
+    /// The commit window and prune mode, sent again when they change.
+    pub live: watch::Sender<Live>,
+    /// Set once the GitTarget is deleted: the mirror stops.
+    pub gone: watch::Sender<bool>,
+}
+
 /// Reports the status of one GitTarget and its GitProvider.
 pub struct Reporter {
     client: kube::Client,
@@ -45,8 +55,9 @@ pub struct Reporter {
     name: String,
     writer: StatusWriter,
     probe: Option<Probe>,
-    /// What the window's calls said (pushes, what prune mode kept).
-    reported: Reported,
+    links: Links,
+    /// The mirror started: a GitTarget gone from now on stops it.
+    started: bool,
     /// The signing public key, by the provider's resourceVersion.
     signing: Option<(String, Instant, Option<String>)>,
 }
@@ -83,16 +94,23 @@ pub(super) async fn write(writer: &mut StatusWriter, obj: &Object, current: Opti
 }
 
 impl Reporter {
-    pub fn new(client: kube::Client, namespace: &str, name: &str, min_interval: Duration, reported: Reported) -> Self {
+    pub fn new(client: kube::Client, namespace: &str, name: &str, min_interval: Duration, links: Links) -> Self {
         Reporter {
             writer: StatusWriter::new(client.clone(), min_interval),
             client,
             namespace: namespace.into(),
             name: name.into(),
             probe: None,
-            reported,
+            links,
+            started: false,
             signing: None,
         }
+    }
+
+    /// The mirror runs with `live`; changes to it are sent from here on.
+    pub fn started(&mut self, live: Live) {
+        self.links.live.send_replace(live);
+        self.started = true;
     }
 
     /// Reports until the GitTarget can be mirrored (`true`), or the
@@ -121,7 +139,11 @@ impl Reporter {
         let raw_target = match targets.get_opt(&self.name).await {
             Ok(Some(t)) => t,
             Ok(None) => {
-                tracing::warn!(target = %format!("{ns}/{}", self.name), "the GitTarget does not exist; nothing to report on");
+                if self.started {
+                    self.links.gone.send_replace(true);
+                } else {
+                    tracing::warn!(target = %format!("{ns}/{}", self.name), "the GitTarget does not exist; nothing to report on");
+                }
                 return false;
             }
             Err(e) => {
@@ -176,6 +198,9 @@ impl Reporter {
             }
         };
         let loadable = view.as_ref().is_some_and(|v| v.branch_allowed);
+        if let (true, Some(provider)) = (self.started, raw_provider.as_ref().and_then(decode::<GitProvider>)) {
+            self.follow_changes(&target, &provider);
+        }
         let observation = TargetObservation {
             namespace: ns.clone(),
             branch: target.spec.branch.clone(),
@@ -192,7 +217,7 @@ impl Reporter {
             "streams": computed.streams,
         });
         next["streams"]["summary"] = json!(computed.streams.summary());
-        let report = self.reported.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let report = self.links.reported.lock().unwrap_or_else(|e| e.into_inner()).clone();
         // lastPushTime: this watcher's last push, else what an earlier run wrote.
         match (&report.last_push, current.and_then(|s| s.get("lastPushTime"))) {
             (Some(t), _) => next["lastPushTime"] = json!(t),
@@ -218,6 +243,25 @@ impl Reporter {
         let target = (ns.as_str(), self.name.as_str());
         rule_status::report(&self.client, &mut self.writer, target, &computed.conditions, observed, &stamp).await;
         loadable
+    }
+
+    /// A changed commit window or prune mode reaches the window (live
+    /// configuration); an invalid one keeps what runs, and the
+    /// GitProvider's status says why.
+    fn follow_changes(&mut self, target: &GitTarget, provider: &GitProvider) {
+        let Ok(live) = Live::of(&target.spec, &provider.spec) else { return };
+        self.links.live.send_if_modified(|current| {
+            if *current == live {
+                return false;
+            }
+            tracing::info!(
+                commit_window = %runtime::kubeconfig::bounds::humanize(live.policy.silence),
+                prune_mode = target.spec.prune_mode().as_str(),
+                "the GitTarget or its GitProvider changed; the commit window and prune mode follow"
+            );
+            *current = live;
+            true
+        });
     }
 
     /// The ClusterProvider's status (Validated, Ready). It depends on the

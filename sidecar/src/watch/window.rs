@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use rules::attribution::watch::WatchKind;
 use rules::mirror::commit_request::{Carried, Flush, decide};
+use rules::mirror::config::{GitProviderSpec, GitTargetSpec, PruneMode, commit_window};
 use rules::mirror::watch_rules::{WatchScope, WatchedType};
 use rules::mirror::window::WindowPolicy;
 use runtime::backoff::Backoff;
@@ -62,15 +63,37 @@ fn note(reported: &Reported, r: &CommitResponse, reconciled: Option<&str>) {
     }
 }
 
+/// The settings a changed GitTarget or GitProvider changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Live {
+    pub policy: WindowPolicy,
+    /// Whether a reconcile may remove documents of vanished objects.
+    pub prune: bool,
+}
+
+impl Live {
+    /// A GitTarget's through its GitProvider: the commit window (the
+    /// GitTarget's spec.commit.window wins over the provider's
+    /// push.commitWindow) and whether its prune mode is Always.
+    pub fn of(target: &GitTargetSpec, provider: &GitProviderSpec) -> Result<Self, String> {
+        let timers = commit_window(target, provider)?;
+        let mut policy = WindowPolicy::new(timers.silence);
+        if let Some(max_wait) = timers.max_wait {
+            policy.max_wait = max_wait;
+        }
+        Ok(Live { policy, prune: target.prune_mode() == PruneMode::Always })
+    }
+}
+
 /// What the window needs besides its items.
 pub struct Settings {
-    pub policy: WindowPolicy,
+    /// The commit window and prune mode now: the status reporter sends a
+    /// changed GitTarget's or GitProvider's (live configuration).
+    pub live: tokio::sync::watch::Receiver<Live>,
     /// The audit route the watched types' facts arrive on.
     pub route: String,
     pub exclude_users: Vec<String>,
     pub exclude_field_managers: Vec<String>,
-    /// Whether a reconcile may remove documents of vanished objects.
-    pub prune: bool,
     /// Where ended CommitRequests go (a GitTarget's watcher only).
     pub ended: Option<mpsc::Sender<Ended>>,
     pub reported: Reported,
@@ -123,7 +146,7 @@ pub async fn run(
             // Nothing pending: wake only to retry an owed push.
             Instant::now() + if push_owed { retry.next_delay() } else { Duration::from_secs(3600) }
         } else {
-            first + settings.policy.flush_at(Duration::ZERO, last.duration_since(first))
+            first + settings.live.borrow().policy.flush_at(Duration::ZERO, last.duration_since(first))
         };
         // A request's close delay ends its wait: the window flushes for it.
         let flush_at = requests.iter().map(|r| r.finalize_at).min().map_or(flush_at, |f| f.min(flush_at));
@@ -144,7 +167,7 @@ pub async fn run(
                         },
                         at,
                     });
-                    if settings.policy.full(pending.len()) {
+                    if settings.live.borrow().policy.full(pending.len()) {
                         push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
                 }
@@ -215,7 +238,7 @@ async fn flush(
     let request = CommitRequest {
         events,
         exclude_users: settings.exclude_users.clone(),
-        per_event: settings.policy.per_event(),
+        per_event: settings.live.borrow().policy.per_event(),
         requested: carried.as_ref().map(|r| proto::Requested {
             author: r.attribution.author().to_owned(),
             message: r.message.clone().unwrap_or_default(),
@@ -266,7 +289,7 @@ async fn reconcile(
         revision,
         exclude_users: settings.exclude_users.clone(),
         exclude_field_managers: settings.exclude_field_managers.clone(),
-        prune: settings.prune,
+        prune: settings.live.borrow().prune,
     };
     let encoded: Vec<Vec<u8>> = objects.iter().map(|o| serde_json::to_vec(o).unwrap_or_default()).collect();
     let response = until_answered("Reconcile", metrics, || {

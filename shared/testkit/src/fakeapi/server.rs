@@ -612,7 +612,16 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         _ => return error_reply(&ApiError::method_not_allowed(method.as_str())),
     };
     let (t, name, ns) = (&req.t, req.name.as_deref().unwrap_or(""), req.ns.as_deref().unwrap_or(""));
-    shared.authorize(&req.user, verb, t, req.sub.as_deref(), req.ns.as_deref(), req.name.as_deref());
+    // A list or watch selecting one name is authorized as a request for
+    // that name, so a Role's resourceNames covers it (apiserver
+    // `requestinfo.go`: the metadata.name field selector sets Name).
+    let selected = match verb {
+        "list" | "watch" => {
+            opts.selectors.fields.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
+        }
+        _ => None,
+    };
+    shared.authorize(&req.user, verb, t, req.sub.as_deref(), req.ns.as_deref(), req.name.as_deref().or(selected));
     if shared.forbidden(&req.user, verb, t, req.sub.as_deref()) {
         return error_reply(&ApiError::forbidden(t, req.sub.as_deref(), name, ns, &req.user, verb));
     }
