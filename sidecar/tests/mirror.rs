@@ -542,7 +542,13 @@ fn b64(s: &str) -> String {
 
 #[test]
 fn a_rule_change_is_followed_without_a_restart() {
-    let m = Mirror::start(|s| s.rules[0]["spec"]["rules"] = json!([{"resources": ["configmaps"]}]));
+    // The rules are watched: with an hour between rescans, only the watch
+    // can bring a change in.
+    let m = Mirror::start_with(
+        |s| s.rules[0]["spec"]["rules"] = json!([{"resources": ["configmaps"]}]),
+        &[],
+        &["--rescan", "1h"],
+    );
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": NS},
         "spec": {"selector": {"matchLabels": {"app": "api"}},
                  "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "api", "image": "api:1"}]}}}});

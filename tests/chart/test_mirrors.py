@@ -73,7 +73,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
     assert rules_of(only(objs, "Role", "mirror")) == {
         (("configbutler.ai",), ("gittargets",), ("prod",), ("get", "list", "watch")),
         (("configbutler.ai",), ("gitproviders",), (), ("get", "list", "watch")),
-        (("configbutler.ai",), ("watchrules",), (), ("list",)),
+        (("configbutler.ai",), ("watchrules",), (), ("list", "watch")),
         (("",), ("secrets",), ("git-creds", "git-signing"), ("get",)),
         (("",), ("configmaps",), ("ssh-known-hosts",), ("get",)),
         # generate: the sidecar writes the key it generated.
@@ -85,7 +85,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
         (("configbutler.ai",), ("clusterproviders/status",), (), ("patch",)),
-        (("configbutler.ai",), ("clusterwatchrules",), (), ("list",)),
+        (("configbutler.ai",), ("clusterwatchrules",), (), ("list", "watch")),
         (("configbutler.ai",), ("clusterwatchrules/status",), (), ("patch",)),
         (("",), ("namespaces",), (), ("list",)),
         (("example.com",), ("widgets",), (), ("list", "watch")),
@@ -112,13 +112,13 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
     assert rules_of(config_role) == {
         (("configbutler.ai",), ("gittargets",), ("audit.main",), ("get", "list", "watch")),
         (("configbutler.ai",), ("gitproviders",), (), ("get", "list", "watch")),
-        (("configbutler.ai",), ("watchrules",), (), ("list",)),
+        (("configbutler.ai",), ("watchrules",), (), ("list", "watch")),
         *status_rules("audit.main"),
     }
     assert rules_of(only(objs, "ClusterRole")) == {
         (("configbutler.ai",), ("clusterproviders",), (), ("get",)),
         (("configbutler.ai",), ("clusterproviders/status",), (), ("patch",)),
-        (("configbutler.ai",), ("clusterwatchrules",), (), ("list",)),
+        (("configbutler.ai",), ("clusterwatchrules",), (), ("list", "watch")),
         (("configbutler.ai",), ("clusterwatchrules/status",), (), ("patch",)),
     }
 

@@ -161,8 +161,12 @@ impl Mirror {
     }
 
     pub fn start_watcher(&mut self, extra: &[&str]) {
+        // A short rescan unless the test picks its own.
+        let rescan: &[&str] = if extra.contains(&"--rescan") { &[] } else { &["--rescan", "200ms"] };
         let child = Command::new(sidecar::binary())
-            .args(["watch", "--git-target", &format!("{NS}/lab"), "--rescan", "200ms", "--kubeconfig"])
+            .args(["watch", "--git-target", &format!("{NS}/lab")])
+            .args(rescan)
+            .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--socket")
             .arg(&self.sidecar.socket)

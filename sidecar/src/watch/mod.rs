@@ -10,6 +10,7 @@ mod commit_request;
 mod metrics;
 mod readiness;
 mod rule_status;
+mod rules_watch;
 mod status;
 mod stream;
 mod window;
@@ -218,7 +219,7 @@ pub async fn run(args: Args) -> Result<()> {
     let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
     let shared = Shared {
         client: client.clone(),
-        watch_client,
+        watch_client: watch_client.clone(),
         server: server.clone(),
         readiness: readiness.clone(),
         tx,
@@ -226,6 +227,14 @@ pub async fn run(args: Args) -> Result<()> {
         exclude_field_managers: Arc::new(args.exclude_field_managers.clone()),
     };
 
+    // A rule change wakes the pass at once; the rescan is the backstop.
+    let rules_changed = Arc::new(tokio::sync::Notify::new());
+    let rules_task = match &source {
+        Source::Target { namespace, .. } => {
+            Some(tokio::spawn(rules_watch::run(watch_client.clone(), namespace.clone(), rules_changed.clone())))
+        }
+        Source::Flags { .. } => None,
+    };
     let mut supervisor = Supervisor { shared, running: BTreeMap::new(), last: None };
     let mut pass = Pass {
         served: Vec::new(),
@@ -245,8 +254,12 @@ pub async fn run(args: Args) -> Result<()> {
         tokio::select! {
             _ = &mut stop => break,
             _ = gone(&mut gone_rx) => break,
+            _ = rules_changed.notified() => {}
             _ = tokio::time::sleep(wait.unwrap_or(args.rescan)) => {}
         }
+    }
+    if let Some(t) = rules_task {
+        t.abort();
     }
 
     if let Some(t) = status_task {
