@@ -362,7 +362,7 @@ impl Api {
             let _ = caught_up.wait_for(|c| *c).await;
         };
         if tokio::time::timeout(FOLLOW_WAIT, read).await.is_err() {
-            tracing::warn!(%scope, wait = ?FOLLOW_WAIT, "Explain asked to follow the type, and the follower has not read its stream yet; answering from what the index holds");
+            tracing::warn!(%scope, wait = %runtime::kubeconfig::bounds::humanize(FOLLOW_WAIT), "Explain asked to follow the type, and the follower has not read its stream yet; answering from what the index holds");
         }
     }
 

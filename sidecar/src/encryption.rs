@@ -71,7 +71,7 @@ pub async fn encryptor_for(
         SopsEncryptor::new(sops_binary, recipients, identities, Some(state_file)).map_err(|e| refused(&target, e))?;
     tracing::info!(
         target = %target,
-        recipients = ?encryptor.recipients().iter().map(Recipient::as_str).collect::<Vec<_>>(),
+        recipients = %encryptor.recipients().iter().map(Recipient::as_str).collect::<Vec<_>>().join(", "),
         "sensitive types are written SOPS-encrypted"
     );
     Ok(Some(encryptor))

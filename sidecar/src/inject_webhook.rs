@@ -162,7 +162,7 @@ pub async fn run(args: Args) -> Result<()> {
         %addr,
         path = INJECT_PATH,
         image = %webhook.inject.image,
-        excluded = ?webhook.excluded_namespaces,
+        excluded = %webhook.excluded_namespaces.join(", "),
         "inject-webhook listening"
     );
     tls::serve(listener, config, router(webhook), tls::ClientTimeouts::default(), runtime::shutdown::terminated())

@@ -102,7 +102,7 @@ pub async fn serve(listener: UnixListener, api: impl Grpc, health: impl Grpc, sh
                 Ok(Ok(n)) if n > 0 => n,
                 Ok(_) => return, // closed, or failed, before a byte
                 Err(_) => {
-                    tracing::debug!(timeout = ?PREFACE_TIMEOUT, "socket API: a connection sent nothing; closed");
+                    tracing::debug!(timeout = %runtime::kubeconfig::bounds::humanize(PREFACE_TIMEOUT), "socket API: a connection sent nothing; closed");
                     return;
                 }
             };

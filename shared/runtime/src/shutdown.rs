@@ -121,7 +121,7 @@ impl Tasks {
         .await;
         if drained.is_err() {
             let left: Vec<&str> = self.names.iter().map(|(_, n)| *n).collect();
-            tracing::warn!(?left, ?deadline, "shutdown deadline passed; aborting the tasks still running");
+            tracing::warn!(left = %left.join(", "), deadline = %crate::cli::humanize(deadline), "shutdown deadline passed; aborting the tasks still running");
             self.set.abort_all();
             while self.set.join_next().await.is_some() {}
         }

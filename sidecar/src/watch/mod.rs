@@ -274,7 +274,7 @@ pub async fn run(args: Args) -> Result<()> {
     drop(supervisor);
     // Every sender is gone once the watches are: the window flushes and ends.
     if tokio::time::timeout(SHUTDOWN_DEADLINE, window_task).await.is_err() {
-        tracing::warn!(deadline = ?SHUTDOWN_DEADLINE, "the pending window did not reach the sidecar in time");
+        tracing::warn!(deadline = %runtime::kubeconfig::bounds::humanize(SHUTDOWN_DEADLINE), "the pending window did not reach the sidecar in time");
     }
     tasks.shutdown(Duration::from_secs(2)).await;
     Ok(())

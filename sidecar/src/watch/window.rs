@@ -211,7 +211,7 @@ where
             Err(status) => {
                 metrics.window_failures.inc();
                 let pause = backoff.next_delay();
-                tracing::warn!(code = ?status.code(), message = %status.message(), retry_in = ?pause, "{what} failed; retrying");
+                tracing::warn!(code = %status.code(), message = %status.message(), retry_in = %runtime::kubeconfig::bounds::humanize(pause), "{what} failed; retrying");
                 tokio::time::sleep(pause).await;
             }
         }

@@ -677,7 +677,7 @@ impl FactFollower for RedisFollower {
                     // The index misses whatever is appended meanwhile.
                     self.core.set_caught_up(false);
                     let delay = backoff.next_delay();
-                    tracing::warn!(error = %e, retry_in = ?delay, url = %self.shared.url, "fact follower read failed; retrying with the cursors it holds");
+                    tracing::warn!(error = %e, retry_in = %crate::cli::humanize(delay), url = %self.shared.url, "fact follower read failed; retrying with the cursors it holds");
                     if !is_connection_failure(&e) {
                         tokio::time::sleep(delay).await;
                         continue;
