@@ -76,6 +76,32 @@ fn fake_api_process_serves_its_seeds_and_crds_to_kubectl() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("configmaps \"nope\" not found"), "{out:?}");
 }
 
+/// `kubectl apply` validates by default: kubectl reads `/openapi/v3`,
+/// finds the writes take `fieldValidation`, and leaves validation to the
+/// server, as against a real one. No `--validate=false` needed.
+#[test]
+fn kubectl_apply_works_without_validate_false() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (_api, _) = start(&["fake-api", "--kubeconfig-out", kubeconfig.to_str().unwrap()]);
+    let kubectl = Kubectl::new(&[]).kubeconfig(&kubeconfig);
+    let file = dir.path().join("cm.yaml");
+    for (value, verb) in [("1", "created"), ("2", "configured")] {
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: web, namespace: default}}\ndata: {{k: '{value}'}}\n"
+            ),
+        )
+        .unwrap();
+        let out = ok(&kubectl.run(&["apply", "-f", file.to_str().unwrap()]));
+        assert_eq!(out.trim(), format!("configmap/web {verb}"));
+    }
+    assert_eq!(ok(&kubectl.run(&["get", "configmap", "web", "-o", "jsonpath={.data.k}"])), "2");
+    let out = ok(&kubectl.run(&["apply", "--dry-run=client", "-f", file.to_str().unwrap()]));
+    assert!(out.contains("(dry run)"), "{out}");
+}
+
 #[test]
 fn fake_api_process_refuses_a_bad_seed_clearly() {
     let dir = tempfile::tempdir().unwrap();

@@ -398,6 +398,56 @@ impl Registry {
         &self.types
     }
 
+    /// `/openapi/v3`: one document per group-version, as the real server
+    /// lists them (kubectl's client-side validation and `explain` read it).
+    pub fn openapi_v3_index(&self) -> Value {
+        let mut paths = serde_json::Map::new();
+        for t in &self.types {
+            let path = openapi_path(&t.group, &t.version);
+            let url = format!("/{path}");
+            paths.entry(path).or_insert_with(|| json!({"serverRelativeURL": format!("/openapi/v3{url}")}));
+        }
+        json!({"paths": paths})
+    }
+
+    /// `/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`: a schema
+    /// per kind, found by its `x-kubernetes-group-version-kind`. A CRD's is
+    /// its `openAPIV3Schema` (what the fake API validates against); a
+    /// built-in's accepts any object, as the fake API does not check its
+    /// fields either.
+    pub fn openapi_v3(&self, group: &str, version: &str) -> Option<Value> {
+        let mut schemas = serde_json::Map::new();
+        let mut paths = serde_json::Map::new();
+        for t in self.types.iter().filter(|t| t.group == group && t.version == version) {
+            // The writes, with the fieldValidation parameter: kubectl then
+            // leaves validation to the server (`fieldValidation=Strict`),
+            // as it does against a real one (QueryParamVerifierV3).
+            let gvk = json!({"group": group, "version": version, "kind": t.kind});
+            let param = json!([{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]);
+            let op = |action: &str| json!({"x-kubernetes-action": action, "x-kubernetes-group-version-kind": gvk, "parameters": param});
+            let scope = if t.namespaced { "namespaces/{namespace}/" } else { "" };
+            let collection = format!("/{}/{scope}{}", openapi_path(group, version), t.plural);
+            paths.insert(collection.clone(), json!({"post": op("post")}));
+            paths.insert(format!("{collection}/{{name}}"), json!({"put": op("put"), "patch": op("patch")}));
+            let mut schema = t
+                .schema
+                .clone()
+                .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+            schema["x-kubernetes-group-version-kind"] = json!([{"group": group, "version": version, "kind": t.kind}]);
+            let prefix = if group.is_empty() { "io.k8s.api.core".to_string() } else { group.to_string() };
+            schemas.insert(format!("{prefix}.{version}.{}", t.kind), schema);
+        }
+        if schemas.is_empty() {
+            return None;
+        }
+        Some(json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes (testkit fake API)", "version": version},
+            "paths": paths,
+            "components": {"schemas": schemas},
+        }))
+    }
+
     /// The type named `resource`: `plural`, a short name, `kind` in lower
     /// case or `singular`, optionally qualified `.group` or
     /// `.version.group` (as kubectl accepts them). An unqualified name
@@ -538,4 +588,9 @@ pub fn documents(text: &str) -> Result<Vec<Value>, String> {
         }
     }
     Ok(out)
+}
+
+/// `api/v1` or `apis/<group>/<version>`.
+fn openapi_path(group: &str, version: &str) -> String {
+    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
 }

@@ -429,6 +429,13 @@ impl Shared {
         let reg = store.registry();
         let unavailable = lock(&self.hooks).unavailable.clone();
         let (group, version, rest) = match segs.as_slice() {
+            ["openapi", "v3"] => return Ok(Route::Discovery(reg.openapi_v3_index())),
+            ["openapi", "v3", "api", v] => {
+                return reg.openapi_v3("", v).map(Route::Discovery).ok_or_else(ApiError::no_resource);
+            }
+            ["openapi", "v3", "apis", g, v] => {
+                return reg.openapi_v3(g, v).map(Route::Discovery).ok_or_else(ApiError::no_resource);
+            }
             ["api"] => return Ok(Route::Discovery(reg.api_versions())),
             ["apis"] => return Ok(Route::Discovery(reg.api_group_list(&unavailable))),
             ["apis", g] if unavailable.iter().any(|(ug, _)| ug == g) => return Ok(Route::Unavailable),
@@ -521,7 +528,8 @@ async fn handle(shared: Arc<Shared>, method: Method, uri: Uri, headers: HeaderMa
         "/healthz" | "/readyz" | "/livez" => return (StatusCode::OK, "ok").into_response(),
         _ => {}
     }
-    if !(path == "/api" || path == "/apis" || path.starts_with("/api/") || path.starts_with("/apis/")) {
+    let served = path == "/api" || path == "/apis" || path.starts_with("/api/") || path.starts_with("/apis/");
+    if !(served || path == "/openapi/v3" || path.starts_with("/openapi/v3/")) {
         return (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "404 page not found\n")
             .into_response();
     }
