@@ -69,6 +69,27 @@ fn fake_api_process_serves_its_seeds_and_crds_to_kubectl() {
     let out = kubectl.run(&["create", "--validate=false", "-f", bad.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("spec.providerRef: Required value"), "{stderr}");
+    // A field the schema does not know: refused under kubectl's default
+    // (fieldValidation=Strict) with the API server's words, warned about
+    // under Warn, dropped under Ignore.
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(
+        &typo,
+        "apiVersion: configbutler.ai/v1alpha3\nkind: GitTarget\nmetadata: {name: typo}\n\
+         spec: {branch: main, path: p, providerRef: {name: gh}, bogus: 1}\n",
+    )
+    .unwrap();
+    let out = kubectl.run(&["apply", "-f", typo.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("strict decoding error: unknown field \"spec.bogus\""),
+        "{stderr}"
+    );
+    let out = kubectl.run(&["apply", "--validate=warn", "-f", typo.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Warning: unknown field \"spec.bogus\""), "{out:?}");
+    let spec = ok(&kubectl.run(&["get", "gittarget", "typo", "-o", "jsonpath={.spec}"]));
+    assert!(!spec.contains("bogus"), "pruned: {spec}");
     // kubectl looks the namespace up before it reports a 404 (hence the seeded Namespace).
     let ns: Value = serde_json::from_str(&ok(&kubectl.run(&["get", "namespace", "shop", "-o", "json"]))).unwrap();
     assert_eq!(ns["status"]["phase"], "Active");

@@ -68,6 +68,47 @@ fn walk(schema: &Value, value: &mut Value, root: bool) {
     }
 }
 
+/// The fields of `value` pruning under `schema` would drop, as the API
+/// server names them for `fieldValidation` (`spec.bogus`,
+/// `spec.rules[0].extra`); the root's apiVersion, kind and metadata are
+/// the server's.
+pub fn unknown_fields(schema: &Value, value: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    unknown(schema, value, "", true, &mut out);
+    out
+}
+
+fn unknown(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<String>) {
+    let embedded = root || schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
+    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match value {
+        Value::Object(obj) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let keep_unknown =
+                preserves_unknown(schema) || additional.is_some() || (props.is_none() && schema.get("type").is_none());
+            for (k, v) in obj {
+                if embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                match props.and_then(|p| p.get(k)).or(additional) {
+                    Some(sub) => unknown(sub, v, &join(k), false, out),
+                    None if !keep_unknown && !v.is_null() => out.push(join(k)),
+                    None => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    unknown(sub, v, &format!("{path}[{i}]"), false, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The errors of `value` under `schema`, each `"<path>: <what>"` with
 /// `path` starting at `path` (`""` for the root, so fields read
 /// `.spec.goal`).

@@ -652,6 +652,27 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
             Ok(v) => v,
             Err(e) => return error_reply(&e),
         };
+    // fieldValidation (Strict, Warn: the default, Ignore) on the fields a
+    // CRD's schema prunes from a written object (or merge patch).
+    let checked = matches!(verb, "create" | "update")
+        || (verb == "patch" && !req.content_type.starts_with("application/json-patch+json"));
+    let unknown = match (&t.schema, checked && req.sub.is_none()) {
+        (Some(schema), true) => super::schema::unknown_fields(schema, &parsed),
+        _ => Vec::new(),
+    };
+    let validation = req.query.split('&').find_map(|p| p.strip_prefix("fieldValidation=")).unwrap_or("Warn");
+    if validation == "Strict" && !unknown.is_empty() {
+        let fields = unknown.iter().map(|f| format!("unknown field {f:?}")).collect::<Vec<_>>().join(", ");
+        return error_reply(&ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: strict decoding error: {fields}",
+            t.kind, t.version, t.kind
+        )));
+    }
+    let warnings: Vec<String> = if validation == "Warn" {
+        unknown.iter().map(|f| format!("unknown field {f:?}")).collect()
+    } else {
+        Vec::new()
+    };
     let dry_run = req.query.split('&').any(|p| p == "dryRun=All");
     let status_only = req.sub.as_deref() == Some("status");
     let q = t.qualified();
@@ -725,7 +746,15 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
             } else {
                 store.present(t, obj, false)
             };
-            json_reply(code, &obj)
+            let mut reply = json_reply(code, &obj);
+            // RFC 7234 warnings, as the API server sends them; kubectl prints
+            // each as `Warning: ...`.
+            for w in &warnings {
+                if let Ok(v) = header::HeaderValue::from_str(&format!("299 - {:?}", w)) {
+                    reply.headers_mut().append("warning", v);
+                }
+            }
+            reply
         }
         Err(e) => error_reply(&e),
     }
