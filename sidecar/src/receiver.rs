@@ -8,15 +8,18 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http_body_util::BodyExt;
 use rules::attribution::audit::{self, Decoded, EventList, Published};
+use rules::attribution::route_binding::RouteBindings;
 use rules::attribution::{Fact, Scope};
 use runtime::attribution::transport::{AnyPublisher, FactPublisher};
 use runtime::metrics::Metrics;
+
+use crate::tls::PeerNames;
 
 pub struct ReceiverState {
     pub publisher: AnyPublisher,
@@ -25,6 +28,8 @@ pub struct ReceiverState {
     pub body_limit: usize,
     /// The whole body must arrive within this; 408 past it.
     pub body_timeout: std::time::Duration,
+    /// Which client certificates may post to which routes.
+    pub bindings: RouteBindings,
 }
 
 pub fn router(state: Arc<ReceiverState>) -> Router {
@@ -118,6 +123,7 @@ const DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(1);
 async fn routed(
     State(s): State<Arc<ReceiverState>>,
     Path(route): Path<String>,
+    peer: Option<Extension<PeerNames>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
@@ -125,10 +131,28 @@ async fn routed(
         Ok(l) => l,
         Err(r) => return r,
     };
+    let names = peer.map(|Extension(p)| p.0).unwrap_or_default();
+    if !s.bindings.allows(&names, &route) {
+        let may = s.bindings.routes_of(&names);
+        tracing::warn!(%route, certificate = %names.join(", "), "audit batch refused: the client certificate is not bound to its route");
+        return reply(
+            StatusCode::FORBIDDEN,
+            format!(
+                "the client certificate ({}) may not post to route {route:?}: it may post to {} (--audit-route-binding)",
+                if names.is_empty() { "no name".to_string() } else { names.join(", ") },
+                if may.is_empty() { "no route".to_string() } else { may.join(", ") },
+            ),
+        );
+    }
     ingest(&s, list, |_| Some(route.clone())).await
 }
 
-async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Body) -> Response {
+async fn bare(
+    State(s): State<Arc<ReceiverState>>,
+    peer: Option<Extension<PeerNames>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     // Read the body first even when the request will be refused, so the
     // client gets the answer instead of a reset stream.
     let list = match read_batch(&s, &headers, body).await {
@@ -142,7 +166,11 @@ async fn bare(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Bod
              otherwise post to /audit-webhook/<route>",
         );
     };
-    ingest(&s, list, |ev| ev.annotations.get(&key).filter(|r| !r.is_empty()).cloned()).await
+    // An event whose annotated route the certificate is not bound to has
+    // no route here: counted and dropped, as one without the annotation.
+    let names = peer.map(|Extension(p)| p.0).unwrap_or_default();
+    ingest(&s, list, |ev| ev.annotations.get(&key).filter(|r| !r.is_empty() && s.bindings.allows(&names, r)).cloned())
+        .await
 }
 
 async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rules::attribution::commit::AuthorMode;
+use rules::attribution::route_binding::RouteBindings;
 use runtime::attribution::Engine;
 use runtime::attribution::clock::SystemClock;
 use runtime::attribution::transport::{FactFollower, Transport, TransportKind};
@@ -126,6 +127,7 @@ async fn start_receiver(
         route_annotation_key: a.route_annotation_key.clone(),
         body_limit: r.audit_body_limit,
         body_timeout: r.audit_body_timeout,
+        bindings: RouteBindings::parse(&r.audit_route_bindings).map_err(Error::Config)?,
     });
     let stopping = tasks.stopping();
     let timeouts = tls::ClientTimeouts { header: r.audit_header_timeout };

@@ -133,6 +133,29 @@ pub fn server_config(tls: &ServerTls) -> Result<Arc<rustls::ServerConfig>> {
 
 /// Serves `router` over TLS on `listener` until `shutdown` resolves, then
 /// stops accepting and lets in-flight requests finish.
+/// The names a client certificate carries: its subject CommonNames, then
+/// its subjectAltName DNS names, URIs and email addresses.
+#[derive(Debug, Clone, Default)]
+pub struct PeerNames(pub Arc<Vec<String>>);
+
+fn names_of(der: &rustls::pki_types::CertificateDer<'_>) -> Vec<String> {
+    use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
+    let Ok((_, cert)) = X509Certificate::from_der(der.as_ref()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> =
+        cert.subject().iter_common_name().filter_map(|cn| cn.as_str().ok()).map(str::to_owned).collect();
+    if let Ok(Some(san)) = cert.subject_alternative_name() {
+        for n in &san.value.general_names {
+            match n {
+                GeneralName::DNSName(s) | GeneralName::URI(s) | GeneralName::RFC822Name(s) => names.push(s.to_string()),
+                _ => {}
+            }
+        }
+    }
+    names
+}
+
 pub async fn serve(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
@@ -146,18 +169,7 @@ pub async fn serve(
     while let Some((tcp, peer)) = crate::accept::next("HTTPS", || listener.accept(), shutdown.as_mut()).await {
         let acceptor = acceptor.clone();
         let activity = Arc::new(Activity::new());
-        let service = {
-            let (inner, activity) = (TowerToHyperService::new(router.clone()), activity.clone());
-            hyper::service::service_fn(move |req| {
-                let in_flight = activity.begin();
-                let response = hyper::service::Service::call(&inner, req);
-                async move {
-                    let r = response.await;
-                    drop(in_flight);
-                    r
-                }
-            })
-        };
+        let router = router.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
             let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
@@ -170,6 +182,23 @@ pub async fn serve(
                     tracing::info!(%peer, "TLS handshake timed out");
                     return;
                 }
+            };
+            // Who the client certificate names, for every request on it.
+            let names = PeerNames(Arc::new(
+                tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| names_of(c)).unwrap_or_default(),
+            ));
+            let service = {
+                let (inner, activity) = (TowerToHyperService::new(router), activity.clone());
+                hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(names.clone());
+                    let in_flight = activity.begin();
+                    let response = hyper::service::Service::call(&inner, req);
+                    async move {
+                        let r = response.await;
+                        drop(in_flight);
+                        r
+                    }
+                })
             };
             let mut builder = auto::Builder::new(TokioExecutor::new());
             builder.http1().timer(TokioTimer::new()).header_read_timeout(timeouts.header);

@@ -390,3 +390,81 @@ async fn adaptive_grace_stops_waiting_for_a_type_with_no_facts_and_a_fact_restor
     let r = resolve(&d, "ADDED", watch_object("ns", "late", "u-late", "1", false)).await;
     assert!(r.waited_ms >= 900, "the full grace is back: {} ms", r.waited_ms);
 }
+
+/// Clusters sharing one audit CA: `--audit-route-binding` binds a client
+/// certificate's name (CN or subjectAltName) to the routes it may post to,
+/// so one cluster's API server cannot post facts under another's route
+/// (issue 30 item 12). Real TLS, real curl, certificates from a CA of the
+/// test's own.
+#[test]
+fn a_client_certificate_bound_to_a_route_posts_only_there() {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(DnType::CommonName, "shared audit CA");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::DigitalSignature];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let write = |name: &str, pem: String| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, pem).unwrap();
+        p
+    };
+    let ca_pem = write("ca.pem", ca_cert.pem());
+    let server_key = KeyPair::generate().unwrap();
+    let mut server = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let server_pem = write("server.pem", server.signed_by(&server_key, &issuer).unwrap().pem());
+    let server_key_pem = write("server-key.pem", server_key.serialize_pem());
+    // cluster-a named by a subjectAltName, cluster-b by its CommonName only.
+    let client = |file: &str, sans: Vec<String>, cn: &str| {
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(sans).unwrap();
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = write(&format!("{file}.pem"), p.signed_by(&key, &issuer).unwrap().pem());
+        (cert, write(&format!("{file}-key.pem"), key.serialize_pem()))
+    };
+    let a = client("a", vec!["cluster-a".into()], "kube-apiserver");
+    let b = client("b", vec![], "cluster-b");
+    let s = Sidecar::start(
+        "serve",
+        &[
+            "--tls-cert",
+            server_pem.to_str().unwrap(),
+            "--tls-key",
+            server_key_pem.to_str().unwrap(),
+            "--audit-client-ca",
+            ca_pem.to_str().unwrap(),
+            "--audit-route-binding",
+            "cluster-a=prod-a",
+        ],
+    );
+    let batch = dir.path().join("batch.json");
+    std::fs::write(&batch, event_list(vec![audit_event("create", "alice", "ns", "cm", "u-1", "1")])).unwrap();
+    let post = |(cert, key): &(std::path::PathBuf, std::path::PathBuf), route: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--cacert", ca_pem.to_str().unwrap()])
+            .args(["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()])
+            .args(["-H", "Content-Type: application/json", "--data-binary"])
+            .arg(format!("@{}", batch.display()))
+            .arg(format!("https://localhost:{}/audit-webhook/{route}", s.audit_port))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse::<u16>().unwrap_or(0), body.to_owned())
+    };
+    assert_eq!(post(&a, "prod-a").0, 200, "cluster-a posts to its route");
+    let (code, body) = post(&a, "prod-b");
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("may not post to route \"prod-b\": it may post to prod-a"), "{body}");
+    let (code, body) = post(&b, "prod-a");
+    assert_eq!(code, 403, "an unbound certificate posts nowhere: {body}");
+    assert!(body.contains("(cluster-b)") && body.contains("no route"), "{body}");
+}

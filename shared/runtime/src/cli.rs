@@ -259,6 +259,11 @@ pub struct Receiver {
     /// The whole body of an audit batch must arrive within this (408 after).
     #[arg(long, env = "REVERSER_AUDIT_BODY_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub audit_body_timeout: Duration,
+    /// Bind a client certificate name (subject CN or a subjectAltName) to
+    /// the routes it may post to (`*`: all), for clusters sharing one audit
+    /// CA; repeatable. With any binding, an unbound certificate posts nowhere.
+    #[arg(long = "audit-route-binding", value_name = "NAME=ROUTE[,ROUTE...]")]
+    pub audit_route_bindings: Vec<String>,
 }
 
 impl Receiver {

@@ -11,6 +11,7 @@ pub mod index;
 pub mod intent;
 pub mod render;
 pub mod replay;
+pub mod route_binding;
 pub mod sanitize;
 mod scope;
 pub mod selector;
