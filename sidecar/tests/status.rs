@@ -486,6 +486,10 @@ fn the_status_reports_pushes_retention_the_signing_key_and_the_cluster_provider(
     wait_for(&k, "clusterprovider/default", validated, "InCluster", || m.watcher_log());
     let out = k.run(&["wait", "--for=condition=Ready", "clusterprovider/default", "--timeout=30s"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // ... and the GitTarget projects it, beside the source's reachability.
+    let reason = |ty: &str| format!("{{.status.conditions[?(@.type==\"{ty}\")].reason}}");
+    wait_for(&k, "gittarget/lab", &reason("ClusterProviderReady"), "ClusterProviderReady", || m.watcher_log());
+    wait_for(&k, "gittarget/lab", &reason("SourceClusterReachable"), "LocalCluster", || m.watcher_log());
 }
 
 fn base64_decode(s: &str) -> Vec<u8> {

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, ApiResource, DynamicObject};
 use rules::mirror::config::{GitProvider, GitTarget};
 use rules::mirror::message::Messages;
-use rules::mirror::status::{self, ProviderCheck, ProviderView, Streams, TargetObservation};
+use rules::mirror::status::{
+    self, ClusterProviderView, Condition, ProviderCheck, ProviderView, Streams, TargetObservation,
+};
 use runtime::mirror::configbutler;
 use runtime::status::{Object, StatusWriter, conditions, now};
 use serde_json::{Value, json};
@@ -201,6 +203,10 @@ impl Reporter {
         if let (true, Some(provider)) = (self.started, raw_provider.as_ref().and_then(decode::<GitProvider>)) {
             self.follow_changes(&target, &provider);
         }
+        let cluster_provider = ClusterProviderView {
+            name: target.spec.cluster_provider().to_owned(),
+            ready: self.report_cluster_provider(target.spec.cluster_provider(), &stamp).await,
+        };
         let observation = TargetObservation {
             namespace: ns.clone(),
             branch: target.spec.branch.clone(),
@@ -208,6 +214,8 @@ impl Reporter {
             provider: view,
             provider_ref,
             streams: observed.streams,
+            cluster_provider,
+            source_reachable: observed.resolved.is_some(),
         };
         let current = raw_target.data.get("status");
         let computed = status::git_target(&observation, &conditions(current), &stamp);
@@ -239,7 +247,6 @@ impl Reporter {
         }
         let obj = raw_object(configbutler("GitTarget", "gittargets"), &raw_target);
         write(&mut self.writer, &obj, current, next).await;
-        self.report_cluster_provider(target.spec.cluster_provider(), &stamp).await;
         let target = (ns.as_str(), self.name.as_str());
         rule_status::report(&self.client, &mut self.writer, target, &computed.conditions, observed, &stamp).await;
         loadable
@@ -267,15 +274,17 @@ impl Reporter {
     /// The ClusterProvider's status (Validated, Ready). It depends on the
     /// ClusterProvider alone, so every watcher mirroring through it writes
     /// the same status and a second write is no write.
-    async fn report_cluster_provider(&mut self, name: &str, stamp: &str) {
+    /// Its Ready condition as written (`None`: no such ClusterProvider;
+    /// `Some(None)`: it could not be read now).
+    async fn report_cluster_provider(&mut self, name: &str, stamp: &str) -> Option<Option<Condition>> {
         let api: Api<DynamicObject> =
             Api::all_with(self.client.clone(), &configbutler("ClusterProvider", "clusterproviders"));
         let raw = match api.get_opt(name).await {
             Ok(Some(raw)) => raw,
-            Ok(None) => return,
+            Ok(None) => return None,
             Err(e) => {
                 tracing::debug!(error = %e, "reading the ClusterProvider for its status failed");
-                return;
+                return Some(None);
             }
         };
         let current = raw.data.get("status");
@@ -285,6 +294,7 @@ impl Reporter {
         let next = json!({"observedGeneration": computed.observed_generation, "conditions": computed.conditions});
         let obj = raw_object(configbutler("ClusterProvider", "clusterproviders"), &raw);
         write(&mut self.writer, &obj, current, next).await;
+        Some(status::ready(&computed.conditions).cloned())
     }
 
     /// `signingPublicKey`: the public half of the provider's signing key,

@@ -282,7 +282,24 @@ pub struct TargetObservation {
     pub provider: Option<ProviderView>,
     pub provider_ref: String,
     pub streams: Streams,
+    /// The GitTarget's ClusterProvider (`spec.clusterProviderRef`, else
+    /// `default`).
+    pub cluster_provider: ClusterProviderView,
+    /// API discovery of the watched cluster has answered.
+    pub source_reachable: bool,
 }
+
+/// What the GitTarget sees of its ClusterProvider.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterProviderView {
+    pub name: String,
+    /// `None`: no ClusterProvider of that name (the mirror then uses the
+    /// name as the audit route and needs none).
+    pub ready: Option<Option<Condition>>,
+}
+
+pub const CLUSTER_PROVIDER_READY: &str = "ClusterProviderReady";
+pub const SOURCE_CLUSTER_REACHABLE: &str = "SourceClusterReachable";
 
 /// A GitTarget's status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -329,6 +346,23 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
                 rd.progressing(False, &provider.reason, provider.message.clone());
             }
             conds.push((GIT_PROVIDER_READY, provider));
+            // Then the source side, as the reference's gates order them
+            // (gittarget_controller.go:603-632): a ClusterProvider not Ready,
+            // then a source not reachable (False) or not established (Unknown).
+            let cp = cluster_provider_ready(&obs.cluster_provider);
+            if cp.status == False {
+                rd.progressing(False, &cp.reason, cp.message.clone());
+            }
+            let reach = if obs.source_reachable {
+                Verdict::new(True, "LocalCluster", "the mirror watches the cluster it runs in")
+            } else {
+                Verdict::new(Unknown, "AwaitingDiscovery", "API discovery of the source cluster has not answered yet")
+            };
+            if reach.status == Unknown {
+                rd.progressing(Unknown, &reach.reason, reach.message.clone());
+            }
+            conds.push((SOURCE_CLUSTER_REACHABLE, reach));
+            conds.push((CLUSTER_PROVIDER_READY, cp));
             let s = &obs.streams;
             let streams = if s.running() {
                 Verdict::new(True, SUCCEEDED, format!("{} watched type(s) streaming", s.total))
@@ -349,6 +383,46 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
         observed_generation: obs.generation,
         conditions: settle(previous, &all, obs.generation, now),
         streams: obs.streams,
+    }
+}
+
+/// The ClusterProvider's Ready projected onto the GitTarget (ref:
+/// `gittarget_source_cluster.go` `clusterProviderReadiness`). Without a
+/// ClusterProvider the reference cannot reconcile at all; the mirror can
+/// (it needs one only to delegate source namespaces), so that is Unknown,
+/// which holds nothing up.
+fn cluster_provider_ready(cp: &ClusterProviderView) -> Verdict {
+    use ConditionStatus::{False, True, Unknown};
+    const NOT_READY: &str = "ClusterProviderNotReady";
+    let name = &cp.name;
+    match &cp.ready {
+        None => Verdict::new(
+            Unknown,
+            NOT_READY,
+            format!(
+                "ClusterProvider {name:?} does not exist; its name is the audit route, and no namespace is delegated"
+            ),
+        ),
+        Some(None) => Verdict::new(
+            Unknown,
+            NOT_READY,
+            format!("referenced ClusterProvider {name:?} has not reported readiness yet"),
+        ),
+        Some(Some(c)) if c.status == True => {
+            Verdict::new(True, "ClusterProviderReady", format!("referenced ClusterProvider {name:?} is Ready"))
+        }
+        Some(Some(c)) if c.status == False => Verdict::new(
+            False,
+            NOT_READY,
+            if c.message.is_empty() {
+                format!("referenced ClusterProvider {name:?} is not Ready")
+            } else {
+                format!("referenced ClusterProvider {name:?} is not Ready: {}", c.message)
+            },
+        ),
+        Some(Some(_)) => {
+            Verdict::new(Unknown, NOT_READY, format!("referenced ClusterProvider {name:?} readiness is unknown"))
+        }
     }
 }
 
@@ -390,11 +464,47 @@ mod tests {
             provider,
             provider_ref: "gp".into(),
             streams,
+            cluster_provider: ClusterProviderView { name: "default".into(), ready: None },
+            source_reachable: true,
         }
     }
 
     fn view(branch_allowed: bool, ready: Option<Condition>) -> ProviderView {
         ProviderView { name: "gp".into(), allowed_branches: vec!["main".into()], branch_allowed, ready }
+    }
+
+    #[test]
+    fn the_source_side_follows_the_clusterprovider_and_discovery() {
+        let ready = |status| Condition {
+            type_: READY.into(),
+            status,
+            reason: "r".into(),
+            message: "it broke".into(),
+            observed_generation: 1,
+            last_transition_time: "t".into(),
+        };
+        let streams = Streams { total: 1, ready: 1, replaying: 0, blocked: 0 };
+        let mut obs = observation(Some(view(true, Some(ready(True)))), streams);
+        // No ClusterProvider: Unknown, which holds nothing up.
+        let st = git_target(&obs, &[], "t");
+        assert_eq!(get(&st.conditions, CLUSTER_PROVIDER_READY).status, Unknown);
+        assert_eq!(get(&st.conditions, SOURCE_CLUSTER_REACHABLE).reason, "LocalCluster");
+        assert_eq!(get(&st.conditions, READY).status, True);
+        // A ClusterProvider not Ready holds the GitTarget in progress.
+        obs.cluster_provider.ready = Some(Some(ready(False)));
+        let st = git_target(&obs, &[], "t");
+        let cp = get(&st.conditions, CLUSTER_PROVIDER_READY);
+        assert_eq!((cp.status, cp.reason.as_str()), (False, "ClusterProviderNotReady"));
+        assert!(cp.message.ends_with("is not Ready: it broke"), "{}", cp.message);
+        assert_eq!(get(&st.conditions, READY).reason, "ClusterProviderNotReady");
+        obs.cluster_provider.ready = Some(Some(ready(True)));
+        assert_eq!(get(&git_target(&obs, &[], "t").conditions, CLUSTER_PROVIDER_READY).status, True);
+        // Before discovery answers the source is not established: Ready Unknown.
+        obs.source_reachable = false;
+        let st = git_target(&obs, &[], "t");
+        assert_eq!(get(&st.conditions, SOURCE_CLUSTER_REACHABLE).reason, "AwaitingDiscovery");
+        let r = get(&st.conditions, READY);
+        assert_eq!((r.status, r.reason.as_str()), (Unknown, "AwaitingDiscovery"));
     }
 
     fn healthy() -> Streams {

@@ -23,6 +23,8 @@ fn healthy_target() -> Vec<Condition> {
         provider: Some(view),
         provider_ref: "gp".into(),
         streams: Streams { total: 1, ready: 1, ..Streams::default() },
+        cluster_provider: Default::default(),
+        source_reachable: true,
     };
     git_target(&obs, &[], "t0").conditions
 }
