@@ -103,6 +103,16 @@ fn a_secret_lands_sops_encrypted_to_a_generated_key_and_a_relist_makes_no_commit
     let annotations = &key_secret["metadata"]["annotations"];
     assert_eq!(annotations["configbutler.ai/age-recipient"], json!(recipient));
     assert_eq!(annotations["configbutler.ai/backup-warning"], json!("REMOVE_AFTER_BACKUP"));
+    // The GitTarget says its encryption is configured (the reference's
+    // EncryptionConfigured gate).
+    let encryption = || {
+        let t = m.api.store.lock().unwrap().get("gittargets", NS, "lab").unwrap();
+        t["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "EncryptionConfigured").cloned())
+            .map(|c| (c["status"].as_str().unwrap_or("").to_owned(), c["reason"].as_str().unwrap_or("").to_owned()))
+    };
+    m.wait("EncryptionConfigured", || encryption() == Some(("True".into(), "Succeeded".into())));
 
     m.act("alice", true, |s| {
         s.create("secrets", NS, secret("db")).unwrap();

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use rules::mirror::config::{GitProvider, GitTarget};
+use rules::mirror::encryption::{self, EncryptionCheck};
 use rules::mirror::message::Messages;
 use rules::mirror::status::{
     self, ClusterProviderView, Condition, ProviderCheck, ProviderView, Streams, TargetObservation,
@@ -216,6 +217,7 @@ impl Reporter {
             streams: observed.streams,
             cluster_provider,
             source_reachable: observed.resolved.is_some(),
+            encryption: self.check_encryption(&target).await,
         };
         let current = raw_target.data.get("status");
         let computed = status::git_target(&observation, &conditions(current), &stamp);
@@ -295,6 +297,28 @@ impl Reporter {
         let obj = raw_object(configbutler("ClusterProvider", "clusterproviders"), &raw);
         write(&mut self.writer, &obj, current, next).await;
         Some(status::ready(&computed.conditions).cloned())
+    }
+
+    /// `spec.encryption`, checked against its key Secret.
+    async fn check_encryption(&self, target: &GitTarget) -> EncryptionCheck {
+        let spec = target.spec.encryption.as_ref();
+        let secret = match encryption::plan(spec) {
+            Ok(Some(plan)) => plan.key_secret,
+            _ => None,
+        };
+        let keys = match &secret {
+            None => None,
+            Some(name) => match runtime::mirror::secret(&self.client, &self.namespace, name).await {
+                Ok(data) => data.map(|d| d.into_keys().collect::<Vec<_>>()),
+                Err(e) => {
+                    return EncryptionCheck::MissingSecret(format!(
+                        "reading Secret {}/{name} failed: {e}",
+                        self.namespace
+                    ));
+                }
+            },
+        };
+        encryption::check(spec, &self.namespace, keys.as_deref())
     }
 
     /// `signingPublicKey`: the public half of the provider's signing key,

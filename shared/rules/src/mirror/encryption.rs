@@ -131,9 +131,76 @@ pub fn dedupe_sorted(recipients: impl IntoIterator<Item = String>) -> Vec<String
     out
 }
 
+/// What checking a GitTarget's encryption found (ref: gitops-reverser
+/// `gittarget_controller.go` `evaluateEncryptionGate`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncryptionCheck {
+    /// No age encryption asked for.
+    NotRequired,
+    /// The recipients are there.
+    Ready,
+    /// The spec cannot be used (why).
+    InvalidConfig(String),
+    /// The key Secret is missing and will be generated (by the sidecar at
+    /// its start), or could not be read (why).
+    MissingSecret(String),
+    /// The key Secret is missing and `generateWhenMissing` is off (why).
+    SecretCreateDisabled(String),
+}
+
+/// The check, from the spec and what the key Secret holds (`None`: the
+/// Secret does not exist; its data keys otherwise).
+pub fn check(spec: Option<&EncryptionSpec>, ns: &str, secret_keys: Option<&[String]>) -> EncryptionCheck {
+    let plan = match plan(spec) {
+        Err(e) => return EncryptionCheck::InvalidConfig(e.to_string()),
+        Ok(None) => return EncryptionCheck::NotRequired,
+        Ok(Some(p)) => p,
+    };
+    let Some(secret) = plan.key_secret.as_deref() else {
+        return EncryptionCheck::Ready;
+    };
+    let has_key = secret_keys.is_some_and(|keys| has_agekey(keys.iter().map(String::as_str)));
+    match (secret_keys, has_key, plan.generate_when_missing) {
+        (_, true, _) => EncryptionCheck::Ready,
+        (_, false, true) => EncryptionCheck::MissingSecret(format!(
+            "Secret {ns}/{secret} holds no *.agekey yet; the sidecar generates one when it starts (generateWhenMissing)"
+        )),
+        (None, false, false) => EncryptionCheck::SecretCreateDisabled(format!(
+            "Secret {ns}/{secret} (spec.encryption.secretRef) is missing and generateWhenMissing is disabled; create it with an age key"
+        )),
+        (Some(_), false, false) => EncryptionCheck::InvalidConfig(format!(
+            "Secret {ns}/{secret} (spec.encryption.secretRef) holds no *.agekey entry; add one, or set generateWhenMissing"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_check_follows_the_references_encryption_gate() {
+        let spec = |extract: bool, generate: bool| -> EncryptionSpec {
+            serde_json::from_value(serde_json::json!({"provider": "sops", "secretRef": {"name": "sops-age"},
+                "age": {"enabled": true, "recipients": {"extractFromSecret": extract, "generateWhenMissing": generate,
+                        "publicKeys": if extract { serde_json::json!([]) } else { serde_json::json!(["age1x"]) }}}}))
+            .unwrap()
+        };
+        assert_eq!(check(None, "ns", None), EncryptionCheck::NotRequired);
+        assert_eq!(check(Some(&spec(false, false)), "ns", None), EncryptionCheck::Ready);
+        let key = ["20261204.agekey".to_string()];
+        assert_eq!(check(Some(&spec(true, false)), "ns", Some(&key)), EncryptionCheck::Ready);
+        assert!(
+            matches!(check(Some(&spec(true, false)), "ns", None), EncryptionCheck::SecretCreateDisabled(m) if m.contains("generateWhenMissing is disabled"))
+        );
+        assert!(matches!(check(Some(&spec(true, true)), "ns", None), EncryptionCheck::MissingSecret(_)));
+        assert!(
+            matches!(check(Some(&spec(true, false)), "ns", Some(&["other".to_string()])), EncryptionCheck::InvalidConfig(m) if m.contains("no *.agekey"))
+        );
+        assert!(
+            matches!(check(Some(&spec(false, true)), "ns", None), EncryptionCheck::InvalidConfig(m) if m.contains("requires extractFromSecret"))
+        );
+    }
     use crate::mirror::config::{AgeEncryptionSpec, AgeRecipientsSpec, NameRef};
 
     fn spec(public: &[&str], extract: bool, generate: bool, secret: Option<&str>) -> EncryptionSpec {

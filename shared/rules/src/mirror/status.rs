@@ -14,6 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::encryption::EncryptionCheck;
+
 /// `True`, `False`, `Unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ConditionStatus {
@@ -287,6 +289,8 @@ pub struct TargetObservation {
     pub cluster_provider: ClusterProviderView,
     /// API discovery of the watched cluster has answered.
     pub source_reachable: bool,
+    /// `spec.encryption`, checked.
+    pub encryption: EncryptionCheck,
 }
 
 /// What the GitTarget sees of its ClusterProvider.
@@ -299,6 +303,7 @@ pub struct ClusterProviderView {
 }
 
 pub const CLUSTER_PROVIDER_READY: &str = "ClusterProviderReady";
+pub const ENCRYPTION_CONFIGURED: &str = "EncryptionConfigured";
 pub const SOURCE_CLUSTER_REACHABLE: &str = "SourceClusterReachable";
 
 /// A GitTarget's status.
@@ -341,6 +346,20 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
         }
         Some(p) => {
             conds.push((VALIDATED, Verdict::new(True, SUCCEEDED, "Provider, branch, and placement validation passed")));
+            // A control-plane gate: a failure stalls (evaluateEncryptionGate).
+            let encryption = match &obs.encryption {
+                EncryptionCheck::NotRequired => {
+                    Verdict::new(True, "NotRequired", "SOPS age encryption is not enabled for this GitTarget")
+                }
+                EncryptionCheck::Ready => Verdict::new(True, SUCCEEDED, "Encryption configuration is valid"),
+                EncryptionCheck::InvalidConfig(m) => Verdict::new(False, "InvalidConfig", m.clone()),
+                EncryptionCheck::MissingSecret(m) => Verdict::new(False, "MissingSecret", m.clone()),
+                EncryptionCheck::SecretCreateDisabled(m) => Verdict::new(False, "SecretCreateDisabled", m.clone()),
+            };
+            if encryption.status == False {
+                rd.stalled(&encryption.reason, encryption.message.clone());
+            }
+            conds.push((ENCRYPTION_CONFIGURED, encryption));
             let provider = provider_ready(ns, p);
             if provider.status == False {
                 rd.progressing(False, &provider.reason, provider.message.clone());
@@ -466,11 +485,26 @@ mod tests {
             streams,
             cluster_provider: ClusterProviderView { name: "default".into(), ready: None },
             source_reachable: true,
+            encryption: EncryptionCheck::NotRequired,
         }
     }
 
     fn view(branch_allowed: bool, ready: Option<Condition>) -> ProviderView {
         ProviderView { name: "gp".into(), allowed_branches: vec!["main".into()], branch_allowed, ready }
+    }
+
+    #[test]
+    fn an_encryption_that_cannot_be_used_stalls_the_target() {
+        let streams = Streams { total: 1, ready: 1, replaying: 0, blocked: 0 };
+        let mut obs = observation(Some(view(true, None)), streams);
+        let st = git_target(&obs, &[], "t");
+        assert_eq!(get(&st.conditions, ENCRYPTION_CONFIGURED).reason, "NotRequired");
+        obs.encryption = EncryptionCheck::SecretCreateDisabled("create it".into());
+        let st = git_target(&obs, &[], "t");
+        let e = get(&st.conditions, ENCRYPTION_CONFIGURED);
+        assert_eq!((e.status, e.reason.as_str()), (False, "SecretCreateDisabled"));
+        assert_eq!(get(&st.conditions, STALLED).status, True);
+        assert_eq!(get(&st.conditions, READY).reason, "SecretCreateDisabled");
     }
 
     #[test]

@@ -25,6 +25,7 @@ fn healthy_target() -> Vec<Condition> {
         streams: Streams { total: 1, ready: 1, ..Streams::default() },
         cluster_provider: Default::default(),
         source_reachable: true,
+        encryption: crate::mirror::encryption::EncryptionCheck::NotRequired,
     };
     git_target(&obs, &[], "t0").conditions
 }
