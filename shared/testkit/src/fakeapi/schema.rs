@@ -18,14 +18,30 @@ pub fn default_and_prune(schema: &Value, value: &mut Value) {
     walk(schema, value, true);
 }
 
+/// How an object under `schema` treats its fields: the schemas of the
+/// known ones, that of any other (`additionalProperties`), and whether
+/// the unknown ones are kept.
+struct Fields<'a> {
+    props: Option<&'a Map<String, Value>>,
+    additional: Option<&'a Value>,
+    keep_unknown: bool,
+}
+
+impl<'a> Fields<'a> {
+    fn of(schema: &'a Value) -> Self {
+        let props = schema.get("properties").and_then(Value::as_object);
+        let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+        let keep_unknown =
+            preserves_unknown(schema) || additional.is_some() || (props.is_none() && schema.get("type").is_none());
+        Fields { props, additional, keep_unknown }
+    }
+}
+
 fn walk(schema: &Value, value: &mut Value, root: bool) {
     let embedded = root || schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
     match value {
         Value::Object(obj) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            let keep_unknown =
-                preserves_unknown(schema) || additional.is_some() || (props.is_none() && schema.get("type").is_none());
+            let Fields { props, additional, keep_unknown } = Fields::of(schema);
             let nullable = |s: Option<&Value>| s.and_then(|s| s.get("nullable")) == Some(&Value::Bool(true));
             obj.retain(|k, v| {
                 let sub = props.and_then(|p| p.get(k)).or(additional);
@@ -83,10 +99,7 @@ fn unknown(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<
     let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match value {
         Value::Object(obj) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            let keep_unknown =
-                preserves_unknown(schema) || additional.is_some() || (props.is_none() && schema.get("type").is_none());
+            let Fields { props, additional, keep_unknown } = Fields::of(schema);
             for (k, v) in obj {
                 if embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
                     continue;
