@@ -74,7 +74,7 @@ pub struct For {
 pub async fn run(
     client: kube::Client,
     serving: For,
-    mut sidecar: AttributionClient<Channel>,
+    sidecar: AttributionClient<Channel>,
     window: mpsc::Sender<Item>,
     mut ended: mpsc::Receiver<Ended>,
 ) {
@@ -87,29 +87,48 @@ pub async fn run(
     let mut seen: HashSet<String> = HashSet::new();
     // One-shot objects do not flap: no rate limit on their status.
     let mut writer = StatusWriter::new(client.clone(), Duration::ZERO);
+    // Requesters are resolved concurrently (each may wait out the grace for
+    // its fact); a resolved one comes back here.
+    let (attributed_tx, mut attributed) = mpsc::channel::<(Option<serde_json::Value>, Pending)>(64);
     loop {
         tokio::select! {
             event = events.next() => match event {
                 Some(Ok(Event::Apply(obj) | Event::InitApply(obj))) => {
-                    let Some(mut pending) = admit(&obj, &target, &mut seen, &mut sidecar, &route).await else { continue };
-                    let current = obj.data.get("status").cloned();
-                    let previous = conditions(current.as_ref());
-                    let next = status(&previous, pending.generation, &pending.attribution, None, &branch, &now());
-                    super::status::write(&mut writer, &pending.object, current.as_ref(), next.clone()).await;
-                    pending.status = Some(next);
-                    tracing::info!(
-                        commit_request = %format!("{namespace}/{}", pending.object.name),
-                        author = pending.attribution.author(),
-                        "CommitRequest registered; its window is finalized when the close delay ends"
-                    );
-                    if window.send(Item::Request(pending)).await.is_err() {
-                        return;
-                    }
+                    let Some(spec) = claim(&obj, &target, &mut seen) else { continue };
+                    let (mut sidecar, route, tx) = (sidecar.clone(), route.clone(), attributed_tx.clone());
+                    tokio::spawn(async move {
+                        let attribution = requester(&obj, &mut sidecar, &route).await;
+                        let pending = Pending {
+                            object: raw_object(resource(), &obj),
+                            generation: obj.metadata.generation.unwrap_or(1),
+                            attribution,
+                            message: spec.message(),
+                            // Anchored at attribution, as the reference's worker does.
+                            finalize_at: Instant::now() + Duration::from_secs(spec.close_delay_seconds()),
+                            status: None,
+                        };
+                        let _ = tx.send((obj.data.get("status").cloned(), pending)).await;
+                    });
                 }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => tracing::warn!(error = %e, "watching CommitRequests failed; retrying"),
                 None => return,
             },
+            resolved = attributed.recv() => {
+                let Some((current, mut pending)) = resolved else { return };
+                let previous = conditions(current.as_ref());
+                let next = status(&previous, pending.generation, &pending.attribution, None, &branch, &now());
+                super::status::write(&mut writer, &pending.object, current.as_ref(), next.clone()).await;
+                pending.status = Some(next);
+                tracing::info!(
+                    commit_request = %format!("{namespace}/{}", pending.object.name),
+                    author = pending.attribution.author(),
+                    "CommitRequest registered; its window is finalized when the close delay ends"
+                );
+                if window.send(Item::Request(pending)).await.is_err() {
+                    return;
+                }
+            }
             done = ended.recv() => {
                 let Some(Ended { pending, outcome }) = done else { return };
                 let current = pending.status.clone();
@@ -122,35 +141,15 @@ pub async fn run(
     }
 }
 
-/// A CommitRequest this watcher serves now: it names the GitTarget, has
-/// not ended, and was not handed over already. Its requester is resolved
-/// here (the sidecar waits out the grace for the fact).
-async fn admit(
-    obj: &DynamicObject,
-    target: &str,
-    seen: &mut HashSet<String>,
-    sidecar: &mut AttributionClient<Channel>,
-    route: &str,
-) -> Option<Pending> {
+/// The spec of a CommitRequest this watcher serves now: it names the
+/// GitTarget, has not ended, and was not claimed already.
+fn claim(obj: &DynamicObject, target: &str, seen: &mut HashSet<String>) -> Option<Spec> {
     let uid = obj.metadata.uid.clone().unwrap_or_default();
     let spec: Spec = obj.data.get("spec").and_then(|s| serde_json::from_value(s.clone()).ok())?;
-    if spec.target_ref.name != target || seen.contains(&uid) {
+    if spec.target_ref.name != target || !seen.insert(uid) {
         return None;
     }
-    if is_terminal(&conditions(obj.data.get("status"))) {
-        seen.insert(uid);
-        return None;
-    }
-    seen.insert(uid);
-    let attribution = requester(obj, sidecar, route).await;
-    Some(Pending {
-        object: raw_object(resource(), obj),
-        generation: obj.metadata.generation.unwrap_or(1),
-        attribution,
-        message: spec.message(),
-        finalize_at: Instant::now() + Duration::from_secs(spec.close_delay_seconds()),
-        status: None,
-    })
+    (!is_terminal(&conditions(obj.data.get("status")))).then_some(spec)
 }
 
 /// Who created the CommitRequest, by its own audit fact.
