@@ -259,11 +259,12 @@ impl Api {
     /// prune mode forbids it, observed removals (kept).
     fn filter(&self, changes: Vec<Change>, exclude_users: &[String]) -> Filtered {
         let mut f = Filtered::default();
+        let removes = self.policy().removes_on_event();
         for c in changes {
             if excluded_actor(c.author.as_ref().map(|a| a.username.as_str()), exclude_users) {
                 f.excluded += 1;
                 self.engine().metrics().mirror_excluded.get_or_create(&ReasonLabel { reason: "actor".into() }).inc();
-            } else if matches!(c.action, CommitAction::Delete) && !self.policy().removes_on_event() {
+            } else if matches!(c.action, CommitAction::Delete) && !removes {
                 f.kept += 1;
             } else {
                 f.changes.push(c);

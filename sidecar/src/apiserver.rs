@@ -2,7 +2,21 @@
 //! failed call says, naming the server and the bound, without the Debug
 //! text of the error types.
 
+use std::time::Duration;
+
 use runtime::kubeconfig::{Bounds, Unanswered};
+
+/// How long a watch may go without a byte before it is resumed: the API
+/// server sends a bookmark about every minute on a quiet type.
+pub const WATCH_SILENCE: Duration = Duration::from_secs(120);
+
+/// kube-runtime's watcher for the CRs the mirror follows (its GitTarget and
+/// GitProviders, the rules, CommitRequests): each watch request is renewed
+/// after 100 s, under [`WATCH_SILENCE`], so a quiet namespace renews it
+/// before the read bound trips.
+pub fn cr_watcher_config() -> kube::runtime::watcher::Config {
+    kube::runtime::watcher::Config::default().timeout(100)
+}
 
 /// The API server and the bounds of the calls to it.
 #[derive(Debug, Clone)]

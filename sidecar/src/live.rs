@@ -22,12 +22,9 @@ use runtime::metrics::Metrics;
 use runtime::mirror::configbutler;
 
 use crate::api::Api;
-use crate::apiserver::Server;
+use crate::apiserver::{Server, WATCH_SILENCE, cr_watcher_config};
 use crate::error::{Error, Result};
 use runtime::kubeconfig::Bounds;
-
-/// A watch request stays open this long, under the client's read bound.
-const WATCH_TIMEOUT_SECS: u32 = 100;
 
 /// Opens the writer a configuration describes (the clone stays: a reload
 /// opens the same directory again).
@@ -74,16 +71,16 @@ fn changed(seen: &mut Seen, kind: &str, event: &Event<DynamicObject>) -> bool {
 /// Watches until the process stops; every change reloads (or holds).
 pub async fn run(live: Live, api: Arc<Api>) -> Result<()> {
     let (ns, name) = crate::target::parse_target(&live.target)?;
-    let bounds = Bounds::new(live.git.request_timeout).with_read(std::time::Duration::from_secs(120));
+    let bounds = Bounds::new(live.git.request_timeout).with_read(WATCH_SILENCE);
     let (client, _) = Server::connect(live.git.kubeconfig.as_deref(), bounds).await?;
-    let config = || watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
     let targets: KubeApi<DynamicObject> =
         KubeApi::namespaced_with(client.clone(), &ns, &configbutler("GitTarget", "gittargets"));
     let providers: KubeApi<DynamicObject> =
         KubeApi::namespaced_with(client.clone(), &ns, &configbutler("GitProvider", "gitproviders"));
-    let targets =
-        watcher::watcher(targets, config().fields(&format!("metadata.name={name}"))).default_backoff().boxed();
-    let providers = watcher::watcher(providers, config()).default_backoff().boxed();
+    let targets = watcher::watcher(targets, cr_watcher_config().fields(&format!("metadata.name={name}")))
+        .default_backoff()
+        .boxed();
+    let providers = watcher::watcher(providers, cr_watcher_config()).default_backoff().boxed();
     let mut events = futures::stream::select(targets.map(|e| ("GitTarget", e)), providers.map(|e| ("GitProvider", e)));
     let mut seen = Seen::new();
     // The start loaded the configuration: the initial lists only record it.

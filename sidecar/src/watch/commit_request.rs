@@ -25,11 +25,7 @@ use tonic::transport::Channel;
 
 use super::status::raw_object;
 use super::stream::Item;
-
-/// How long one watch request of CommitRequests stays open: under the
-/// watcher's read bound (`WATCH_SILENCE`), so a quiet namespace renews it
-/// before the bound trips.
-const WATCH_TIMEOUT_SECS: u32 = 100;
+use crate::apiserver::cr_watcher_config;
 
 /// A CommitRequest handed to the commit window.
 #[derive(Debug, Clone)]
@@ -80,8 +76,7 @@ pub async fn run(
 ) {
     let For { namespace, target, branch, route } = serving;
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource());
-    let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
-    let events = watcher::watcher(api, config).default_backoff();
+    let events = watcher::watcher(api, cr_watcher_config()).default_backoff();
     tokio::pin!(events);
     // CommitRequests handed over, by uid: a relist sees them again.
     let mut seen: HashSet<String> = HashSet::new();

@@ -33,7 +33,7 @@ use runtime::shutdown::{Tasks, terminated};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::apiserver::Server;
+use crate::apiserver::{Server, WATCH_SILENCE};
 use crate::error::{Error, Result};
 use metrics::WatchMetrics;
 use readiness::{DISCOVERY, Outage, Readiness};
@@ -110,9 +110,6 @@ pub struct Args {
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(20);
 /// How often discovery and namespaces are read again (new CRDs, labels).
 const REDISCOVER: Duration = Duration::from_secs(60);
-/// How long a watch may go without a byte before it is resumed: the API
-/// server sends a bookmark about every minute on a quiet type.
-const WATCH_SILENCE: Duration = Duration::from_secs(120);
 /// How long to wait before reading discovery again after it failed.
 const RETRY_DISCOVERY: Duration = Duration::from_secs(5);
 

@@ -13,18 +13,16 @@ use kube::runtime::watcher::{self, Event};
 use runtime::mirror::configbutler;
 use tokio::sync::Notify;
 
-/// A watch request stays open this long, under the client's read bound.
-const WATCH_TIMEOUT_SECS: u32 = 100;
+use crate::apiserver::cr_watcher_config;
 
 /// Notifies `changed` on every change of the rules, until dropped.
 pub async fn run(client: kube::Client, namespace: String, changed: Arc<Notify>) {
-    let config = || watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
     let rules: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &namespace, &configbutler("WatchRule", "watchrules"));
     let cluster_rules: Api<DynamicObject> =
         Api::all_with(client, &configbutler("ClusterWatchRule", "clusterwatchrules"));
-    let rules = watcher::watcher(rules, config()).default_backoff().boxed();
-    let cluster_rules = watcher::watcher(cluster_rules, config()).default_backoff().boxed();
+    let rules = watcher::watcher(rules, cr_watcher_config()).default_backoff().boxed();
+    let cluster_rules = watcher::watcher(cluster_rules, cr_watcher_config()).default_backoff().boxed();
     let mut events = futures::stream::select(rules, cluster_rules);
     // The first lists describe what the pass already read.
     let mut listed = 0;

@@ -170,10 +170,11 @@ impl Reporter {
         };
 
         let stamp = now();
-        let view = match raw_provider.as_ref().and_then(|raw| decode::<GitProvider>(raw).map(|p| (raw, p))) {
+        let provider = raw_provider.as_ref().and_then(|raw| decode::<GitProvider>(raw).map(|p| (raw, p)));
+        let view = match &provider {
             None => None,
             Some((raw, provider)) => {
-                let check = self.check(raw, &provider).await;
+                let check = self.check(raw, provider).await;
                 let current = raw.data.get("status");
                 let computed = status::git_provider(
                     &ns,
@@ -187,7 +188,7 @@ impl Reporter {
                     "observedGeneration": computed.observed_generation,
                     "conditions": computed.conditions,
                 });
-                if let Some(key) = self.signing_public_key(raw, &provider).await {
+                if let Some(key) = self.signing_public_key(raw, provider).await {
                     next["signingPublicKey"] = json!(key);
                 }
                 let obj = raw_object(configbutler("GitProvider", "gitproviders"), raw);
@@ -201,8 +202,8 @@ impl Reporter {
             }
         };
         let loadable = view.as_ref().is_some_and(|v| v.branch_allowed);
-        if let (true, Some(provider)) = (self.started, raw_provider.as_ref().and_then(decode::<GitProvider>)) {
-            self.follow_changes(&target, &provider);
+        if let (true, Some((_, provider))) = (self.started, &provider) {
+            self.follow_changes(&target, provider);
         }
         let cluster_provider = ClusterProviderView {
             name: target.spec.cluster_provider().to_owned(),
@@ -301,11 +302,8 @@ impl Reporter {
 
     /// `spec.encryption`, checked against its key Secret.
     async fn check_encryption(&self, target: &GitTarget) -> EncryptionCheck {
-        let spec = target.spec.encryption.as_ref();
-        let secret = match encryption::plan(spec) {
-            Ok(Some(plan)) => plan.key_secret,
-            _ => None,
-        };
+        let plan = encryption::plan(target.spec.encryption.as_ref());
+        let secret = plan.as_ref().ok().and_then(|p| p.as_ref()).and_then(|p| p.key_secret.clone());
         let keys = match &secret {
             None => None,
             Some(name) => match runtime::mirror::secret(&self.client, &self.namespace, name).await {
@@ -318,7 +316,7 @@ impl Reporter {
                 }
             },
         };
-        encryption::check(spec, &self.namespace, keys.as_deref())
+        encryption::check(plan, &self.namespace, keys.as_deref())
     }
 
     /// `signingPublicKey`: the public half of the provider's signing key,

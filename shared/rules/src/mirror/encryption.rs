@@ -148,10 +148,14 @@ pub enum EncryptionCheck {
     SecretCreateDisabled(String),
 }
 
-/// The check, from the spec and what the key Secret holds (`None`: the
-/// Secret does not exist; its data keys otherwise).
-pub fn check(spec: Option<&EncryptionSpec>, ns: &str, secret_keys: Option<&[String]>) -> EncryptionCheck {
-    let plan = match plan(spec) {
+/// The check, from the spec's [`plan`] and what its key Secret holds
+/// (`None`: the Secret does not exist; its data keys otherwise).
+pub fn check(
+    plan: Result<Option<EncryptionPlan>, EncryptionSpecError>,
+    ns: &str,
+    secret_keys: Option<&[String]>,
+) -> EncryptionCheck {
+    let plan = match plan {
         Err(e) => return EncryptionCheck::InvalidConfig(e.to_string()),
         Ok(None) => return EncryptionCheck::NotRequired,
         Ok(Some(p)) => p,
@@ -186,19 +190,19 @@ mod tests {
                         "publicKeys": if extract { serde_json::json!([]) } else { serde_json::json!(["age1x"]) }}}}))
             .unwrap()
         };
-        assert_eq!(check(None, "ns", None), EncryptionCheck::NotRequired);
-        assert_eq!(check(Some(&spec(false, false)), "ns", None), EncryptionCheck::Ready);
+        assert_eq!(check(plan(None), "ns", None), EncryptionCheck::NotRequired);
+        assert_eq!(check(plan(Some(&spec(false, false))), "ns", None), EncryptionCheck::Ready);
         let key = ["20261204.agekey".to_string()];
-        assert_eq!(check(Some(&spec(true, false)), "ns", Some(&key)), EncryptionCheck::Ready);
+        assert_eq!(check(plan(Some(&spec(true, false))), "ns", Some(&key)), EncryptionCheck::Ready);
         assert!(
-            matches!(check(Some(&spec(true, false)), "ns", None), EncryptionCheck::SecretCreateDisabled(m) if m.contains("generateWhenMissing is disabled"))
+            matches!(check(plan(Some(&spec(true, false))), "ns", None), EncryptionCheck::SecretCreateDisabled(m) if m.contains("generateWhenMissing is disabled"))
         );
-        assert!(matches!(check(Some(&spec(true, true)), "ns", None), EncryptionCheck::MissingSecret(_)));
+        assert!(matches!(check(plan(Some(&spec(true, true))), "ns", None), EncryptionCheck::MissingSecret(_)));
         assert!(
-            matches!(check(Some(&spec(true, false)), "ns", Some(&["other".to_string()])), EncryptionCheck::InvalidConfig(m) if m.contains("no *.agekey"))
+            matches!(check(plan(Some(&spec(true, false))), "ns", Some(&["other".to_string()])), EncryptionCheck::InvalidConfig(m) if m.contains("no *.agekey"))
         );
         assert!(
-            matches!(check(Some(&spec(false, true)), "ns", None), EncryptionCheck::InvalidConfig(m) if m.contains("requires extractFromSecret"))
+            matches!(check(plan(Some(&spec(false, true))), "ns", None), EncryptionCheck::InvalidConfig(m) if m.contains("requires extractFromSecret"))
         );
     }
     use crate::mirror::config::{AgeEncryptionSpec, AgeRecipientsSpec, NameRef};

@@ -187,7 +187,8 @@ fn is_done(task: &Task) -> bool {
     st == "done" || st == "rejected"
 }
 
-fn human(secs: i64) -> String {
+/// `secs` from now for a reader: "in 4m", "2h ago".
+pub fn relative(secs: i64) -> String {
     let a = secs.unsigned_abs();
     let text = if a >= 2 * 86400 {
         format!("{}d", a / 86400)
@@ -379,8 +380,9 @@ fn count(task: &Task, f: impl Fn(&super::types::TaskStatus) -> Option<i64>) -> i
     task.status.as_ref().and_then(f).unwrap_or(0)
 }
 
-/// The park of `task`, explained (`None` when it is not parked).
-pub fn park(inputs: &Inputs<'_>, task: &Task) -> Option<ParkWhy> {
+/// The park of `task`, explained (`None` when it is not parked); `owned`
+/// is what [`owns`] found for it.
+fn park(inputs: &Inputs<'_>, task: &Task, owned: &[OwnedWhy]) -> Option<ParkWhy> {
     let reason = park_reason(task)?.to_string();
     let now = inputs.now;
     let st = task.status.clone().unwrap_or_default();
@@ -391,7 +393,6 @@ pub fn park(inputs: &Inputs<'_>, task: &Task) -> Option<ParkWhy> {
     let class = unpark_class(&reason);
     let project = inputs.projects.iter().find(|p| p.name() == task.spec.project_ref);
     let bot = project.map(|p| p.spec.scm.bot_login.as_str()).unwrap_or("");
-    let owned = owns(inputs.snap, task);
     let merged = owned.iter().any(|o| o.kind == ArtifactKind::MergeRequest && o.state.as_deref() == Some("merged"));
     let review = task.spec.kind.as_deref() == Some("review");
     let rounds = count(task, |s| s.human_review_rounds);
@@ -534,7 +535,7 @@ pub fn park(inputs: &Inputs<'_>, task: &Task) -> Option<ParkWhy> {
                 )),
                 None => held_by.push(format!(
                     "not armed yet: the unpark driver arms its first wait ({}) on its next pass",
-                    human(retry_wait_secs(spent)).trim_start_matches("in ")
+                    relative(retry_wait_secs(spent)).trim_start_matches("in ")
                 )),
                 Some(next) if next.as_second() > now.as_second() => {
                     clocks.push(Clock::new(
@@ -558,7 +559,8 @@ pub fn park(inputs: &Inputs<'_>, task: &Task) -> Option<ParkWhy> {
 /// Why `task` is where it is.
 pub fn task(inputs: &Inputs<'_>, task: &Task) -> TaskWhy {
     let state = state_of(task);
-    let park = park(inputs, task);
+    let owned = owns(inputs.snap, task);
+    let park = park(inputs, task, &owned);
     let admission = if park.is_none() && !is_done(task) { admission(inputs, task) } else { vec![] };
     let name = task.name().to_string();
     let summary = if task.metadata.deletion_timestamp.is_some() {
@@ -567,7 +569,7 @@ pub fn task(inputs: &Inputs<'_>, task: &Task) -> TaskWhy {
         let class = p.class.map_or("unclassified".to_string(), |c| c.label().to_string());
         let next = match (p.held_by.first(), p.clocks.first()) {
             (Some(held), _) => format!(": {held}"),
-            (None, Some(c)) if c.in_seconds > 0 => format!("; next: {} {}", c.what, human(c.in_seconds)),
+            (None, Some(c)) if c.in_seconds > 0 => format!("; next: {} {}", c.what, relative(c.in_seconds)),
             _ => String::new(),
         };
         format!("parked({}, unpark: {class}) at {state}{next}", p.reason)
@@ -597,7 +599,7 @@ pub fn task(inputs: &Inputs<'_>, task: &Task) -> TaskWhy {
         summary,
         park,
         admission,
-        owns: owns(inputs.snap, task),
+        owns: owned,
     }
 }
 
@@ -652,11 +654,6 @@ pub fn artifact(inputs: &Inputs<'_>, a: &Artifact) -> ArtifactWhy {
         ownership,
         owner,
     }
-}
-
-/// [`human`], for the printer: "in 4m", "2h ago".
-pub fn relative(secs: i64) -> String {
-    human(secs)
 }
 
 #[cfg(test)]
