@@ -123,6 +123,23 @@ def test_the_minimal_mirror_reads_no_secret_and_lists_no_namespace(chart: helm.C
     }
 
 
+def test_a_remote_source_reads_its_kubeconfig_secret_and_watches_nothing_here(chart: helm.Chart) -> None:
+    """sourceCluster: the watcher reads the ClusterProvider's kubeconfig Secret in
+    the release namespace (gitops-reverser's operator namespace) and lists its
+    types in the remote cluster, so this cluster grants no watch."""
+    mirror = {**MINIMAL_MIRROR, "sourceCluster": {"kubeConfigSecret": "prod-eu-kubeconfig", "insecureKubeconfigTLS": True}}
+    objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
+    assert not [o for o in objs if o["metadata"]["name"].endswith("-watch")], "no watch RBAC in the control cluster"
+    assert rules_of(only(objs, "Role", NAMESPACE, "-kubeconfig")) == {(("",), ("secrets",), ("prod-eu-kubeconfig",), ("get",))}
+    binding = only(objs, "RoleBinding", NAMESPACE, "-kubeconfig")
+    assert binding["roleRef"]["name"].endswith("-kubeconfig")
+    (deployment,) = [o for o in objs if o["kind"] == "Deployment"]
+    (watcher,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "watcher"]
+    assert f"--operator-namespace={NAMESPACE}" in watcher["args"]
+    assert "--insecure-kubeconfig-tls" in watcher["args"]
+    assert "--insecure-kubeconfig-exec" not in watcher["args"]
+
+
 def test_known_hosts_from_a_secret_and_signing_without_generate_are_reads_only(chart: helm.Chart) -> None:
     mirror = {**MINIMAL_MIRROR, "secrets": {"credentials": "git-ssh", "signing": {"name": "git-signing"},
                                              "knownHosts": {"kind": "Secret", "name": "git-ssh"}}}

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 pub mod bounds;
+pub mod throttle;
 pub use bounds::{Bounds, Unanswered};
+pub use throttle::ThrottleLayer;
 
 /// The configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +27,13 @@ pub enum KubeconfigError {
     /// A flag overriding the configuration cannot be applied.
     #[error("{flag} {value:?}: {cause}")]
     Flag { flag: &'static str, value: String, cause: String },
+
+    /// A remote cluster's kubeconfig (a ClusterProvider's Secret) cannot be
+    /// used.
+    #[error(
+        "cannot use the kubeconfig in Secret {secret}: {cause}; fix the Secret the ClusterProvider's spec.kubeConfig.secretRef names"
+    )]
+    Remote { secret: String, cause: String },
 
     /// A client cannot be built from the loaded configuration (its TLS
     /// material, say).
@@ -124,6 +133,28 @@ pub fn bounded_client(mut config: kube::Config, bounds: &Bounds) -> Result<(kube
     let client = kube::Client::try_from(config)
         .map_err(|e| KubeconfigError::Client { server: server.clone(), cause: crate::error_chain(&e) })?;
     Ok((client, server))
+}
+
+/// A client for a remote cluster from the kubeconfig held in Secret
+/// `secret` (already checked by `rules::mirror::source_cluster`), its calls
+/// held to `bounds` and paced by `throttle`; with the server it talks to.
+pub async fn remote_client(
+    raw: &[u8],
+    secret: &str,
+    bounds: &Bounds,
+    throttle: &ThrottleLayer,
+) -> Result<(kube::Client, String), KubeconfigError> {
+    let fail = |cause: String| KubeconfigError::Remote { secret: secret.to_owned(), cause };
+    let text = std::str::from_utf8(raw).map_err(|e| fail(format!("not UTF-8 text ({e})")))?;
+    let file = Kubeconfig::from_yaml(text).map_err(|e| fail(e.to_string()))?;
+    let mut config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| fail(e.to_string()))?;
+    bounds.apply(&mut config);
+    let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| KubeconfigError::Client { server: server.clone(), cause: crate::error_chain(&e) })?;
+    Ok((builder.with_layer(throttle).build(), server))
 }
 
 /// The kubeconfig file(s) `kubeconfig` or the environment name, read and

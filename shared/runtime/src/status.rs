@@ -138,6 +138,12 @@ impl StatusWriter {
         self.events
     }
 
+    /// Lets the next write of `obj` through whatever the interval: the
+    /// last one before the process stops.
+    pub fn forget(&mut self, obj: &Object) {
+        self.slots.remove(&obj.key());
+    }
+
     /// Writes `next` as `obj`'s status unless it is what `current` (the
     /// status as read) or the last write holds, or the last write is too
     /// recent; records an Event when Ready changed from `current`'s.

@@ -120,6 +120,14 @@ impl Mirror {
     }
 
     pub fn start_with(setup: impl FnOnce(&mut Setup), serve_args: &[&str], watch_args: &[&str]) -> Mirror {
+        let mut m = Self::start_held(setup, serve_args);
+        m.start_watcher(watch_args);
+        m
+    }
+
+    /// The fake API, the remote and the sidecar, with no watcher yet
+    /// ([`Mirror::spawn_watcher`] starts one that need not reconcile).
+    pub fn start_held(setup: impl FnOnce(&mut Setup), serve_args: &[&str]) -> Mirror {
         let dir = tempfile::tempdir().unwrap();
         let remote = dir.path().join("remote.git");
         std::fs::create_dir_all(&remote).unwrap();
@@ -154,13 +162,20 @@ impl Mirror {
         args.extend(serve_args.iter().map(|a| a.to_string()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let sidecar = Sidecar::builder("serve").args(&args).start();
-        let mut m =
-            Mirror { api, dir, remote, kubeconfig, sidecar, watcher: None, watcher_metrics: free_port().unwrap() };
-        m.start_watcher(watch_args);
-        m
+        Mirror { api, dir, remote, kubeconfig, sidecar, watcher: None, watcher_metrics: free_port().unwrap() }
     }
 
+    /// Starts the watcher and waits for its first reconcile.
     pub fn start_watcher(&mut self, extra: &[&str]) {
+        self.spawn_watcher(extra);
+        // Up once its first lists went to the sidecar.
+        self.wait("the watcher's first reconcile", || {
+            self.watcher_metric("gitopsreverser_mirror_reconciles_total") >= 1
+        });
+    }
+
+    /// Starts the watcher without waiting for it.
+    pub fn spawn_watcher(&mut self, extra: &[&str]) {
         // A short rescan unless the test picks its own.
         let rescan: &[&str] = if extra.contains(&"--rescan") { &[] } else { &["--rescan", "200ms"] };
         let child = Command::new(sidecar::binary())
@@ -178,10 +193,6 @@ impl Mirror {
             .spawn()
             .unwrap();
         self.watcher = Some(child);
-        // Up once its first lists went to the sidecar.
-        self.wait("the watcher's first reconcile", || {
-            self.watcher_metric("gitopsreverser_mirror_reconciles_total") >= 1
-        });
     }
 
     pub fn stop_watcher(&mut self) {

@@ -11,6 +11,7 @@ mod metrics;
 mod readiness;
 mod rule_status;
 mod rules_watch;
+mod source_cluster;
 mod status;
 mod stream;
 mod window;
@@ -39,6 +40,7 @@ use metrics::WatchMetrics;
 use readiness::{DISCOVERY, Outage, Readiness};
 use runtime::cli::parse_duration;
 use runtime::kubeconfig::Bounds;
+use source_cluster::Cluster;
 use stream::Shared;
 
 /// What is mirrored: a GitTarget's rules, or (without custom resources)
@@ -104,6 +106,8 @@ pub struct Args {
     /// writes every change.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub status_interval: Duration,
+    #[command(flatten)]
+    pub remote: source_cluster::RemoteArgs,
 }
 
 /// How long shutdown waits for the pending window to reach the sidecar.
@@ -141,15 +145,23 @@ pub async fn run(args: Args) -> Result<()> {
     let (streams_tx, streams_rx) = watch::channel(Default::default());
     let (live_tx, live_rx) =
         watch::channel(window::Live { policy: WindowPolicy::new(args.commit_window), prune: args.prune });
-    let (gone_tx, mut gone_rx) = watch::channel(false);
+    let (gone_tx, mut gone_rx) = watch::channel(None);
     let links = status::Links { reported: window::Reported::default(), live: live_tx, gone: gone_tx };
     let reported = links.reported.clone();
     let mut status_task = None;
+    let local = Cluster::local(client.clone(), watch_client.clone(), server.clone());
     let started = async {
-        let (source, route, branch) = match &args.git_target {
+        let (source, route, branch, cluster) = match &args.git_target {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
-                let mut r = status::Reporter::new(client.clone(), &namespace, &name, args.status_interval, links);
+                let mut r = status::Reporter::new(
+                    client.clone(),
+                    &namespace,
+                    &name,
+                    args.status_interval,
+                    links,
+                    args.remote.clone(),
+                );
                 if !r.until_loadable(args.rescan).await {
                     // Told to stop: the stop branch below ends the run.
                     std::future::pending::<()>().await;
@@ -161,6 +173,17 @@ pub async fn run(args: Args) -> Result<()> {
                         loaded.provider.metadata.name
                     ))
                 })?;
+                // The watched cluster: this one, or the ClusterProvider's remote.
+                let cluster = loop {
+                    let provider = loaded.cluster_provider.as_ref();
+                    match Cluster::of(&local, &client, provider, &args.remote, bounds).await {
+                        Ok(c) => break c,
+                        Err(why) => {
+                            tracing::warn!("the source cluster cannot be used yet (asked again each --rescan): {why}");
+                            tokio::time::sleep(args.rescan).await;
+                        }
+                    }
+                };
                 r.started(live);
                 status_task = Some(tokio::spawn(r.run(streams_rx, args.rescan)));
                 let route = args.route.clone().unwrap_or_else(|| loaded.audit_route());
@@ -172,18 +195,18 @@ pub async fn run(args: Args) -> Result<()> {
                     "watching for GitTarget"
                 );
                 let branch = loaded.target.spec.branch.clone();
-                (Source::Target { namespace, name }, route, Some(branch))
+                (Source::Target { namespace, name }, route, Some(branch), cluster)
             }
             None => {
                 let route = args.route.clone().unwrap_or_else(|| "default".into());
                 let source = Source::Flags { resources: args.resources.clone(), namespace: args.namespace.clone() };
-                (source, route, None)
+                (source, route, None, local.clone())
             }
         };
         let channel = connect(&args.socket).await;
-        Ok::<_, Error>((source, route, branch, channel))
+        Ok::<_, Error>((source, route, branch, cluster, channel))
     };
-    let (source, route, branch, channel) = tokio::select! {
+    let (source, route, branch, cluster, channel) = tokio::select! {
         started = started => started?,
         _ = &mut stop => {
             tracing::info!("shutting down before the watch started");
@@ -215,9 +238,9 @@ pub async fn run(args: Args) -> Result<()> {
     };
     let window_task = tokio::spawn(window::run(rx, AttributionClient::new(channel), settings, metrics.clone()));
     let shared = Shared {
-        client: client.clone(),
-        watch_client: watch_client.clone(),
-        server: server.clone(),
+        client: cluster.client.clone(),
+        watch_client: cluster.watch_client.clone(),
+        server: cluster.server.clone(),
         readiness: readiness.clone(),
         tx,
         metrics: metrics.clone(),
@@ -237,17 +260,21 @@ pub async fn run(args: Args) -> Result<()> {
         served: Vec::new(),
         discovered_at: None,
         discovery: Outage::default(),
+        reach: Default::default(),
         rules: Outage::default(),
         rescan: args.rescan,
     };
     loop {
         // Every call below is bounded, and a stop ends any of them at once.
         let wait = tokio::select! {
-            wait = pass.run(&client, &server, &source, &readiness, &mut supervisor, &metrics) => wait?,
+            wait = pass.run(&client, &server, &cluster, &source, &readiness, &mut supervisor, &metrics) => wait?,
             _ = &mut stop => break,
             _ = gone(&mut gone_rx) => break,
         };
-        streams_tx.send_replace(rule_status::Observed::of(&supervisor));
+        let mut observed = rule_status::Observed::of(&supervisor);
+        observed.remote = cluster.remote;
+        observed.discovery = pass.reach.clone();
+        streams_tx.send_replace(observed);
         tokio::select! {
             _ = &mut stop => break,
             _ = gone(&mut gone_rx) => break,
@@ -277,12 +304,14 @@ pub async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// Resolves once the GitTarget is deleted (never without one).
-async fn gone(rx: &mut watch::Receiver<bool>) {
-    if rx.wait_for(|gone| *gone).await.is_err() {
-        std::future::pending::<()>().await;
-    }
-    tracing::info!("the GitTarget was deleted: its mirror stops (the pending window goes to the sidecar first)");
+/// Resolves once the GitTarget is deleted or may no longer be mirrored
+/// (never without one).
+async fn gone(rx: &mut watch::Receiver<Option<String>>) {
+    let why = match rx.wait_for(Option::is_some).await {
+        Ok(why) => why.clone().unwrap_or_default(),
+        Err(_) => std::future::pending::<String>().await,
+    };
+    tracing::info!("{why}: its mirror stops (the pending window goes to the sidecar first)");
 }
 
 /// One read of discovery (when due) and the rules, applied to the watches.
@@ -290,6 +319,8 @@ struct Pass {
     served: Vec<Served>,
     discovered_at: Option<tokio::time::Instant>,
     discovery: Outage,
+    /// What the watched cluster's discovery last answered (SourceClusterReachable).
+    reach: rules::mirror::source_cluster::Discovery,
     rules: Outage,
     rescan: Duration,
 }
@@ -297,25 +328,29 @@ struct Pass {
 impl Pass {
     /// Returns how soon to run again when sooner than the rescan (discovery
     /// failed); an error ends the watcher (a `--resource` no server serves).
+    #[allow(clippy::too_many_arguments)]
     async fn run(
         &mut self,
         client: &kube::Client,
         server: &Server,
+        cluster: &Cluster,
         source: &Source,
         readiness: &Readiness,
         supervisor: &mut Supervisor,
         metrics: &WatchMetrics,
     ) -> Result<Option<Duration>> {
         if self.discovered_at.is_none_or(|t| t.elapsed() >= REDISCOVER) {
-            match mirror::served(client).await {
+            match mirror::served(&cluster.client).await {
                 Ok(s) => {
+                    self.reach = rules::mirror::source_cluster::Discovery::Answered;
                     self.served = s;
                     self.discovered_at = Some(tokio::time::Instant::now());
                     self.discovery.recovered("API discovery");
                     readiness.ok(DISCOVERY);
                 }
                 Err(e) => {
-                    let why = server.mirror_failure(&e);
+                    let why = cluster.server.mirror_failure(&e);
+                    self.reach = source_cluster::discovery_failed(&cluster.server, &e);
                     readiness.failing(DISCOVERY, &why, false);
                     if self.discovered_at.is_none() {
                         // Nothing to resolve against: a name cannot be
@@ -327,7 +362,7 @@ impl Pass {
                 }
             }
         }
-        match resolve(client, source, &self.served).await {
+        match resolve(client, &cluster.client, source, &self.served).await {
             Ok(resolved) => {
                 self.rules.recovered("reading the rules");
                 if let Source::Flags { .. } = source
@@ -354,15 +389,21 @@ impl Pass {
     }
 }
 
-/// The types to watch now.
-async fn resolve(client: &kube::Client, source: &Source, served: &[Served]) -> Result<Resolved> {
+/// The types to watch now: the rules from the control cluster (`client`),
+/// the namespaces from the watched one.
+async fn resolve(
+    client: &kube::Client,
+    watched: &kube::Client,
+    source: &Source,
+    served: &[Served],
+) -> Result<Resolved> {
     Ok(match source {
         Source::Flags { resources, namespace } => watch_rules::from_flags(resources, namespace.as_deref(), served),
         Source::Target { namespace, name } => {
             let loaded = mirror::load(client, namespace, name).await.map_err(runtime::Error::from)?;
             let (rules, cluster_rules) = mirror::rules(client, namespace).await.map_err(runtime::Error::from)?;
             let namespaces = if loaded.target.spec.allowed_source_namespaces.is_some() {
-                mirror::namespaces(client).await
+                mirror::namespaces(watched).await
             } else {
                 Vec::new()
             };

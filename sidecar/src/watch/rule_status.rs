@@ -34,6 +34,10 @@ pub struct Observed {
     pub resolved: Option<Arc<Resolved>>,
     /// The state of each running watch, by type key (one per scope).
     pub states: BTreeMap<String, Vec<StreamState>>,
+    /// Whether the watched cluster is a remote, and what its discovery
+    /// last answered.
+    pub remote: bool,
+    pub discovery: rules::mirror::source_cluster::Discovery,
 }
 
 impl Observed {
@@ -50,6 +54,8 @@ impl Observed {
             started: true,
             resolved: supervisor.last.clone(),
             states,
+            remote: false,
+            discovery: Default::default(),
         }
     }
 }

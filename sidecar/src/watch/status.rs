@@ -11,12 +11,12 @@
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject};
-use rules::mirror::config::{GitProvider, GitTarget};
+use rules::mirror::config::{ClusterProvider, GitProvider, GitTarget};
 use rules::mirror::encryption::{self, EncryptionCheck};
 use rules::mirror::message::Messages;
-use rules::mirror::status::{
-    self, ClusterProviderView, Condition, ProviderCheck, ProviderView, Streams, TargetObservation,
-};
+use rules::mirror::rule_status::KubeConfigCheck;
+use rules::mirror::source_cluster::{self, Refusal};
+use rules::mirror::status::{self, ClusterProviderView, ProviderCheck, ProviderView, Streams, TargetObservation};
 use runtime::mirror::configbutler;
 use runtime::status::{Object, StatusWriter, conditions, now};
 use serde_json::{Value, json};
@@ -24,6 +24,7 @@ use tokio::sync::watch;
 
 use super::Supervisor;
 use super::rule_status::{self, Observed};
+use super::source_cluster::RemoteArgs;
 use super::window::{Live, Reported};
 use crate::target::CredentialError;
 use rules::mirror::rule_status as rule_status_rules;
@@ -47,8 +48,9 @@ pub struct Links {
     pub reported: Reported,
     /// The commit window and prune mode, sent again when they change.
     pub live: watch::Sender<Live>,
-    /// Set once the GitTarget is deleted: the mirror stops.
-    pub gone: watch::Sender<bool>,
+    /// Set, with the reason, once the GitTarget is deleted or may no
+    /// longer be mirrored: the mirror stops.
+    pub gone: watch::Sender<Option<String>>,
 }
 
 /// Reports the status of one GitTarget and its GitProvider.
@@ -63,6 +65,27 @@ pub struct Reporter {
     started: bool,
     /// The signing public key, by the provider's resourceVersion.
     signing: Option<(String, Instant, Option<String>)>,
+    /// How a remote ClusterProvider's kubeconfig is judged.
+    remote: RemoteArgs,
+}
+
+/// What the GitTarget's ClusterProvider says of it.
+struct SourceSide {
+    view: ClusterProviderView,
+    /// The ClusterProvider names a remote cluster.
+    remote: bool,
+    /// Why the GitTarget's namespace may not mirror through it (its
+    /// Validated gate); `None` when it may, or when that could not be read.
+    admission: Option<Refusal>,
+    /// Why its kubeconfig cannot be used (the ClusterProvider's own
+    /// Validated, projected onto the GitTarget as ClusterProviderReady).
+    unusable: Option<Refusal>,
+}
+
+impl SourceSide {
+    fn refusal(&self) -> Option<&Refusal> {
+        self.admission.as_ref().or(self.unusable.as_ref())
+    }
 }
 
 /// The streams the supervisor runs: each watch loop alive is ready (it
@@ -97,7 +120,14 @@ pub(super) async fn write(writer: &mut StatusWriter, obj: &Object, current: Opti
 }
 
 impl Reporter {
-    pub fn new(client: kube::Client, namespace: &str, name: &str, min_interval: Duration, links: Links) -> Self {
+    pub fn new(
+        client: kube::Client,
+        namespace: &str,
+        name: &str,
+        min_interval: Duration,
+        links: Links,
+        remote: RemoteArgs,
+    ) -> Self {
         Reporter {
             writer: StatusWriter::new(client.clone(), min_interval),
             client,
@@ -107,6 +137,7 @@ impl Reporter {
             links,
             started: false,
             signing: None,
+            remote,
         }
     }
 
@@ -143,7 +174,7 @@ impl Reporter {
             Ok(Some(t)) => t,
             Ok(None) => {
                 if self.started {
-                    self.links.gone.send_replace(true);
+                    self.links.gone.send_replace(Some("the GitTarget was deleted".into()));
                 } else {
                     tracing::warn!(target = %format!("{ns}/{}", self.name), "the GitTarget does not exist; nothing to report on");
                 }
@@ -201,14 +232,17 @@ impl Reporter {
                 })
             }
         };
-        let loadable = view.as_ref().is_some_and(|v| v.branch_allowed);
+        let branch_allowed = view.as_ref().is_some_and(|v| v.branch_allowed);
         if let (true, Some((_, provider))) = (self.started, &provider) {
             self.follow_changes(&target, provider);
         }
-        let cluster_provider = ClusterProviderView {
-            name: target.spec.cluster_provider().to_owned(),
-            ready: self.report_cluster_provider(target.spec.cluster_provider(), &stamp).await,
-        };
+        let side = self.report_cluster_provider(target.spec.cluster_provider(), &stamp).await;
+        let loadable = branch_allowed && side.refusal().is_none();
+        // Told once the status says why: a running mirror stops.
+        let revoked = side.refusal().filter(|_| self.started).map(|r| {
+            tracing::warn!(reason = r.reason, "{}", r.message);
+            format!("the GitTarget may no longer be mirrored ({})", r.reason)
+        });
         let observation = TargetObservation {
             namespace: ns.clone(),
             branch: target.spec.branch.clone(),
@@ -216,8 +250,10 @@ impl Reporter {
             provider: view,
             provider_ref,
             streams: observed.streams,
-            cluster_provider,
-            source_reachable: observed.resolved.is_some(),
+            cluster_provider: side.view,
+            remote: side.remote,
+            discovery: observed.discovery.clone(),
+            admission: side.admission,
             encryption: self.check_encryption(&target).await,
         };
         let current = raw_target.data.get("status");
@@ -249,9 +285,16 @@ impl Reporter {
             (None, None) => {}
         }
         let obj = raw_object(configbutler("GitTarget", "gittargets"), &raw_target);
+        if revoked.is_some() {
+            // The mirror stops next: its reason is written now, not deferred.
+            self.writer.forget(&obj);
+        }
         write(&mut self.writer, &obj, current, next).await;
         let target = (ns.as_str(), self.name.as_str());
         rule_status::report(&self.client, &mut self.writer, target, &computed.conditions, observed, &stamp).await;
+        if revoked.is_some() {
+            self.links.gone.send_replace(revoked);
+        }
         loadable
     }
 
@@ -274,30 +317,70 @@ impl Reporter {
         });
     }
 
-    /// The ClusterProvider's status (Validated, Ready). It depends on the
-    /// ClusterProvider alone, so every watcher mirroring through it writes
-    /// the same status and a second write is no write.
-    /// Its Ready condition as written (`None`: no such ClusterProvider;
-    /// `Some(None)`: it could not be read now).
-    async fn report_cluster_provider(&mut self, name: &str, stamp: &str) -> Option<Option<Condition>> {
+    /// The ClusterProvider's status (Validated, Ready), and what it says
+    /// of this GitTarget. The status depends on the ClusterProvider (and
+    /// its kubeconfig Secret) alone, so every watcher mirroring through it
+    /// writes the same and a second write is no write.
+    async fn report_cluster_provider(&mut self, name: &str, stamp: &str) -> SourceSide {
+        let mut side = SourceSide {
+            view: ClusterProviderView { name: name.to_owned(), ready: Some(None) },
+            remote: false,
+            admission: None,
+            unusable: None,
+        };
         let api: Api<DynamicObject> =
             Api::all_with(self.client.clone(), &configbutler("ClusterProvider", "clusterproviders"));
         let raw = match api.get_opt(name).await {
             Ok(Some(raw)) => raw,
-            Ok(None) => return None,
+            Ok(None) => {
+                side.view.ready = None;
+                return side;
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "reading the ClusterProvider for its status failed");
-                return Some(None);
+                return side;
             }
         };
+        let Some(provider) = decode::<ClusterProvider>(&raw) else {
+            tracing::warn!("the ClusterProvider does not have the shape of its CRD; no status written");
+            return side;
+        };
+        side.remote = provider.spec.kube_config.is_some();
+        // The namespace's admission first, as the GitTarget's Validated
+        // gate orders it; a failed read of the labels decides nothing.
+        let labels = match provider.spec.allowed_namespaces.as_ref() {
+            Some(m) if m.selector.is_some() && !m.names.contains(&self.namespace) => {
+                match runtime::mirror::namespace_labels(&self.client, &self.namespace).await {
+                    Ok(l) => Some(l),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reading the GitTarget's Namespace for its admission failed");
+                        None
+                    }
+                }
+            }
+            _ => Some(Default::default()),
+        };
+        if let Some(labels) = labels {
+            side.admission = source_cluster::admit(name, Some(&provider.spec), &self.namespace, &labels).err();
+        }
+        let check = match super::source_cluster::check(&self.client, &provider, &self.remote).await {
+            Ok(c) => c.check,
+            Err(e) => {
+                tracing::warn!("{e}; the ClusterProvider's status is left as it is");
+                return side;
+            }
+        };
+        if let KubeConfigCheck::Refused(r) = &check {
+            side.unusable = Some(r.clone());
+        }
         let current = raw.data.get("status");
-        let has_kube_config = raw.data.get("spec").and_then(|s| s.get("kubeConfig")).is_some_and(|k| !k.is_null());
         let generation = raw.metadata.generation.unwrap_or(0);
-        let computed = rule_status_rules::cluster_provider(generation, has_kube_config, &conditions(current), stamp);
+        let computed = rule_status_rules::cluster_provider(generation, &check, &conditions(current), stamp);
         let next = json!({"observedGeneration": computed.observed_generation, "conditions": computed.conditions});
         let obj = raw_object(configbutler("ClusterProvider", "clusterproviders"), &raw);
         write(&mut self.writer, &obj, current, next).await;
-        Some(status::ready(&computed.conditions).cloned())
+        side.view.ready = Some(status::ready(&computed.conditions).cloned());
+        side
     }
 
     /// `spec.encryption`, checked against its key Secret.

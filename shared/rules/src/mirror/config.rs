@@ -511,6 +511,33 @@ pub struct ClusterProviderSpec {
     /// clusterprovider_types.go:95-107).
     #[serde(default)]
     pub allow_source_namespace_override: bool,
+    /// The remote cluster this provider names (Flux's
+    /// `KubeConfigReference`); omitted, the cluster the mirror runs in
+    /// (clusterprovider_types.go:58-68, `super::source_cluster`).
+    #[serde(default)]
+    pub kube_config: Option<KubeConfigReference>,
+    /// The remote client's queries per second and burst; omitted, the
+    /// watcher's `--source-cluster-qps` / `--source-cluster-burst`.
+    #[serde(default)]
+    pub qps: Option<i32>,
+    #[serde(default)]
+    pub burst: Option<i32>,
+}
+
+/// Flux's `meta.KubeConfigReference`: only `secretRef` is honoured (the CRD
+/// refuses `configMapRef`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KubeConfigReference {
+    #[serde(default)]
+    pub secret_ref: Option<SecretKeyReference>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct SecretKeyReference {
+    pub name: String,
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

@@ -6,7 +6,9 @@
 //!   ClusterProvider as plain data.
 //! - [`watch_rules`]: which types are watched, where, for which operations;
 //!   [`resource_policy`]: the types `resources: ["*"]` never reaches;
-//!   [`source_namespace`]: which namespaces a WatchRule may watch.
+//!   [`source_namespace`]: which namespaces a WatchRule may watch;
+//!   [`source_cluster`]: which cluster is watched (a ClusterProvider's
+//!   kubeconfig, its admission of the GitTarget's namespace).
 //! - [`select`]: which events are mirrored (operations, excluded field
 //!   managers and actors, sensitive types).
 //! - [`credentials`]: which Secret keys hold the remote's and the
@@ -39,6 +41,7 @@ pub mod reconcile;
 pub mod resource_policy;
 pub mod rule_status;
 pub mod select;
+pub mod source_cluster;
 pub mod source_namespace;
 pub mod status;
 pub mod template;

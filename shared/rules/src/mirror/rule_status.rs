@@ -16,6 +16,7 @@
 
 use serde::Serialize;
 
+use super::source_cluster::Refusal;
 use super::source_namespace::CONDITION as SOURCE_NAMESPACE_AUTHORIZED;
 use super::status::{
     Condition, ConditionStatus, PROGRESSING, READY, RECONCILING, Readiness, STALLED, STREAMS_RUNNING, SUCCEEDED,
@@ -315,26 +316,33 @@ pub struct ProviderStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// A ClusterProvider without `spec.kubeConfig` names the cluster the
-/// mirror runs in: Validated True `InCluster` and Ready with the same
-/// message (clusterprovider_controller.go:113-140). The mirror watches no
-/// other cluster, so a kubeConfig is refused as the reference refuses one
-/// it cannot use: Validated False, stalled.
-pub fn cluster_provider(generation: i64, has_kube_config: bool, previous: &[Condition], now: &str) -> ProviderStatus {
+/// How a ClusterProvider's kubeconfig was judged (`source_cluster`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KubeConfigCheck {
+    /// No `spec.kubeConfig`: the cluster the mirror runs in.
+    InCluster,
+    /// The Secret (`namespace/name`) holds a usable kubeconfig.
+    Validated(String),
+    Refused(Refusal),
+}
+
+/// A ClusterProvider's Validated and readiness
+/// (clusterprovider_controller.go:148-236): without `spec.kubeConfig`,
+/// Validated True `InCluster`; with one, `Validated` once its Secret holds
+/// a safe kubeconfig, else False with the `KubeConfig*` reason, stalled.
+/// It never dials: reachability is the GitTarget's SourceClusterReachable.
+pub fn cluster_provider(generation: i64, check: &KubeConfigCheck, previous: &[Condition], now: &str) -> ProviderStatus {
     use ConditionStatus::{False, True};
-    let (validated, reason, message) = if has_kube_config {
-        (
-            False,
-            "KubeConfigNotSupported",
-            "spec.kubeConfig names another cluster; this mirror watches only the cluster it runs in: remove \
-             spec.kubeConfig or run the mirror in that cluster",
-        )
-    } else {
-        (True, IN_CLUSTER, "in-cluster provider (no kubeConfig); the operator's own cluster")
+    let (validated, reason, message) = match check {
+        KubeConfigCheck::InCluster => {
+            (True, IN_CLUSTER, "in-cluster provider (no kubeConfig); the operator's own cluster".to_owned())
+        }
+        KubeConfigCheck::Validated(secret) => (True, VALIDATED, format!("kubeconfig Secret {secret} validated")),
+        KubeConfigCheck::Refused(r) => (False, r.reason, r.message.clone()),
     };
-    let mut rd = Readiness::new(message, "ClusterProvider is not stalled");
+    let mut rd = Readiness::new(&message, "ClusterProvider is not stalled");
     if validated == False {
-        rd.stalled(reason, message);
+        rd.stalled(reason, message.clone());
     }
     let mut all: Vec<(&str, Verdict)> = vec![(VALIDATED, Verdict::new(validated, reason, message))];
     all.extend(rd.trio());

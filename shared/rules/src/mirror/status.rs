@@ -15,6 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::encryption::EncryptionCheck;
+use super::source_cluster::{Discovery, Refusal, reachability};
 
 /// `True`, `False`, `Unknown`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -287,8 +288,13 @@ pub struct TargetObservation {
     /// The GitTarget's ClusterProvider (`spec.clusterProviderRef`, else
     /// `default`).
     pub cluster_provider: ClusterProviderView,
-    /// API discovery of the watched cluster has answered.
-    pub source_reachable: bool,
+    /// Whether the watched cluster is a remote one (the ClusterProvider's
+    /// `spec.kubeConfig`), and what its discovery last answered.
+    pub remote: bool,
+    pub discovery: Discovery,
+    /// The ClusterProvider's refusal of the GitTarget's namespace
+    /// (`source_cluster::admit`).
+    pub admission: Option<Refusal>,
     /// `spec.encryption`, checked.
     pub encryption: EncryptionCheck,
 }
@@ -344,6 +350,15 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
             conds
                 .push((STREAMS_RUNNING, Verdict::new(Unknown, "NotReady", "validation failed; streams not evaluated")));
         }
+        // After the branch, the namespace's admission by the ClusterProvider
+        // (gittarget_controller.go:333-347): nothing is watched.
+        Some(p) if let Some(refusal) = &obs.admission => {
+            rd.stalled(refusal.reason, refusal.message.clone());
+            conds.push((VALIDATED, Verdict::new(False, refusal.reason, refusal.message.clone())));
+            conds.push((GIT_PROVIDER_READY, provider_ready(ns, p)));
+            conds
+                .push((STREAMS_RUNNING, Verdict::new(Unknown, "NotReady", "validation failed; streams not evaluated")));
+        }
         Some(p) => {
             conds.push((VALIDATED, Verdict::new(True, SUCCEEDED, "Provider, branch, and placement validation passed")));
             // A control-plane gate: a failure stalls (evaluateEncryptionGate).
@@ -372,13 +387,9 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
             if cp.status == False {
                 rd.progressing(False, &cp.reason, cp.message.clone());
             }
-            let reach = if obs.source_reachable {
-                Verdict::new(True, "LocalCluster", "the mirror watches the cluster it runs in")
-            } else {
-                Verdict::new(Unknown, "AwaitingDiscovery", "API discovery of the source cluster has not answered yet")
-            };
-            if reach.status == Unknown {
-                rd.progressing(Unknown, &reach.reason, reach.message.clone());
+            let reach = reachability(obs.remote, &obs.discovery);
+            if reach.status != True {
+                rd.progressing(reach.status, &reach.reason, reach.message.clone());
             }
             conds.push((SOURCE_CLUSTER_REACHABLE, reach));
             conds.push((CLUSTER_PROVIDER_READY, cp));
@@ -484,7 +495,9 @@ mod tests {
             provider_ref: "gp".into(),
             streams,
             cluster_provider: ClusterProviderView { name: "default".into(), ready: None },
-            source_reachable: true,
+            remote: false,
+            discovery: Discovery::Answered,
+            admission: None,
             encryption: EncryptionCheck::NotRequired,
         }
     }
@@ -534,11 +547,38 @@ mod tests {
         obs.cluster_provider.ready = Some(Some(ready(True)));
         assert_eq!(get(&git_target(&obs, &[], "t").conditions, CLUSTER_PROVIDER_READY).status, True);
         // Before discovery answers the source is not established: Ready Unknown.
-        obs.source_reachable = false;
+        obs.discovery = Discovery::Awaiting;
         let st = git_target(&obs, &[], "t");
         assert_eq!(get(&st.conditions, SOURCE_CLUSTER_REACHABLE).reason, "AwaitingDiscovery");
         let r = get(&st.conditions, READY);
         assert_eq!((r.status, r.reason.as_str()), (Unknown, "AwaitingDiscovery"));
+        // A remote that refused the credential: Ready False, not stalled.
+        obs.remote = true;
+        obs.discovery = Discovery::Refused { code: 401, message: "Unauthorized".into() };
+        let st = git_target(&obs, &[], "t");
+        let reach = get(&st.conditions, SOURCE_CLUSTER_REACHABLE);
+        assert_eq!((reach.status, reach.reason.as_str()), (False, "SourceClusterAuthenticationFailed"));
+        assert_eq!(get(&st.conditions, READY).reason, "SourceClusterAuthenticationFailed");
+        assert_eq!(get(&st.conditions, STALLED).status, False);
+        obs.discovery = Discovery::Answered;
+        let reach = get(&git_target(&obs, &[], "t").conditions, SOURCE_CLUSTER_REACHABLE).clone();
+        assert_eq!((reach.status, reach.reason.as_str()), (True, "SourceClusterReachable"));
+    }
+
+    #[test]
+    fn a_namespace_the_clusterprovider_does_not_admit_fails_validation() {
+        // gittarget_controller.go:333-347, after the branch.
+        let mut obs = observation(Some(view(true, None)), healthy());
+        obs.admission = Some(Refusal { reason: "NamespaceNotAuthorized", message: "not admitted".into() });
+        let st = git_target(&obs, &[], "t");
+        let v = get(&st.conditions, VALIDATED);
+        assert_eq!(
+            (v.status, v.reason.as_str(), v.message.as_str()),
+            (False, "NamespaceNotAuthorized", "not admitted")
+        );
+        assert_eq!(get(&st.conditions, STALLED).status, True);
+        assert_eq!(get(&st.conditions, READY).status, False);
+        assert_eq!(get(&st.conditions, STREAMS_RUNNING).status, Unknown);
     }
 
     fn healthy() -> Streams {

@@ -24,7 +24,9 @@ fn healthy_target() -> Vec<Condition> {
         provider_ref: "gp".into(),
         streams: Streams { total: 1, ready: 1, ..Streams::default() },
         cluster_provider: Default::default(),
-        source_reachable: true,
+        remote: false,
+        discovery: crate::mirror::source_cluster::Discovery::Answered,
+        admission: None,
         encryption: crate::mirror::encryption::EncryptionCheck::NotRequired,
     };
     git_target(&obs, &[], "t0").conditions
@@ -203,14 +205,21 @@ fn an_unchanged_rule_keeps_its_transition_times() {
 #[test]
 fn a_clusterprovider_without_kubeconfig_is_validated_in_cluster() {
     // clusterprovider_controller.go:113-140.
-    let st = cluster_provider(2, false, &[], "t0");
+    let st = cluster_provider(2, &KubeConfigCheck::InCluster, &[], "t0");
     let v = get(&st.conditions, VALIDATED);
     assert_eq!((v.status, v.reason.as_str()), (True, IN_CLUSTER));
     let r = get(&st.conditions, READY);
     assert_eq!((r.status, r.reason.as_str(), r.message.as_str()), (True, SUCCEEDED, v.message.as_str()));
     assert_eq!(st.observed_generation, 2);
-    let bad = cluster_provider(3, true, &st.conditions, "t1");
+    let refused = Refusal { reason: "KubeConfigExecNotAllowed", message: "exec".into() };
+    let bad = cluster_provider(3, &KubeConfigCheck::Refused(refused), &st.conditions, "t1");
     assert_eq!(get(&bad.conditions, READY).status, False);
-    assert_eq!(get(&bad.conditions, STALLED).status, True);
+    let stalled = get(&bad.conditions, STALLED);
+    assert_eq!((stalled.status, stalled.reason.as_str()), (True, "KubeConfigExecNotAllowed"));
     assert_eq!(get(&bad.conditions, VALIDATED).last_transition_time, "t1");
+    // clusterprovider_controller.go:235: a remote whose Secret passes.
+    let good = cluster_provider(3, &KubeConfigCheck::Validated("mirror/remote".into()), &bad.conditions, "t2");
+    let v = get(&good.conditions, VALIDATED);
+    assert_eq!((v.status, v.reason.as_str()), (True, VALIDATED));
+    assert_eq!(v.message, "kubeconfig Secret mirror/remote validated");
 }
