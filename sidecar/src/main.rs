@@ -11,6 +11,7 @@ mod api;
 mod apiserver;
 mod authority;
 mod client_usage;
+mod controller;
 mod devcerts;
 mod encryption;
 mod error;
@@ -54,6 +55,9 @@ enum Command {
     /// Watch a GitTarget's types (or --resource types) and send every change
     /// to the sidecar beside it, which commits attributed Git history.
     Watch(watch::Args),
+    /// Serve every GitTarget: a Deployment with its watcher and sidecar, and
+    /// RBAC derived from its rules, created and removed with the GitTarget.
+    Controller(controller::Args),
     /// Run the attribution engine over a recorded timeline on a virtual clock
     /// and print one JSON line per watch record.
     Replay(replay::Args),
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Receive(args) => runtime().and_then(|rt| rt.block_on(serve::receive(args))),
         Command::InjectWebhook(args) => runtime().and_then(|rt| rt.block_on(inject_webhook::run(args))),
         Command::Watch(args) => runtime().and_then(|rt| rt.block_on(watch::run(args))),
+        Command::Controller(args) => runtime().and_then(|rt| rt.block_on(controller::run(args))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -389,6 +389,17 @@ impl Pass {
     }
 }
 
+/// The types GitTarget `namespace/name`'s rules resolve to now (the
+/// controller derives its mirror's RBAC from them).
+pub(crate) async fn resolve_target(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    served: &[Served],
+) -> Result<Resolved> {
+    resolve(client, client, &Source::Target { namespace: namespace.into(), name: name.into() }, served).await
+}
+
 /// The types to watch now: the rules from the control cluster (`client`),
 /// the namespaces from the watched one.
 async fn resolve(

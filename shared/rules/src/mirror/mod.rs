@@ -24,6 +24,7 @@
 //! - [`bootstrap`]: the files a target's first write stages, and the
 //!   `.gittargetignore` they leave.
 //! - [`commit_request`]: a CommitRequest's "save now", and its status.
+//! - [`controller`]: the Deployment and RBAC serving each GitTarget.
 //! - [`status`]: the conditions written back on the CRs (kstatus);
 //!   [`rule_status`]: those of the rules and the ClusterProvider.
 //! - [`message`] and [`template`]: commit messages from the provider's
@@ -32,6 +33,7 @@
 pub mod bootstrap;
 pub mod commit_request;
 pub mod config;
+pub mod controller;
 pub mod credentials;
 pub mod document;
 pub mod encryption;
