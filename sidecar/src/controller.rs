@@ -4,9 +4,10 @@
 //! watcher and sidecar in one Deployment, a ServiceAccount, RBAC from what
 //! its rules resolve to), applied with server-side apply. It runs again
 //! when the GitTarget, a WatchRule or ClusterWatchRule naming it, or its
-//! Deployment changes. What sits in the GitTarget's namespace is owned by
-//! it, so the garbage collector removes it with the GitTarget; the RBAC
-//! elsewhere is labelled and swept once no GitTarget claims it.
+//! Deployment changes. Its finalizer on the GitTarget removes them with it;
+//! a sweep removes what no GitTarget claims (one deleted while the
+//! controller was down, a namespace no rule watches any more). A GitTarget
+//! the chart's static `mirrors` list serves is skipped (`--skip-git-target`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -19,6 +20,7 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::finalizer::{Error as FinalizerError, Event as FinalizerEvent, finalizer};
 use kube::runtime::reflector::ObjectRef;
 use rules::mirror::config::{ClusterProvider, GitProvider, GitTargetSpec};
 use rules::mirror::controller::{self as rules_controller, Applied, MANAGER, Settings, TARGET_UID, Target};
@@ -47,10 +49,19 @@ pub struct Args {
     /// from (REVERSER_REDIS_URL).
     #[arg(long, value_name = "SECRET:KEY")]
     pub redis_url_secret: Option<String>,
-    /// Where remote ClusterProviders' kubeconfig Secrets are (default: the
-    /// pod's own namespace).
+    /// The operator's namespace: the mirrors' Deployments run there, and
+    /// remote ClusterProviders' kubeconfig Secrets are read there (default:
+    /// the pod's own namespace).
     #[arg(long, env = "REVERSER_OPERATOR_NAMESPACE", value_name = "NAMESPACE")]
     pub operator_namespace: Option<String>,
+    /// The first part of every object's name (the chart passes its
+    /// fullname): `<prefix>-mirror-<namespace>-<name>-<hash>`.
+    #[arg(long, default_value = "reverser", value_name = "PREFIX")]
+    pub name_prefix: String,
+    /// Leave this GitTarget (NAMESPACE/NAME) alone: another mirror serves
+    /// it, such as the chart's static `mirrors` list; repeatable.
+    #[arg(long = "skip-git-target", value_name = "NAMESPACE/NAME")]
+    pub skip: Vec<String>,
     /// How often RBAC no GitTarget claims any more is removed.
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     pub sweep: Duration,
@@ -99,11 +110,14 @@ impl kube::Resource for GitTargetObject {
 /// How long discovery stands before it is asked again (new CRDs).
 const REDISCOVER: Duration = Duration::from_secs(60);
 
+/// Held on every GitTarget the controller serves, until what serves it is gone.
+const FINALIZER: &str = "reverser.dev/mirror";
+
 struct Ctx {
     client: kube::Client,
     server: Server,
     settings: Settings,
-    operator_namespace: Option<String>,
+    skip: BTreeSet<String>,
     served: tokio::sync::Mutex<Option<(Instant, Arc<Vec<Served>>)>>,
     /// What each GitTarget (by uid) last wanted outside its namespace.
     wanted: Mutex<BTreeMap<String, BTreeSet<rules_controller::Identity>>>,
@@ -130,8 +144,8 @@ fn resource_of(kind: &str) -> Option<ApiResource> {
     })
 }
 
-/// The kinds the controller labels outside a GitTarget's namespace.
-const SWEPT: [&str; 4] = ["Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"];
+/// Every kind the controller applies, each labelled with its GitTarget's uid.
+const KINDS: [&str; 6] = ["Deployment", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"];
 
 pub async fn run(args: Args) -> Result<()> {
     let bounds = Bounds::new(args.request_timeout);
@@ -144,12 +158,21 @@ pub async fn run(args: Args) -> Result<()> {
             _ => return Err(Error::Config(format!("--redis-url-secret {s:?}: give SECRET:KEY, e.g. redis:url"))),
         },
     };
-    let operator_namespace = args.operator_namespace.clone().or_else(|| {
-        std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-            .ok()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-    });
+    let operator_namespace = args
+        .operator_namespace
+        .clone()
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|s| s.trim().to_owned())
+                .filter(|s| !s.is_empty())
+        })
+        .ok_or_else(|| {
+            Error::Config("the namespace the mirrors run in is unknown outside a pod: pass --operator-namespace".into())
+        })?;
+    for t in &args.skip {
+        crate::target::parse_target(t)?;
+    }
     tracing::info!(
         "API server     {} (a call gives up unless answered {}); serving every GitTarget with image {}",
         server.url,
@@ -160,12 +183,14 @@ pub async fn run(args: Args) -> Result<()> {
         client: client.clone(),
         server,
         settings: Settings {
+            namespace: operator_namespace,
+            prefix: args.name_prefix.clone(),
             image: args.image.clone(),
             pull_policy: args.image_pull_policy.clone(),
             sidecar_args: args.sidecar_args.clone(),
             redis,
         },
-        operator_namespace,
+        skip: args.skip.iter().cloned().collect(),
         served: tokio::sync::Mutex::new(None),
         wanted: Mutex::new(BTreeMap::new()),
     });
@@ -175,7 +200,12 @@ pub async fn run(args: Args) -> Result<()> {
     let rules_ar = configbutler("WatchRule", "watchrules");
     let cluster_rules_ar = configbutler("ClusterWatchRule", "clusterwatchrules");
     let controller = Controller::new(targets, cr_watcher_config())
-        .owns(deployments, cr_watcher_config().labels(&managed))
+        // Its Deployment is in the operator's namespace: found by annotation.
+        .watches(deployments, cr_watcher_config().labels(&managed), |d: Deployment| {
+            let target = d.metadata.annotations.as_ref()?.get(rules_controller::TARGET)?;
+            let (ns, name) = target.split_once('/')?;
+            Some(ObjectRef::<GitTargetObject>::new(name).within(ns))
+        })
         .watches_with(
             Api::all_with(watch_client.clone(), &rules_ar),
             rules_ar,
@@ -204,7 +234,11 @@ pub async fn run(args: Args) -> Result<()> {
             match result {
                 Ok((target, _)) => tracing::debug!(target = %target, "reconciled"),
                 Err(kube::runtime::controller::Error::ReconcilerFailed(e, target)) => {
-                    tracing::warn!(target = %target, "GitTarget {target}: {e}; retrying in 5s")
+                    let why = match &e {
+                        FinalizerError::ApplyFailed(e) | FinalizerError::CleanupFailed(e) => e.to_string(),
+                        other => runtime::error_chain(other),
+                    };
+                    tracing::warn!(target = %target, "GitTarget {target}: {why}; retrying in 5s")
                 }
                 Err(e) => tracing::warn!("{}", runtime::error_chain(&e)),
             }
@@ -215,7 +249,7 @@ pub async fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn error_policy(_: Arc<GitTargetObject>, _: &ReconcileError, _: Arc<Ctx>) -> Action {
+fn error_policy(_: Arc<GitTargetObject>, _: &FinalizerError<ReconcileError>, _: Arc<Ctx>) -> Action {
     Action::requeue(Duration::from_secs(5))
 }
 
@@ -251,15 +285,69 @@ impl Ctx {
     }
 }
 
-async fn reconcile(target: Arc<GitTargetObject>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(target: Arc<GitTargetObject>, ctx: Arc<Ctx>) -> Result<Action, FinalizerError<ReconcileError>> {
+    let (Some(ns), Some(name)) = (&target.metadata.namespace, &target.metadata.name) else {
+        return Ok(Action::await_change());
+    };
+    if ctx.skip.contains(&format!("{ns}/{name}")) {
+        return Ok(Action::await_change());
+    }
+    let api: Api<GitTargetObject> = Api::namespaced(ctx.client.clone(), ns);
+    finalizer(&api, FINALIZER, target, |event| async {
+        match event {
+            FinalizerEvent::Apply(t) => apply(&t, &ctx).await,
+            FinalizerEvent::Cleanup(t) => cleanup(&t, &ctx).await,
+        }
+    })
+    .await
+}
+
+/// Removes every object serving GitTarget `t`, found by its uid's label.
+async fn cleanup(t: &GitTargetObject, ctx: &Ctx) -> Result<Action, ReconcileError> {
+    let Some(uid) = &t.metadata.uid else { return Ok(Action::await_change()) };
+    let selector = ListParams::default().labels(&format!("{TARGET_UID}={uid}"));
+    let mut removed = 0;
+    for kind in KINDS {
+        let ar = resource_of(kind).expect("a kind the controller applies");
+        let all = Api::<DynamicObject>::all_with(ctx.client.clone(), &ar);
+        let list = all.list(&selector).await.map_err(|e| ReconcileError::Read(ctx.server.failure(&e)))?;
+        for o in list.items {
+            let applied = Applied {
+                kind: kind.to_owned(),
+                namespace: o.metadata.namespace.clone(),
+                name: o.metadata.name.clone().unwrap_or_default(),
+                uid: uid.clone(),
+            };
+            delete(ctx, &applied).await.map_err(ReconcileError::Read)?;
+            removed += 1;
+        }
+    }
+    ctx.wanted.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
+    let target =
+        format!("{}/{}", t.metadata.namespace.as_deref().unwrap_or(""), t.metadata.name.as_deref().unwrap_or(""));
+    tracing::info!(target = %target, removed, "GitTarget {target} deleted: its mirror and RBAC are removed");
+    Ok(Action::await_change())
+}
+
+async fn delete(ctx: &Ctx, a: &Applied) -> Result<(), String> {
+    let ar = resource_of(&a.kind).expect("a kind the controller applies");
+    let api: Api<DynamicObject> = match &a.namespace {
+        Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &ar),
+        None => Api::all_with(ctx.client.clone(), &ar),
+    };
+    match api.delete(&a.name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(format!("deleting {} {}: {}", a.kind, a.name, ctx.server.failure(&e))),
+    }
+}
+
+/// Applies what serves GitTarget `target`.
+async fn apply(target: &GitTargetObject, ctx: &Ctx) -> Result<Action, ReconcileError> {
     let meta = &target.metadata;
     let (Some(ns), Some(name), Some(uid)) = (&meta.namespace, &meta.name, &meta.uid) else {
         return Ok(Action::await_change());
     };
-    if meta.deletion_timestamp.is_some() {
-        // The garbage collector removes what it owns; the sweep the rest.
-        return Ok(Action::await_change());
-    }
     let spec: GitTargetSpec = match serde_json::from_value(target.spec.clone()) {
         Ok(s) => s,
         Err(e) => {
@@ -285,17 +373,7 @@ async fn reconcile(target: Arc<GitTargetObject>, ctx: Arc<Ctx>) -> Result<Action
         .and_then(|p| p.spec.kube_config.as_ref())
         .and_then(|k| k.secret_ref.as_ref())
         .map(|r| r.name.clone());
-    let remote = match (&secret_ref, &ctx.operator_namespace) {
-        (Some(secret), Some(ns)) => Some((ns.as_str(), secret.as_str())),
-        (Some(_), None) => {
-            return Err(ReconcileError::Read(
-                "its ClusterProvider names a remote cluster, and the operator namespace holding the kubeconfig \
-                 Secret is unknown: pass --operator-namespace"
-                    .into(),
-            ));
-        }
-        (None, _) => None,
-    };
+    let remote = secret_ref.as_deref().map(|secret| (ctx.settings.namespace.as_str(), secret));
     let resolved = if remote.is_some() {
         Default::default()
     } else {
@@ -314,17 +392,18 @@ async fn reconcile(target: Arc<GitTargetObject>, ctx: Arc<Ctx>) -> Result<Action
         remote,
     };
     let desired = rules_controller::desired(&t, &ctx.settings);
-    for obj in desired.owned.iter().chain(&desired.labelled) {
+    for obj in &desired {
         ctx.apply(obj).await?;
     }
-    let wanted = rules_controller::identities(&desired.labelled);
+    let wanted = rules_controller::identities(&desired);
     let first = ctx.wanted.lock().unwrap_or_else(|e| e.into_inner()).insert(uid.clone(), wanted).is_none();
     if first {
         tracing::info!(
             target = %format!("{ns}/{name}"),
             types = resolved.types.len(),
-            "serving GitTarget {ns}/{name}: Deployment {ns}/{}",
-            rules_controller::mirror_name(name)
+            "serving GitTarget {ns}/{name}: Deployment {}/{}",
+            ctx.settings.namespace,
+            rules_controller::mirror_name(&ctx.settings.prefix, ns, name)
         );
     }
     // Discovery may serve new types the rules name: look again now and then.
@@ -357,8 +436,8 @@ async fn sweep_once(ctx: &Ctx) -> Result<(), String> {
         .filter_map(|t| t.metadata.uid)
         .collect();
     let mut applied = Vec::new();
-    for kind in SWEPT {
-        let ar = resource_of(kind).expect("a swept kind");
+    for kind in KINDS {
+        let ar = resource_of(kind).expect("a kind the controller applies");
         let list = Api::<DynamicObject>::all_with(ctx.client.clone(), &ar)
             .list(&managed)
             .await
@@ -375,16 +454,8 @@ async fn sweep_once(ctx: &Ctx) -> Result<(), String> {
     }
     let wanted = ctx.wanted.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for a in rules_controller::stale(&applied, &live, &wanted) {
-        let ar = resource_of(&a.kind).expect("a swept kind");
-        let api: Api<DynamicObject> = match &a.namespace {
-            Some(ns) => Api::namespaced_with(ctx.client.clone(), ns, &ar),
-            None => Api::all_with(ctx.client.clone(), &ar),
-        };
-        match api.delete(&a.name, &DeleteParams::default()).await {
-            Ok(_) => tracing::info!(kind = %a.kind, name = %a.name, "removed: no GitTarget claims it"),
-            Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(ctx.server.failure(&e)),
-        }
+        delete(ctx, a).await?;
+        tracing::info!(kind = %a.kind, name = %a.name, "removed: no GitTarget claims it");
     }
     let mut wanted = ctx.wanted.lock().unwrap_or_else(|e| e.into_inner());
     wanted.retain(|uid, _| live.contains(uid));

@@ -1,18 +1,22 @@
 //! Every GitTarget served (issue 27 item 5): `reverser-sidecar controller`
 //! turns a GitTarget created through the real `kubectl` into its mirror's
 //! Deployment, ServiceAccount and RBAC derived from its rules, follows a
-//! rule change, and removes everything with the GitTarget (the fake API's
-//! garbage collector follows the owner references, as the real one does).
-//! The Deployment's own container arguments are then run as the mirror.
+//! rule change, and removes everything with the GitTarget (through its
+//! finalizer, which the fake API honours as the real one does). The
+//! Deployment's own container arguments are run as the mirror in between.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rules::mirror::controller::mirror_name;
 use serde_json::{Value, json};
 use testkit::fakeapi::{self, FakeApi, Store};
 use testkit::kubectl::Kubectl;
 use testkit::mirror::{NS, configmap, git};
 use testkit::{fixtures, free_port, sidecar};
+
+/// Where the controller and the mirrors' Deployments run.
+const OPERATOR_NS: &str = "reverser-system";
 
 struct Cluster {
     api: FakeApi,
@@ -39,7 +43,7 @@ impl Cluster {
         git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
         let mut store = Store::new();
         store.load_crd_schemas(&fixtures::gitops_reverser_crds()).unwrap();
-        for ns in [NS, "web"] {
+        for ns in [NS, OPERATOR_NS] {
             store.seed_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})).unwrap();
         }
         let api = fakeapi::spawn(store).unwrap();
@@ -125,7 +129,7 @@ fn a_gittarget_created_and_deleted_through_kubectl_starts_and_stops_its_mirror()
     let mut c = Cluster::start();
     let controller = Command::new(sidecar::binary())
         .args(["controller", "--image", "ghcr.io/example/reverser:test", "--sweep", "300ms"])
-        .args(["--sidecar-arg=--author-attribution-grace=1s"])
+        .args(["--operator-namespace", OPERATOR_NS, "--sidecar-arg=--author-attribution-grace=1s"])
         .arg("--kubeconfig")
         .arg(&c.kubeconfig)
         .env("REVERSER_LOG", "info")
@@ -136,23 +140,25 @@ fn a_gittarget_created_and_deleted_through_kubectl_starts_and_stops_its_mirror()
     c.children.push(controller);
 
     c.apply(&target_objects(&c.remote));
-    c.wait("the mirror's Deployment", || c.get(&["deployment", "lab-mirror", "-n", NS]).is_some());
-    let dep = c.get(&["deployment", "lab-mirror", "-n", NS]).unwrap();
-    let owner = &dep["metadata"]["ownerReferences"][0];
-    assert_eq!(
-        (owner["kind"].as_str(), owner["name"].as_str(), owner["controller"].as_bool()),
-        (Some("GitTarget"), Some("lab"), Some(true))
-    );
+    let m = mirror_name("reverser", NS, "lab");
+    let watch = format!("{m}-watch");
+    c.wait("the mirror's Deployment", || c.get(&["deployment", &m, "-n", OPERATOR_NS]).is_some());
+    let dep = c.get(&["deployment", &m, "-n", OPERATOR_NS]).unwrap();
+    assert_eq!(dep["metadata"]["annotations"]["reverser.dev/git-target"], "shop/lab");
+    let target = c.get(&["gittarget", "lab", "-n", NS]).unwrap();
+    assert_eq!(target["metadata"]["finalizers"], json!(["reverser.dev/mirror"]));
     let pod = &dep["spec"]["template"]["spec"];
-    assert_eq!(pod["serviceAccountName"], "lab-mirror");
-    assert!(c.get(&["serviceaccount", "lab-mirror", "-n", NS]).is_some());
-    let watch_role = c.get(&["role", "lab-mirror-watch", "-n", NS]).unwrap();
+    assert_eq!(pod["serviceAccountName"], m.as_str());
+    assert!(c.get(&["serviceaccount", &m, "-n", OPERATOR_NS]).is_some());
+    let binding = c.get(&["rolebinding", &m, "-n", NS]).unwrap();
+    assert_eq!(binding["subjects"][0]["namespace"], OPERATOR_NS);
+    let watch_role = c.get(&["role", &watch, "-n", NS]).unwrap();
     assert_eq!(
         rules_of(&watch_role),
         vec![(vec!["".to_owned()], vec!["configmaps".to_owned()], vec!["list".to_owned(), "watch".to_owned()])]
     );
-    assert!(c.get(&["clusterrole", "reverser-mirror:shop:lab"]).is_some());
-    let shown = c.get(&["deployment", "lab-mirror", "-n", NS, "--show-managed-fields"]).unwrap();
+    assert!(c.get(&["clusterrole", &m]).is_some());
+    let shown = c.get(&["deployment", &m, "-n", OPERATOR_NS, "--show-managed-fields"]).unwrap();
     let managed = shown["metadata"]["managedFields"][0]["manager"].as_str().map(str::to_owned);
     assert_eq!(managed.as_deref(), Some("reverser-controller"));
 
@@ -162,7 +168,7 @@ fn a_gittarget_created_and_deleted_through_kubectl_starts_and_stops_its_mirror()
         json!([{"resources": ["configmaps"]}, {"apiGroups": ["apps"], "resources": ["deployments"]}]);
     c.apply(&[rule]);
     c.wait("the Role to grant deployments", || {
-        c.get(&["role", "lab-mirror-watch", "-n", NS])
+        c.get(&["role", &watch, "-n", NS])
             .is_some_and(|r| rules_of(&r).iter().any(|(_, res, _)| res == &["deployments"]))
     });
 
@@ -198,14 +204,17 @@ fn a_gittarget_created_and_deleted_through_kubectl_starts_and_stops_its_mirror()
             .is_ok_and(|s| s.success())
     });
 
-    // Deleted through kubectl: the GC takes what it owns, the sweep the rest.
-    let out = c.kubectl().run(&["delete", "gittarget", "lab", "-n", NS]);
+    // Deleted through kubectl (which waits for the finalizer): everything goes with it.
+    let out = c.kubectl().run(&["delete", "gittarget", "lab", "-n", NS, "--timeout=30s"]);
     assert!(out.status.success(), "kubectl delete: {}", String::from_utf8_lossy(&out.stderr));
-    c.wait("the Deployment gone", || c.get(&["deployment", "lab-mirror", "-n", NS]).is_none());
-    assert!(c.get(&["role", "lab-mirror-watch", "-n", NS]).is_none());
-    c.wait("the ClusterRole gone", || c.get(&["clusterrole", "reverser-mirror:shop:lab"]).is_none());
-    assert!(c.get(&["clusterrolebinding", "reverser-mirror:shop:lab"]).is_none());
-    assert!(c.get(&["role", "lab-mirror-event.shop", "-n", "default"]).is_none());
+    c.wait("the GitTarget gone", || c.get(&["gittarget", "lab", "-n", NS]).is_none());
+    assert!(c.get(&["deployment", &m, "-n", OPERATOR_NS]).is_none());
+    assert!(c.get(&["serviceaccount", &m, "-n", OPERATOR_NS]).is_none());
+    let event = format!("{m}-event");
+    for (kind, ns, name) in [("role", NS, &watch), ("rolebinding", NS, &m), ("role", "default", &event)] {
+        assert!(c.get(&[kind, name, "-n", ns]).is_none(), "{kind} {ns}/{name} left");
+    }
+    assert!(c.get(&["clusterrole", &m]).is_none() && c.get(&["clusterrolebinding", &m]).is_none());
     // And the watcher, its GitTarget gone, stops by itself.
     let watcher = c.children.last_mut().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -215,4 +224,5 @@ fn a_gittarget_created_and_deleted_through_kubectl_starts_and_stops_its_mirror()
     }
     let log = c.read_log("controller");
     assert!(log.contains("serving GitTarget shop/lab"), "{log}");
+    assert!(log.contains("GitTarget shop/lab deleted: its mirror and RBAC are removed"), "{log}");
 }

@@ -115,6 +115,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "injector-pod-label-only": {"injector": {"namespaceSelectorEnabled": False}},
     "injector-namespace-label-only": {"injector": {"podSelectorEnabled": False}},
     "injector-disabled": {"injector": {"enabled": False}},
+    "controller": {"controller": {"enabled": True, "podLabels": {"team": "platform"}, "podAnnotations": {"a": "b"}}},
     "receiver-disabled": {"receiver": {"enabled": False}},
     "no-disruption-budgets": {"injector": {"podDisruptionBudget": {"enabled": False}}, "receiver": {"podDisruptionBudget": {"enabled": False}}},
     "service-monitor": {"serviceMonitor": {"enabled": True, "interval": "15s", "scrapeTimeout": "5s", "labels": {"release": "prometheus"}}},

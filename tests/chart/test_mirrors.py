@@ -366,3 +366,29 @@ def test_docs_describe_every_field_of_a_mirror(chart: helm.Chart) -> None:
     assert len(paths) > 15, paths
     for path in paths:
         assert f"`{path}`" in doc, f"docs/chart.md does not document `{path}`"
+
+
+def test_the_controller_serves_every_gittarget_but_the_static_ones(chart: helm.Chart) -> None:
+    """controller.enabled: `reverser-sidecar controller` with the chart's image,
+    the release namespace, the mirrors' attribution flags and Redis Secret, and
+    the static mirrors skipped; its ClusterRole can apply and remove a mirror's
+    objects and grant what the mirror's rules name (bind, escalate)."""
+    objs = objects(render(chart, {"controller": {"enabled": True}, "mirrors": [MINIMAL_MIRROR]}))
+    (deployment,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["labels"].get("app.kubernetes.io/component") == "controller"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[0] == "controller"
+    assert f"--operator-namespace={NAMESPACE}" in args
+    assert "--skip-git-target=team-a/audit.main" in args
+    assert "--redis-url-secret=reverser-redis:url" in args
+    assert "--sidecar-arg=--author-attribution-grace=3s" in args
+    assert any(a.startswith("--image=") and a == f"--image={container['image']}" for a in args)
+    assert deployment["spec"]["replicas"] == 1
+    role = only(objs, "ClusterRole", None, "-controller")
+    rules = rules_of(role)
+    assert (("rbac.authorization.k8s.io",), ("clusterroles", "roles"), (), ("bind", "escalate")) in rules
+    assert (("configbutler.ai",), ("gittargets",), (), ("get", "list", "patch", "watch")) in rules
+    assert (("apps",), ("deployments",), (), ("create", "delete", "list", "patch", "watch")) in rules
+    assert not any("*" in x for r in rules for field in r for x in field)
+    # Off by default: nothing of it renders.
+    assert not [o for o in objects(render(chart, {})) if o["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "controller"]

@@ -5,12 +5,13 @@
 //! `Controller`) and removes them with it; the chart's static `mirrors`
 //! list renders the same shape (`charts/reverser/templates/mirrors.yaml`).
 //!
-//! Everything in the GitTarget's namespace is owned by the GitTarget, so the
-//! garbage collector removes it with the GitTarget. Kubernetes refuses an
-//! owner in another namespace (and a namespaced owner of a cluster-scoped
-//! object), so the RBAC elsewhere (a watched namespace, the ClusterRole, the
-//! Events Role in `default`) carries the GitTarget's uid in a label, and
-//! [`stale`] names what no GitTarget claims any more.
+//! The Deployment and its ServiceAccount run in the operator's namespace,
+//! as the chart's mirrors do: the Redis URL Secret and the remote
+//! kubeconfigs are there, never in a tenant's namespace. Kubernetes allows
+//! no owner reference across namespaces (nor a namespaced owner of a
+//! cluster-scoped object), so every object carries the GitTarget's uid in a
+//! label instead: the controller's finalizer removes them with the
+//! GitTarget, and [`stale`] names what no GitTarget claims any more.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +32,10 @@ const SOCKET_DIR: &str = "/var/run/reverser";
 /// What every mirror it starts shares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
+    /// The operator's namespace: the Deployments and ServiceAccounts.
+    pub namespace: String,
+    /// The first part of every name (the chart passes its fullname).
+    pub prefix: String,
     pub image: String,
     pub pull_policy: String,
     /// `serve`'s attribution flags (`--author-attribution-*`, the grace).
@@ -56,30 +61,14 @@ pub struct Target<'a> {
     pub remote: Option<(&'a str, &'a str)>,
 }
 
-/// Every object serving a GitTarget: `owned` in its namespace (owner
-/// reference set), `labelled` elsewhere.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Desired {
-    pub owned: Vec<Value>,
-    pub labelled: Vec<Value>,
-}
-
-/// `<name>-mirror`, kept a DNS label: a long name is cut and a hash of the
-/// whole keeps it unique.
-pub fn mirror_name(target: &str) -> String {
-    let full = format!("{target}-mirror");
-    if full.len() <= 63 {
-        return full;
-    }
-    let hash = hex::encode(&Sha256::digest(full.as_bytes())[..4]);
-    let cut: String = target.chars().take(63 - "-mirror-".len() - hash.len()).collect();
-    format!("{}-mirror-{hash}", cut.trim_end_matches(['-', '.']))
-}
-
-/// The ClusterRole (and binding) of a GitTarget: cluster-scoped names may
-/// hold the namespace.
-pub fn cluster_role_name(namespace: &str, name: &str) -> String {
-    format!("reverser-mirror:{namespace}:{name}")
+/// `reverser.mirrorName` of the chart: `<prefix>-mirror-<namespace>-<name>`
+/// cut to 48 characters, then 8 hex digits of the SHA-256 of
+/// `namespace/name`, so a name is a DNS label, unique per GitTarget and
+/// stable.
+pub fn mirror_name(prefix: &str, namespace: &str, name: &str) -> String {
+    let readable: String = format!("{prefix}-mirror-{namespace}-{name}").replace('.', "-").chars().take(48).collect();
+    let hash = hex::encode(Sha256::digest(format!("{namespace}/{name}").as_bytes()));
+    format!("{}-{}", readable.trim_end_matches('-'), &hash[..8])
 }
 
 fn rule(groups: &[&str], resources: &[&str], names: &[String], verbs: &[&str]) -> Value {
@@ -159,30 +148,27 @@ fn watch_rules(resolved: &Resolved) -> BTreeMap<WatchScope, Vec<Value>> {
         .collect()
 }
 
-/// All the objects serving `t`.
-pub fn desired(t: &Target<'_>, s: &Settings) -> Desired {
-    let name = mirror_name(t.name);
+/// All the objects serving `t`, each labelled with its uid.
+pub fn desired(t: &Target<'_>, s: &Settings) -> Vec<Value> {
+    let name = mirror_name(&s.prefix, t.namespace, t.name);
     let ns = t.namespace;
+    let home = s.namespace.as_str();
     let target = format!("{ns}/{}", t.name);
     let labels = json!({"app.kubernetes.io/managed-by": MANAGER, "app.kubernetes.io/component": "mirror",
                         TARGET_UID: t.uid});
-    let meta = |object_name: &str, namespace: Option<&str>, owned: bool| {
+    let meta = |object_name: &str, namespace: Option<&str>| {
         let mut m = json!({"name": object_name, "labels": labels, "annotations": {TARGET: target}});
         if let Some(n) = namespace {
             m["namespace"] = json!(n);
         }
-        if owned {
-            m["ownerReferences"] = json!([{"apiVersion": "configbutler.ai/v1alpha3", "kind": "GitTarget",
-                "name": t.name, "uid": t.uid, "controller": true, "blockOwnerDeletion": true}]);
-        }
         m
     };
-    let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": ns}]);
-    let role = |object_name: &str, namespace: &str, rules: Vec<Value>, owned: bool| {
+    let subject = json!([{"kind": "ServiceAccount", "name": name, "namespace": home}]);
+    let role = |object_name: &str, namespace: &str, rules: Vec<Value>| {
         let kind = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-            "metadata": meta(object_name, Some(namespace), owned), "rules": rules});
+            "metadata": meta(object_name, Some(namespace)), "rules": rules});
         let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": meta(object_name, Some(namespace), owned),
+            "metadata": meta(object_name, Some(namespace)),
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": object_name},
             "subjects": subject});
         [kind, binding]
@@ -202,10 +188,8 @@ pub fn desired(t: &Target<'_>, s: &Settings) -> Desired {
     ];
     config.extend(secret_rules(t));
 
-    let mut owned =
-        vec![json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(&name, Some(ns), true)})];
-    owned.extend(role(&name, ns, config, true));
-    let mut labelled = Vec::new();
+    let mut out = vec![json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(&name, Some(home))})];
+    out.extend(role(&name, ns, config));
     let mut cluster = vec![
         rule(&[cb], &["clusterproviders"], &[], &["get"]),
         rule(&[cb], &["clusterproviders/status"], &[], &["patch"]),
@@ -219,34 +203,27 @@ pub fn desired(t: &Target<'_>, s: &Settings) -> Desired {
     let types = if t.remote.is_some() { BTreeMap::new() } else { watch_rules(t.resolved) };
     if let Some((operator_ns, secret)) = t.remote {
         let read = rule(&[""], &["secrets"], &[secret.to_owned()], &["get"]);
-        labelled.extend(role(&format!("{name}-kubeconfig.{ns}"), operator_ns, vec![read], false));
+        out.extend(role(&format!("{name}-kubeconfig"), operator_ns, vec![read]));
     }
     for (scope, rules) in types {
         match scope {
             WatchScope::Everywhere => cluster.extend(rules),
-            WatchScope::Namespace(n) if n == ns => owned.extend(role(&watch_name, &n, rules, true)),
-            WatchScope::Namespace(n) => labelled.extend(role(&watch_name, &n, rules, false)),
+            WatchScope::Namespace(n) => out.extend(role(&watch_name, &n, rules)),
         }
     }
-    let cluster_name = cluster_role_name(ns, t.name);
-    labelled.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": meta(&cluster_name, None, false), "rules": cluster}));
-    labelled.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": meta(&cluster_name, None, false),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_name},
+    out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": meta(&name, None), "rules": cluster}));
+    out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": meta(&name, None),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
         "subjects": subject}));
     // The Events of cluster-scoped objects (ClusterWatchRules) go to default.
     if ns != "default" {
-        labelled.extend(role(
-            &format!("{name}-event.{ns}"),
-            "default",
-            vec![rule(&[""], &["events"], &[], &["create"])],
-            false,
-        ));
+        out.extend(role(&format!("{name}-event"), "default", vec![rule(&[""], &["events"], &[], &["create"])]));
     }
     let operator_ns = t.remote.map(|(n, _)| n);
-    owned.push(deployment(&name, &target, operator_ns, meta(&name, Some(ns), true), s));
-    Desired { owned, labelled }
+    out.push(deployment(&name, &target, operator_ns, meta(&name, Some(home)), s));
+    out
 }
 
 /// The watcher and its sidecar, in the shape of the chart's mirrors.
@@ -310,7 +287,8 @@ fn deployment(name: &str, target: &str, operator_ns: Option<&str>, metadata: Val
                 "spec": {
                     "serviceAccountName": name, "automountServiceAccountToken": true,
                     "terminationGracePeriodSeconds": 40,
-                    "securityContext": {"runAsNonRoot": true, "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "fsGroup": 65532,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
                     "initContainers": [sidecar], "containers": [watcher],
                     "volumes": [{"name": "reverser-socket", "emptyDir": {}}, {"name": "git-repo", "emptyDir": {}}],
                 },
@@ -351,7 +329,7 @@ pub fn stale<'a>(
         .collect()
 }
 
-/// The (kind, namespace, name) of each labelled object, for [`stale`].
+/// The (kind, namespace, name) of each object, for [`stale`].
 pub fn identities(objects: &[Value]) -> BTreeSet<Identity> {
     objects
         .iter()

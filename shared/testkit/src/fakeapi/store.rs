@@ -1100,7 +1100,21 @@ impl Store {
         let change = Change { verb: "patch", status_only, rv: None, request: ops.clone(), managed_fields: None };
         self.update_with(resource, ns, name, change, |t, current| {
             let mut proposed = current.clone();
-            json_patch::patch(&mut proposed, &patch).map_err(|e| {
+            // The API server's json-patch (evanphx/json-patch, patch.go
+            // `test`) passes a test for null on a missing path: kube-rs's
+            // finalizer helper adds the first finalizer that way.
+            let ops: Vec<json_patch::PatchOperation> = patch
+                .0
+                .iter()
+                .filter(|op| match op {
+                    json_patch::PatchOperation::Test(t) => {
+                        !(t.value.is_null() && current.pointer(t.path.as_str()).is_none())
+                    }
+                    _ => true,
+                })
+                .cloned()
+                .collect();
+            json_patch::patch(&mut proposed, &ops).map_err(|e| {
                 ApiError::new(
                     422,
                     "Invalid",

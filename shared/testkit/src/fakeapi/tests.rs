@@ -193,3 +193,23 @@ fn the_event_log_window_compacts_the_oldest_events() {
     assert!(store.events_after(now).unwrap().is_empty());
     assert_eq!(store.events_after(now - 1).unwrap_err().code, 410);
 }
+
+#[test]
+fn a_json_patch_test_for_null_passes_on_a_missing_path_as_the_api_server_does() {
+    // evanphx/json-patch `test`: a missing path is null. kube-rs's finalizer
+    // helper adds the first finalizer with exactly this patch.
+    let mut store = Store::new();
+    store
+        .seed_object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}}))
+        .unwrap();
+    let ops = json!([{"op": "test", "path": "/metadata/finalizers", "value": null},
+                     {"op": "add", "path": "/metadata/finalizers", "value": ["x"]}]);
+    let out = store.json_patch("configmaps", "ns", "c", &ops, false).unwrap();
+    assert_eq!(out["metadata"]["finalizers"], json!(["x"]));
+    // A test for a value that is not there still fails.
+    let ops = json!([{"op": "test", "path": "/metadata/labels", "value": {"a": "b"}}]);
+    assert_eq!(store.json_patch("configmaps", "ns", "c", &ops, false).unwrap_err().code, 422);
+    // And a test for null where there is a value.
+    let ops = json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]);
+    assert_eq!(store.json_patch("configmaps", "ns", "c", &ops, false).unwrap_err().code, 422);
+}

@@ -19,6 +19,8 @@ fn watched(group: &str, resource: &str, scopes: &[WatchScope]) -> WatchedType {
 
 fn settings() -> Settings {
     Settings {
+        namespace: "reverser".into(),
+        prefix: "reverser".into(),
         image: "ghcr.io/example/reverser:1".into(),
         pull_policy: "IfNotPresent".into(),
         sidecar_args: vec!["--author-attribution-grace=5s".into()],
@@ -74,14 +76,20 @@ fn the_rbac_follows_the_resolved_types_and_names_the_secrets() {
         remote: None,
     };
     let d = desired(&t, &settings());
+    let m = mirror_name("reverser", "shop", "lab");
 
-    // In the GitTarget's namespace, owned: the GC removes them with it.
-    for o in &d.owned {
-        assert_eq!(o["metadata"]["namespace"], "shop");
-        assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], "u1", "{o}");
-        assert_eq!(o["metadata"]["labels"][TARGET_UID], "u1");
+    // Every object is labelled with the GitTarget's uid, none owned (no
+    // owner reference may cross a namespace).
+    for o in &d {
+        assert!(o["metadata"].get("ownerReferences").is_none(), "{o}");
+        assert_eq!(o["metadata"]["labels"][TARGET_UID], "u1", "{o}");
+        assert_eq!(o["metadata"]["annotations"][TARGET], "shop/lab");
     }
-    let own_watch = find(&d.owned, "Role", Some("shop"), "lab-mirror-watch");
+    // The pod and its account run in the operator's namespace.
+    find(&d, "ServiceAccount", Some("reverser"), &m);
+    let binding = find(&d, "RoleBinding", Some("shop"), &m);
+    assert_eq!(binding["subjects"][0], json!({"kind": "ServiceAccount", "name": m, "namespace": "reverser"}));
+    let own_watch = find(&d, "Role", Some("shop"), &format!("{m}-watch"));
     assert_eq!(
         rules(own_watch),
         BTreeSet::from([
@@ -89,7 +97,7 @@ fn the_rbac_follows_the_resolved_types_and_names_the_secrets() {
             json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}).to_string(),
         ])
     );
-    let config = rules(find(&d.owned, "Role", Some("shop"), "lab-mirror"));
+    let config = rules(find(&d, "Role", Some("shop"), &m));
     assert!(
         config.contains(
             &json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["creds", "sign"], "verbs": ["get"]})
@@ -109,25 +117,20 @@ fn the_rbac_follows_the_resolved_types_and_names_the_secrets() {
                 .to_string()
         )
     );
-    // Elsewhere: labelled, never owned.
-    for o in &d.labelled {
-        assert!(o["metadata"].get("ownerReferences").is_none(), "{o}");
-        assert_eq!(o["metadata"]["labels"][TARGET_UID], "u1");
-    }
-    let web = find(&d.labelled, "Role", Some("web"), "lab-mirror-watch");
+    let web = find(&d, "Role", Some("web"), &format!("{m}-watch"));
     assert_eq!(
         rules(web),
         BTreeSet::from([
             json!({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "watch"]}).to_string()
         ])
     );
-    find(&d.labelled, "RoleBinding", Some("web"), "lab-mirror-watch");
-    let cluster = rules(find(&d.labelled, "ClusterRole", None, "reverser-mirror:shop:lab"));
+    find(&d, "RoleBinding", Some("web"), &format!("{m}-watch"));
+    let cluster = rules(find(&d, "ClusterRole", None, &m));
     assert!(cluster.contains(
         &json!({"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["list", "watch"]}).to_string()
     ));
     assert!(cluster.contains(&json!({"apiGroups": [""], "resources": ["namespaces"], "verbs": ["list"]}).to_string()));
-    find(&d.labelled, "Role", Some("default"), "lab-mirror-event.shop");
+    find(&d, "Role", Some("default"), &format!("{m}-event"));
 }
 
 #[test]
@@ -144,9 +147,10 @@ fn the_deployment_runs_watcher_and_sidecar_for_the_target() {
         remote: None,
     };
     let d = desired(&t, &settings());
-    let dep = find(&d.owned, "Deployment", Some("shop"), "lab-mirror");
+    let m = mirror_name("reverser", "shop", "lab");
+    let dep = find(&d, "Deployment", Some("reverser"), &m);
     let pod = &dep["spec"]["template"]["spec"];
-    assert_eq!(pod["serviceAccountName"], "lab-mirror");
+    assert_eq!(pod["serviceAccountName"], m);
     let sidecar = &pod["initContainers"][0];
     assert_eq!(sidecar["restartPolicy"], "Always");
     let args: Vec<&str> = sidecar["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
@@ -157,7 +161,7 @@ fn the_deployment_runs_watcher_and_sidecar_for_the_target() {
     assert_eq!(dep["spec"]["strategy"]["type"], "Recreate");
     assert_eq!(dep["spec"]["selector"]["matchLabels"], dep["spec"]["template"]["metadata"]["labels"]);
     // No Secret is readable without a provider naming one.
-    let config = rules(find(&d.owned, "Role", Some("shop"), "lab-mirror"));
+    let config = rules(find(&d, "Role", Some("shop"), &m));
     assert!(!config.iter().any(|r| r.contains("\"secrets\"")), "{config:#?}");
 }
 
@@ -179,20 +183,23 @@ fn a_remote_source_grants_no_watch_here_and_reads_its_kubeconfig() {
         remote,
     };
     let d = desired(&t, &settings());
-    assert!(!d.owned.iter().chain(&d.labelled).any(|o| o["metadata"]["name"] == "lab-mirror-watch"));
-    let read = find(&d.labelled, "Role", Some("reverser"), "lab-mirror-kubeconfig.shop");
+    let m = mirror_name("reverser", "shop", "lab");
+    assert!(!d.iter().any(|o| o["metadata"]["name"] == format!("{m}-watch")));
+    let read = find(&d, "Role", Some("reverser"), &format!("{m}-kubeconfig"));
     assert_eq!(rules(read), BTreeSet::from([json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["prod-eu-kubeconfig"], "verbs": ["get"]}).to_string()]));
-    let dep = find(&d.owned, "Deployment", Some("shop"), "lab-mirror");
+    let dep = find(&d, "Deployment", Some("reverser"), &m);
     assert_eq!(dep["spec"]["template"]["spec"]["containers"][0]["args"][4], "--operator-namespace=reverser");
 }
 
 #[test]
-fn names_stay_dns_labels() {
-    assert_eq!(mirror_name("lab"), "lab-mirror");
-    let long = "a".repeat(70);
-    let n = mirror_name(&long);
-    assert!(n.len() <= 63 && n.contains("-mirror-"), "{n}");
-    assert_ne!(mirror_name(&"a".repeat(71)), n, "unique per name");
+fn names_are_the_charts_dns_labels() {
+    // charts/reverser/templates/_helpers.tpl reverser.mirrorName, for
+    // release "reverser": sha256("team-a/audit.main")[:8].
+    let n = mirror_name("reverser", "team-a", "audit.main");
+    assert_eq!(n, "reverser-mirror-team-a-audit-main-a6549029");
+    let long = mirror_name("reverser", "shop", &"a".repeat(70));
+    assert!(long.len() <= 57, "{long}");
+    assert_ne!(mirror_name("reverser", "shop", &"a".repeat(71)), long, "unique per name");
 }
 
 #[test]
