@@ -8,6 +8,7 @@ first and names it in REVERSER_SIDECAR_BIN)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import contextlib
 import http.client
 import json
@@ -26,7 +27,7 @@ import pytest
 import yaml
 
 from conftest import MIRROR, NAMESPACE, PLUGIN_BINARY, RELEASE, SIDECAR_BINARY, objects, render, require_sidecar_binary
-from rbac import Rbac
+from rbac import Rbac, Request
 from testkit_api import FakeApi
 
 require_sidecar_binary()
@@ -579,3 +580,126 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
     unused = rbac.cells() - used
     other_half = "patch" if signing_secret == "absent" else "create"
     assert [(verb, resource) for _, verb, _, resource, _ in unused] == [(other_half, "secrets")], unused
+
+
+def chart_mirror_name(prefix: str, namespace: str, name: str) -> str:
+    """reverser.mirrorName (and rules::mirror::controller::mirror_name)."""
+    readable = f"{prefix}-mirror-{namespace}-{name}".replace(".", "-")[:48].rstrip("-")
+    return f"{readable}-{hashlib.sha256(f'{namespace}/{name}'.encode()).hexdigest()[:8]}"
+
+
+def test_the_controller_serves_a_gittarget_and_its_mirror_runs_within_the_rbac_it_derived(
+    chart: helm.Chart, tmp_path: pathlib.Path, redis_url: str
+) -> None:
+    """controller.enabled, run from the chart's args: a GitTarget gets its
+    mirror's Deployment and RBAC; that Deployment's containers, run as its
+    ServiceAccount (impersonated), mirror the cluster with every request
+    allowed by the RBAC the controller derived, and nearly all of it used;
+    deleting the GitTarget removes it all. The controller's own requests are
+    all allowed by the chart's ClusterRole."""
+    objs = objects(render(chart, {"controller": {"enabled": True}}))
+    _, controller = container_of(objs, "controller")
+    prefix = next(a.split("=", 1)[1] for a in controller["args"] if a.startswith("--name-prefix="))
+    name = chart_mirror_name(prefix, "mirror", "prod")
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
+    (tmp_path / "keys").mkdir()
+    derived: list[dict[str, Any]] = []
+    with FakeApi(tmp_path, crds=[widget_crds(tmp_path)]) as api:
+        api.put({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        seed_cluster(api, remote, tmp_path / "keys", "absent")
+        env = {"KUBECONFIG": str(api.kubeconfig), "HOME": str(tmp_path)}
+        controller_log = tmp_path / "controller.log"
+        with running(controller["args"], controller_log, env) as cp:
+            deadline = time.monotonic() + 30
+            while (dep := api.get("apps", "deployments", NAMESPACE, name)) is None:
+                if time.monotonic() > deadline or cp.poll() is not None:
+                    pytest.fail(f"no Deployment {NAMESPACE}/{name}:\n{controller_log.read_text()}")
+                time.sleep(0.2)
+            for group, resource, ns, n in (("", "serviceaccounts", NAMESPACE, name),
+                                           ("rbac.authorization.k8s.io", "roles", "mirror", name),
+                                           ("rbac.authorization.k8s.io", "rolebindings", "mirror", name),
+                                           ("rbac.authorization.k8s.io", "roles", "shop", f"{name}-watch"),
+                                           ("rbac.authorization.k8s.io", "rolebindings", "shop", f"{name}-watch"),
+                                           ("rbac.authorization.k8s.io", "roles", "default", f"{name}-event"),
+                                           ("rbac.authorization.k8s.io", "rolebindings", "default", f"{name}-event"),
+                                           ("rbac.authorization.k8s.io", "clusterroles", "", name),
+                                           ("rbac.authorization.k8s.io", "clusterrolebindings", "", name)):
+                obj = api.get(group, resource, ns, n)
+                assert obj is not None, f"no {resource} {ns}/{n}:\n{controller_log.read_text()}"
+                derived.append(obj)
+            pod = dep["spec"]["template"]["spec"]
+            (sidecar,) = pod["initContainers"]
+            (watcher,) = pod["containers"]
+            # The pod's account, impersonated: its requests are held to what was derived.
+            account = f"system:serviceaccount:{NAMESPACE}:{pod['serviceAccountName']}"
+            kubeconfig = yaml.safe_load(api.kubeconfig.read_text())
+            kubeconfig["users"][0]["user"]["as"] = account
+            (tmp_path / "mirror.kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+            mirror_env = {"KUBECONFIG": str(tmp_path / "mirror.kubeconfig"), "HOME": str(tmp_path)}
+            mounts = {}
+            for v in pod["volumes"]:
+                (tmp_path / "volumes" / v["name"]).mkdir(parents=True)
+            for c in (sidecar, watcher):
+                for m in c["volumeMounts"]:
+                    mounts[m["mountPath"].rstrip("/") + "/"] = str(tmp_path / "volumes" / m["name"]) + "/"
+            (redis_env,) = sidecar["env"]
+            assert redis_env["valueFrom"]["secretKeyRef"] == {"name": "reverser-redis", "key": "url"}
+            watcher_env = {**mirror_env, **{e["name"]: localize([e["value"]], mounts, {})[0] for e in watcher["env"]}}
+            sidecar_ports: dict[str, int] = {}
+            watcher_ports: dict[str, int] = {}
+            sidecar_log, watcher_log = tmp_path / "sidecar.log", tmp_path / "watcher.log"
+            with running(localize(sidecar["args"], mounts, sidecar_ports), sidecar_log, {**mirror_env, "REVERSER_REDIS_URL": redis_url}) as sp:
+                wait_healthy(sp, sidecar_log, sidecar_ports["--metrics-listen"])
+                with running(localize(watcher["args"], mounts, watcher_ports), watcher_log, watcher_env) as wp:
+                    wait_healthy(wp, watcher_log, watcher_ports["--metrics-listen"])
+                    logs = [controller_log, sidecar_log, watcher_log]
+                    wait_for_file(remote, "clusters/prod/shop/configmaps/demo.yaml", logs)
+                    wait_for_file(remote, "clusters/prod/_cluster/example.com/widgets/w1.yaml", logs)
+                    deadline = time.monotonic() + 30
+                    while not ready(api.get("configbutler.ai", "gittargets", "mirror", "prod")):
+                        if time.monotonic() > deadline:
+                            pytest.fail("the GitTarget never became Ready:\n" + "\n".join(p.read_text() for p in logs))
+                        time.sleep(0.2)
+                    api.put({"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
+                             "metadata": {"name": "save", "namespace": "mirror"}, "spec": {"targetRef": {"name": "prod"}}})
+                    deadline = time.monotonic() + 60
+                    while not ready(api.get("configbutler.ai", "commitrequests", "mirror", "save")):
+                        if time.monotonic() > deadline:
+                            pytest.fail("the CommitRequest never became Ready:\n" + "\n".join(p.read_text() for p in logs))
+                        time.sleep(0.2)
+            # Deleted: the finalizer holds it until everything serving it is gone.
+            status, body = api.call("DELETE", "/apis/configbutler.ai/v1alpha3/namespaces/mirror/gittargets/prod")
+            assert status == 200, body
+            deadline = time.monotonic() + 30
+            while api.get("configbutler.ai", "gittargets", "mirror", "prod") is not None:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the GitTarget was never released:\n{controller_log.read_text()}")
+                time.sleep(0.2)
+            for obj in derived + [dep]:
+                group = obj["apiVersion"].rpartition("/")[0]
+                resource = {"ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
+                            "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings", "Deployment": "deployments"}[obj["kind"]]
+                left = api.get(group, resource, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                assert left is None, f"{obj['kind']} {obj['metadata']['name']} left after the GitTarget"
+        api.stop()
+        log = [json.loads(line) for line in api.log.read_text().splitlines()]
+
+    as_request = lambda r: Request(r["verb"], r["group"], r["resource"], r["namespace"], r["name"])  # noqa: E731
+    mirror_requests = [as_request(r) for r in log if r["user"] == account]
+    controller_requests = [as_request(r) for r in log if r["user"] not in (account, "chart-test-harness")]
+    assert mirror_requests and controller_requests
+    # The mirror: every request allowed by what the controller derived for it...
+    sa = next(o for o in derived if o["kind"] == "ServiceAccount")
+    rbac = Rbac(derived, NAMESPACE, sa["metadata"]["name"])
+    denied = sorted({r for r in mirror_requests if not rbac.allowing(r)}, key=str)
+    assert not denied, f"the derived RBAC forbids requests the mirror makes: {denied}"
+    # ... and all of it used but the other half of generateWhenMissing (the
+    # signing Secret was absent: created, never patched).
+    used = {cell for r in mirror_requests for cell in rbac.allowing(r)}
+    assert [(verb, resource) for _, verb, _, resource, _ in rbac.cells() - used] == [("patch", "secrets")]
+    # The controller: every request allowed by the chart's ClusterRole.
+    csa = next(o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"].endswith("-controller"))
+    chart_rbac = Rbac(objs, csa["metadata"]["namespace"], csa["metadata"]["name"])
+    denied = sorted({r for r in controller_requests if not chart_rbac.allowing(r)}, key=str)
+    assert not denied, f"the chart's RBAC forbids requests the controller makes: {denied}"
