@@ -9,6 +9,7 @@
 //! dependency of the product itself.
 
 pub mod audit;
+pub mod audit_webhook;
 pub mod fake_github;
 pub mod fake_operator;
 pub mod fakeapi;

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use testkit::audit_webhook;
 use testkit::fakeapi::{self, Registry, Store};
 
 #[derive(Debug, Parser)]
@@ -27,7 +28,7 @@ enum Command {
     /// Run the fake Kubernetes API until SIGTERM or SIGINT. Prints its URL
     /// (`http://127.0.0.1:PORT`) as the first line of stdout once it
     /// accepts connections.
-    FakeApi(FakeApiArgs),
+    FakeApi(Box<FakeApiArgs>),
     /// Accept TCP connections and never answer (for timeout tests). Prints
     /// the address it listens on as the first line of stdout.
     Hang {
@@ -83,6 +84,20 @@ struct FakeApiArgs {
     /// object per line, so a test can hold them against a Role.
     #[arg(long, value_name = "FILE")]
     request_log: Option<PathBuf>,
+    /// The API server's audit webhook backend: a kubeconfig-format file
+    /// naming the receiver (its `server` URL, CA and client certificate).
+    /// Every write is posted as its RequestResponse audit event, in
+    /// `EventList` batches, as `kube-apiserver --audit-webhook-config-file`
+    /// posts them (e.g. to `reverser-sidecar serve`'s receiver).
+    #[arg(long, value_name = "FILE")]
+    audit_webhook_config_file: Option<PathBuf>,
+    /// Events per batch (the API server's --audit-webhook-batch-max-size).
+    #[arg(long, default_value_t = 400, value_name = "N")]
+    audit_webhook_batch_max_size: usize,
+    /// How long a batch may wait to fill, in milliseconds (the API server's
+    /// --audit-webhook-batch-max-wait is 30s; shorter here, to try things).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    audit_webhook_batch_max_wait_ms: u64,
 }
 
 fn fail(message: String) -> ExitCode {
@@ -98,7 +113,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::FakeApi(args) => fake_api(args).await,
+            Command::FakeApi(args) => fake_api(*args).await,
             Command::Hang { port, address } => hang(SocketAddr::new(address, port)).await,
         }
     });
@@ -151,8 +166,24 @@ async fn fake_api(args: FakeApiArgs) -> Result<(), String> {
     if let Some(path) = &args.kubeconfig_out {
         api.write_kubeconfig(path, &args.namespace).map_err(|e| format!("--kubeconfig-out {}: {e}", path.display()))?;
     }
+    let webhook = match &args.audit_webhook_config_file {
+        None => None,
+        Some(file) => {
+            let hook = audit_webhook::Webhook::from_file(file)
+                .await
+                .map_err(|e| format!("--audit-webhook-config-file {}: {e}", file.display()))?;
+            let batch = audit_webhook::Batch {
+                max_size: args.audit_webhook_batch_max_size.max(1),
+                max_wait: Duration::from_millis(args.audit_webhook_batch_max_wait_ms.max(1)),
+            };
+            Some(tokio::spawn(hook.run(api.store.clone(), batch)))
+        }
+    };
     announce(&api.url())?;
     shutdown().await;
+    if let Some(w) = webhook {
+        w.abort();
+    }
     if let Some(path) = &args.request_log {
         let mut lines = String::new();
         for a in api.authorizations() {
