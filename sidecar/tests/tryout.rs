@@ -109,9 +109,9 @@ fn a_change_made_through_kubectl_reaches_git_with_its_author_through_the_fake_ap
 
     // alice changes the cluster through kubectl (the fake API takes --as as Impersonate-User).
     let kubectl = Kubectl::new(&[]).kubeconfig(&kubeconfig);
-    let manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: shop}\ndata: {greeting: hello}\n";
-    let out = kubectl.run_with_stdin(&["apply", "--as", "alice", "-f", "-"], manifest);
-    assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        kubectl.run(&["--as", "alice", "-n", "shop", "create", "configmap", "web", "--from-literal=greeting=hello"]);
+    assert!(out.status.success(), "kubectl create configmap: {}", String::from_utf8_lossy(&out.stderr));
     let log = || {
         git(&["--git-dir", remote.to_str().unwrap(), "log", "--format=%an", "main", "--", "shop/configmaps/web.yaml"])
     };

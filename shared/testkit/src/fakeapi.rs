@@ -31,6 +31,7 @@
 
 mod apply;
 mod error;
+mod protobuf;
 mod registry;
 mod schema;
 mod select;

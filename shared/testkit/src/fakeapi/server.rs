@@ -636,22 +636,22 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
     if verb == "watch" {
         return watch(shared, req, opts).await;
     }
-    if !body.is_empty() && req.content_type.contains("protobuf") {
-        return error_reply(&ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the fake API decodes JSON bodies only, not {}: kubectl's typed generators (kubectl create configmap ...) send protobuf; write the object as YAML and use kubectl create -f",
-                req.content_type
-            ),
-        ));
-    }
-    let media = req.content_type.split(';').next().unwrap_or("").trim().to_string();
-    let parsed =
-        match if media == "application/apply-patch+yaml" { super::apply::parse(&body) } else { parse_body(&body) } {
-            Ok(v) => v,
+    // kubectl's typed generators (kubectl create configmap ...) send protobuf.
+    let decoded = if !body.is_empty() && req.content_type.contains("protobuf") {
+        match super::protobuf::decode(&body) {
+            Ok(v) => Some(v),
             Err(e) => return error_reply(&e),
-        };
+        }
+    } else {
+        None
+    };
+    let media = req.content_type.split(';').next().unwrap_or("").trim().to_string();
+    let parsed = match decoded.map(Ok).unwrap_or_else(|| {
+        if media == "application/apply-patch+yaml" { super::apply::parse(&body) } else { parse_body(&body) }
+    }) {
+        Ok(v) => v,
+        Err(e) => return error_reply(&e),
+    };
     // fieldValidation (Strict, Warn: the default, Ignore) on the fields a
     // CRD's schema prunes from a written object (or merge patch).
     let checked = matches!(verb, "create" | "update")
