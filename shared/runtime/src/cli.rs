@@ -333,9 +333,12 @@ pub struct Git {
     /// Username sent with the token (GitHub: x-access-token; GitLab: oauth2).
     #[arg(long, env = "REVERSER_GIT_TOKEN_USER", default_value = "x-access-token")]
     pub git_token_user: String,
-    /// The committer: fixed, never the author.
+    /// The committer's name: fixed, never the author (with --git-target,
+    /// the GitProvider's spec.commit.committer instead).
     #[arg(long, env = "REVERSER_GIT_COMMITTER_NAME", default_value = "reverser")]
     pub git_committer_name: String,
+    /// The committer's email (with --git-target, the GitProvider's
+    /// spec.commit.committer instead).
     #[arg(long, env = "REVERSER_GIT_COMMITTER_EMAIL", default_value = "reverser@users.noreply.reverser.invalid")]
     pub git_committer_email: String,
     /// More types written only encrypted (or skipped), besides Secrets:
