@@ -12,6 +12,12 @@
 //! TTL 1 minute, so the index turns over every minute. Run:
 //! `cargo bench -p reverser-sidecar --bench soak -- --minutes 5`
 //! (default 60; `--events-per-sec`, `--resolves-per-sec` to change the load).
+//!
+//! `--evicting` runs it on a Redis that evicts keys (`maxmemory 48mb`,
+//! `maxmemory-policy allkeys-lru`, the usual managed default): first
+//! `receive` without `--allow-evicting-redis`, which must refuse the batch,
+//! then the soak with the flag, printing the stream gaps `serve` counted
+//! (issue 30: acknowledged facts an eviction took).
 
 mod common;
 #[path = "../tests/support/mod.rs"]
@@ -38,10 +44,11 @@ struct Args {
     minutes: u64,
     events_per_sec: u64,
     resolves_per_sec: u64,
+    evicting: bool,
 }
 
 fn args() -> Args {
-    let mut a = Args { minutes: 60, events_per_sec: 5_000, resolves_per_sec: 1_000 };
+    let mut a = Args { minutes: 60, events_per_sec: 5_000, resolves_per_sec: 1_000, evicting: false };
     let argv: Vec<String> = std::env::args().collect();
     let mut i = 1;
     while i < argv.len() {
@@ -50,6 +57,11 @@ fn args() -> Args {
             "--minutes" => a.minutes = value(),
             "--events-per-sec" => a.events_per_sec = value(),
             "--resolves-per-sec" => a.resolves_per_sec = value(),
+            "--evicting" => {
+                a.evicting = true;
+                i += 1;
+                continue;
+            }
             _ => {
                 i += 1;
                 continue;
@@ -183,6 +195,14 @@ fn soak_type() -> runtime::proto::TypeRef {
     }
 }
 
+/// A counter's total over its label sets, in a `/metrics` response.
+fn counted(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 fn p99(mut v: Vec<Duration>) -> Duration {
     if v.is_empty() {
         return Duration::ZERO;
@@ -196,30 +216,40 @@ async fn main() {
     let a = args();
     let run = Duration::from_secs(a.minutes * 60);
     let aof = tempfile::tempdir().unwrap();
-    let mut redis = RedisServer::start_with(
-        &["--appendonly", "yes", "--appendfsync", "always", "--dir", aof.path().to_str().unwrap()],
-        None,
-    )
-    .expect("redis-server");
+    let mut redis_args = vec!["--appendonly", "yes", "--appendfsync", "always", "--dir", aof.path().to_str().unwrap()];
+    if a.evicting {
+        redis_args.extend(["--maxmemory", "48mb", "--maxmemory-policy", "allkeys-lru"]);
+    }
+    let mut redis = RedisServer::start_with(&redis_args, None).expect("redis-server");
     let url = redis.url();
     let port = free_port().unwrap();
     let listen = format!("127.0.0.1:{port}");
-    let receive_args = ["--redis-url", &url, "--audit-listen", &listen, "--author-attribution-ttl", "1m"];
+    let mut receive_args = vec!["--redis-url", &url, "--audit-listen", &listen, "--author-attribution-ttl", "1m"];
+    if a.evicting {
+        // Without the flag: the batch is refused, and /readyz says why.
+        let refusing = Sidecar::start("receive", &receive_args);
+        let status = refusing.post_events("soak", &[audit_event("update", "user-0", "soak", "cm-x", "u-x", "7")]);
+        let ready = testkit::sidecar::http_get(refusing.metrics_port, "/readyz");
+        let why = ready.lines().skip_while(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+        println!("evicting Redis, no --allow-evicting-redis: a batch is answered {status}; /readyz: {}", why.trim());
+        drop(refusing);
+        receive_args.push("--allow-evicting-redis");
+    }
     let mut receiver = Sidecar::start("receive", &receive_args);
-    let serve = Sidecar::start_sharing_certs(
-        "serve",
-        &[
-            "--redis-url",
-            &url,
-            "--audit-listen",
-            "off",
-            "--follow",
-            "soak:configmaps",
-            "--author-attribution-ttl",
-            "1m",
-        ],
-        Some(&receiver.certs),
-    );
+    let mut serve_args = vec![
+        "--redis-url",
+        &url,
+        "--audit-listen",
+        "off",
+        "--follow",
+        "soak:configmaps",
+        "--author-attribution-ttl",
+        "1m",
+    ];
+    if a.evicting {
+        serve_args.push("--allow-evicting-redis");
+    }
+    let serve = Sidecar::start_sharing_certs("serve", &serve_args, Some(&receiver.certs));
     let serve_pid = serve.child.as_ref().unwrap().id();
     let shared = Arc::new(Shared {
         acked: Mutex::new(VecDeque::new()),
@@ -240,9 +270,9 @@ async fn main() {
         run.as_secs_f64() * 0.7
     );
     println!(
-        "| minute | events acked | post retries | Resolves | Resolve p99 | not resolvable | serve RSS | serve fds | receive RSS | receive fds |"
+        "| minute | events acked | post retries | Resolves | Resolve p99 | not resolvable | stream gaps | serve RSS | serve fds | receive RSS | receive fds |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
 
     let start = Instant::now();
     let until = start + run;
@@ -277,8 +307,9 @@ async fn main() {
             let m = std::mem::take(&mut *shared.minute.lock().unwrap());
             let (srss, sfds) = proc_stat(serve_pid);
             let (rrss, rfds) = proc_stat(receiver.child.as_ref().unwrap().id());
+            let gaps = counted(&serve.metrics(), "gitopsreverser_attribution_fact_stream_gaps_total");
             println!(
-                "| {minute} | {} | {} | {} | {:.1} ms | {} | {:.1} MiB | {sfds} | {:.1} MiB | {rfds} |",
+                "| {minute} | {} | {} | {} | {:.1} ms | {} | {gaps} | {:.1} MiB | {sfds} | {:.1} MiB | {rfds} |",
                 m.acked,
                 m.post_retries,
                 m.resolves,

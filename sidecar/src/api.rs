@@ -23,6 +23,8 @@ use runtime::attribution::transport::{AnyFollower, FactFollower};
 use runtime::attribution::{Attributed, Attributor, Engine, Resolution};
 use runtime::metrics::ReasonLabel;
 use runtime::proto::{self, attribution_server::Attribution};
+
+use crate::socket::Connection;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status, Streaming};
 
@@ -61,8 +63,9 @@ pub struct Api {
     /// watcher keeps its window and retries.
     held: Mutex<Option<String>>,
     follower: AnyFollower,
-    /// References held per scope by explicit Acquires (and --follow).
-    refs: Mutex<HashMap<Scope, u32>>,
+    /// References held per scope by explicit Acquires (and --follow), and
+    /// by which connection of the socket.
+    refs: Mutex<Refs>,
     /// Scopes a Resolve made this process follow (a watcher asking about a
     /// type covers it), with when a Resolve last asked, on the engine's
     /// clock: released once nobody asked for a TTL, so routes that only
@@ -70,6 +73,16 @@ pub struct Api {
     implicit: Mutex<HashMap<Scope, u64, ScopeHasher>>,
     /// Attribution on, or the configured committer authors everything.
     author_mode: AuthorMode,
+    /// At most this many scopes followed at once (explicit and implicit).
+    max_followed: usize,
+}
+
+/// Acquire references: per scope, and per connection that took them (so a
+/// client that goes away releases what it held).
+#[derive(Debug, Default)]
+struct Refs {
+    by_scope: HashMap<Scope, u32>,
+    by_connection: HashMap<Connection, HashMap<Scope, u32>>,
 }
 
 /// The request's type, taken (not copied) out of it.
@@ -134,10 +147,28 @@ impl Api {
             policy: Mutex::new(policy),
             held: Mutex::new(None),
             follower,
-            refs: Mutex::new(HashMap::new()),
+            refs: Mutex::new(Refs::default()),
             implicit: Mutex::default(),
             author_mode: AuthorMode::Attributed,
+            max_followed: usize::MAX,
         }
+    }
+
+    /// Follows at most `max` scopes at once (`--author-attribution-max-followed`).
+    pub fn with_max_followed(mut self, max: usize) -> Self {
+        self.max_followed = max;
+        self
+    }
+
+    /// Whether `scope` may be followed: it already is, or the follower is
+    /// under the cap. A refusal is counted.
+    fn may_follow(&self, scope: &Scope) -> bool {
+        let followed = self.follower.subscriptions();
+        if followed.len() < self.max_followed || followed.contains(scope) {
+            return true;
+        }
+        self.engine().metrics().follow_refusals.inc();
+        false
     }
 
     /// Configured-author mode answers every Resolve at once, tier
@@ -334,20 +365,82 @@ impl Api {
         .map_err(|e| Status::unavailable(format!("reading the mirror for the reconcile failed: {e}")))
     }
 
-    fn refs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, u32>> {
+    fn refs(&self) -> std::sync::MutexGuard<'_, Refs> {
         self.refs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes one reference on `scope`; returns the count after.
-    pub fn acquire(&self, scope: &Scope) -> u32 {
-        Self::take(&mut self.refs(), &self.follower, scope)
+    /// Takes one reference on `scope` (for the process itself: `--follow`);
+    /// returns the count after.
+    pub fn acquire(&self, scope: &Scope) -> Result<u32, Status> {
+        self.acquire_for(None, scope)
     }
 
-    fn take(refs: &mut HashMap<Scope, u32>, follower: &AnyFollower, scope: &Scope) -> u32 {
-        let n = refs.entry(scope.clone()).or_default();
+    fn acquire_for(&self, connection: Option<Connection>, scope: &Scope) -> Result<u32, Status> {
+        if !self.may_follow(scope) {
+            return Err(Status::resource_exhausted(format!(
+                "{scope}: {} types are followed already, the most --author-attribution-max-followed allows; \
+                 release one, or raise the flag",
+                self.max_followed
+            )));
+        }
+        let mut refs = self.refs();
+        if let Some(c) = connection {
+            *refs.by_connection.entry(c).or_default().entry(scope.clone()).or_default() += 1;
+        }
+        let n = refs.by_scope.entry(scope.clone()).or_default();
         *n += 1;
-        follower.acquire(scope);
-        *n
+        self.follower.acquire(scope);
+        Ok(*n)
+    }
+
+    /// Drops one reference on `scope`, the caller's own first; returns the
+    /// count left, `None` when nobody holds one.
+    fn release_for(&self, connection: Option<Connection>, scope: &Scope) -> Option<u32> {
+        let mut refs = self.refs();
+        let n = refs.by_scope.get_mut(scope)?;
+        *n -= 1;
+        let left = *n;
+        if left == 0 {
+            refs.by_scope.remove(scope);
+        }
+        // The caller's reference if it holds one, else another connection's
+        // (a reference is not owned: any client may release it).
+        let holder = connection
+            .filter(|c| refs.by_connection.get(c).is_some_and(|h| h.contains_key(scope)))
+            .or_else(|| refs.by_connection.iter().find(|(_, h)| h.contains_key(scope)).map(|(c, _)| *c));
+        if let Some(c) = holder
+            && let Some(held) = refs.by_connection.get_mut(&c)
+        {
+            if let Some(k) = held.get_mut(scope) {
+                *k -= 1;
+                if *k == 0 {
+                    held.remove(scope);
+                }
+            }
+            if held.is_empty() {
+                refs.by_connection.remove(&c);
+            }
+        }
+        self.follower.release(scope);
+        Some(left)
+    }
+
+    /// The connection went away: the references it still held are dropped.
+    pub fn connection_closed(&self, connection: Connection) {
+        let mut refs = self.refs();
+        let Some(held) = refs.by_connection.remove(&connection) else { return };
+        for (scope, k) in held {
+            if let Some(n) = refs.by_scope.get_mut(&scope) {
+                *n = n.saturating_sub(k);
+                if *n == 0 {
+                    refs.by_scope.remove(&scope);
+                }
+            }
+            for _ in 0..k {
+                self.follower.release(&scope);
+            }
+            tracing::debug!(%scope, references = k, "the client that acquired it went away: its references are released");
+        }
     }
 
     /// Follows `scope` as a Resolve would (the implicit reference, renewed
@@ -376,9 +469,12 @@ impl Api {
         // No copy of the scope on the per-call path once it is followed.
         if let Some(last) = implicit.get_mut(scope) {
             *last = now;
-        } else {
+        } else if self.may_follow(scope) {
             implicit.insert(scope.clone(), now);
             self.follower.acquire(scope);
+        } else {
+            // Answered from what the index holds (facts of it never arrive).
+            tracing::debug!(%scope, max = self.max_followed, "a Resolve of a type not followed, past --author-attribution-max-followed: not followed");
         }
     }
 
@@ -584,27 +680,22 @@ impl Attribution for Api {
     }
 
     async fn acquire(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {
+        let connection = req.extensions().get::<Connection>().copied();
         let r = req.into_inner();
         if r.resource.is_empty() {
             return Err(Status::invalid_argument("resource is required"));
         }
         let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
-        Ok(Response::new(proto::FollowResponse { refs: Api::acquire(self, &scope) }))
+        Ok(Response::new(proto::FollowResponse { refs: self.acquire_for(connection, &scope)? }))
     }
 
     async fn release(&self, req: Request<proto::FollowRequest>) -> Result<Response<proto::FollowResponse>, Status> {
+        let connection = req.extensions().get::<Connection>().copied();
         let r = req.into_inner();
         let scope = Scope::new(r.route, GroupResource::new(r.group, r.resource));
-        let mut refs = self.refs();
-        let Some(n) = refs.get_mut(&scope) else {
-            return Err(Status::failed_precondition(format!("{scope} is not acquired: nothing to release")));
-        };
-        *n -= 1;
-        let left = *n;
-        if left == 0 {
-            refs.remove(&scope);
-        }
-        self.follower.release(&scope);
+        let left = self
+            .release_for(connection, &scope)
+            .ok_or_else(|| Status::failed_precondition(format!("{scope} is not acquired: nothing to release")))?;
         Ok(Response::new(proto::FollowResponse { refs: left }))
     }
 }

@@ -169,6 +169,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     // The same check `kubectl reverser inject` runs on --sidecar-arg.
     args.check()?;
     let metrics = Arc::new(Metrics::new());
+    metrics.set_max_types(args.ops.metrics_max_types);
     let opts = args.attribution.transport_options()?;
     let transport = Transport::build(opts, metrics.clone())?;
     let engine = Arc::new(Engine::new(args.attribution.engine_config(), Arc::new(SystemClock), metrics.clone()));
@@ -226,7 +227,11 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         }
         None => None,
     };
-    let api = Arc::new(Api::new(engine.clone(), follower.clone(), git, policy).with_author_mode(author_mode));
+    let api = Arc::new(
+        Api::new(engine.clone(), follower.clone(), git, policy)
+            .with_author_mode(author_mode)
+            .with_max_followed(args.attribution.author_attribution_max_followed),
+    );
     if let Some(target) = &args.git.git_target {
         // The GitTarget and its GitProvider are watched: a change applies
         // without a restart.
@@ -240,12 +245,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         });
     }
     for s in &args.follow {
-        api.acquire(s);
+        api.acquire(s).map_err(|e| Error::Config(format!("--follow {s}: {}", e.message())))?;
     }
     {
         // Expiry is decided on read; this only bounds memory: expired facts,
-        // and follows of types no Resolve asked about for a TTL.
-        let (e, api) = (engine.clone(), api.clone());
+        // follows of types no Resolve asked about for a TTL, and the memory
+        // transport's logs of scopes with no fact inside the TTL.
+        let (e, api, t) = (engine.clone(), api.clone(), transport.clone());
         let ttl = args.attribution.ttl;
         let every = (ttl / 4).clamp(Duration::from_millis(100), Duration::from_secs(10));
         tasks.spawn_until_stopped("index sweeper", async move {
@@ -254,6 +260,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
                 tick.tick().await;
                 e.sweep();
                 api.release_idle(ttl.as_millis() as u64);
+                t.expire();
             }
         });
     }
@@ -279,11 +286,15 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AttributionServer<Api>>().await;
     let stopping = tasks.stopping();
+    let releaser = api.clone();
     let api_service = AttributionServer::from_arc(api);
     tasks
         .spawn_on_own_thread("socket API", move || async move {
             match UnixListener::from_std(uds) {
-                Ok(uds) => crate::socket::serve(uds, api_service, health_service, stopping).await,
+                Ok(uds) => {
+                    let closed = move |c| releaser.connection_closed(c);
+                    crate::socket::serve(uds, api_service, health_service, closed, stopping).await
+                }
                 Err(e) => tracing::error!(error = %e, "socket API failed: the socket cannot be served"),
             }
         })
@@ -307,6 +318,7 @@ pub async fn receive(args: ReceiveArgs) -> Result<()> {
         ));
     }
     let metrics = Arc::new(Metrics::new());
+    metrics.set_max_types(args.ops.metrics_max_types);
     let opts = args.attribution.transport_options()?;
     if opts.kind == TransportKind::Memory {
         return Err(Error::Config(

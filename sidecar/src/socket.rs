@@ -35,6 +35,12 @@ pub const MAX_CONCURRENT_STREAMS: u32 = 16_384;
 /// hold an fd for ever (issue 30).
 pub const PREFACE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// Which connection of the socket a call came on (in the request's
+/// extensions): what it holds (Acquire references) is released when it
+/// closes (issue 30).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Connection(pub u64);
+
 type Request = http::Request<Incoming>;
 type Response = http::Response<Body>;
 
@@ -60,6 +66,7 @@ fn serves<S: NamedService>(path: &str) -> bool {
 struct Routes<A, H> {
     api: A,
     health: H,
+    connection: Connection,
 }
 
 impl<A: Grpc, H: Grpc> hyper::service::Service<Request> for Routes<A, H> {
@@ -67,7 +74,8 @@ impl<A: Grpc, H: Grpc> hyper::service::Service<Request> for Routes<A, H> {
     type Error = Infallible;
     type Future = Either<A::Future, Either<H::Future, Ready<Result<Response, Infallible>>>>;
 
-    fn call(&self, req: Request) -> Self::Future {
+    fn call(&self, mut req: Request) -> Self::Future {
+        req.extensions_mut().insert(self.connection);
         // tonic's services are always ready and share their state behind an
         // `Arc`: a clone per call is what tonic's router does too.
         let path = req.uri().path();
@@ -84,9 +92,18 @@ impl<A: Grpc, H: Grpc> hyper::service::Service<Request> for Routes<A, H> {
 
 /// Serves `api` and `health` on `listener` until `shutdown`, then lets the
 /// calls in flight finish (each connection is told to go away) and returns
-/// once every connection has closed.
-pub async fn serve(listener: UnixListener, api: impl Grpc, health: impl Grpc, shutdown: impl Future<Output = ()>) {
-    let routes = Routes { api, health };
+/// once every connection has closed. `closed` is told each connection that
+/// ended.
+pub async fn serve(
+    listener: UnixListener,
+    api: impl Grpc,
+    health: impl Grpc,
+    closed: impl Fn(Connection) + Send + Sync + 'static,
+    shutdown: impl Future<Output = ()>,
+) {
+    let closed = std::sync::Arc::new(closed);
+    let mut next = 0u64;
+    let routes = Routes { api, health, connection: Connection(0) };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut http2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
     http2.timer(TokioTimer::new());
@@ -94,7 +111,10 @@ pub async fn serve(listener: UnixListener, api: impl Grpc, health: impl Grpc, sh
     tokio::pin!(shutdown);
     while let Some((stream, _)) = crate::accept::next("socket API", || listener.accept(), shutdown.as_mut()).await {
         // Any :authority: a socket has no host (see `authority`).
-        let (http2, routes, watcher) = (http2.clone(), routes.clone(), graceful.watcher());
+        next += 1;
+        let connection = Connection(next);
+        let routes = Routes { connection, ..routes.clone() };
+        let (http2, watcher, closed) = (http2.clone(), graceful.watcher(), closed.clone());
         tokio::spawn(async move {
             let mut stream = stream;
             let mut first = vec![0u8; 24]; // the HTTP/2 preface's length
@@ -112,6 +132,7 @@ pub async fn serve(listener: UnixListener, api: impl Grpc, health: impl Grpc, sh
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "socket API: connection ended with an error");
             }
+            closed(connection);
         });
     }
     graceful.shutdown().await;

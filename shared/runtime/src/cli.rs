@@ -146,6 +146,13 @@ pub struct Attribution {
     /// this flag; with it, warned about, counted and shown on `/readyz`.
     #[arg(long, env = "REVERSER_ALLOW_EVICTING_REDIS")]
     pub allow_evicting_redis: bool,
+    /// At most this many types (route, group, resource) are followed at
+    /// once: an Acquire past it is refused (RESOURCE_EXHAUSTED), and a
+    /// Resolve of a new type answers from what the index holds without
+    /// following it; both counted. Each followed type is one more stream
+    /// in every read of the follower.
+    #[arg(long, default_value_t = 4096, value_name = "N")]
+    pub author_attribution_max_followed: usize,
     /// Replicas of this Deployment; the memory transport is refused above 1.
     #[arg(long, env = "REVERSER_REPLICA_COUNT", default_value_t = 1)]
     pub replica_count: u32,
@@ -298,6 +305,11 @@ pub struct Ops {
     /// Plain HTTP for /metrics, /healthz and /readyz.
     #[arg(long, env = "REVERSER_METRICS_LISTEN", default_value = "127.0.0.1:9090")]
     pub metrics_listen: SocketAddr,
+    /// At most this many types (group, resource) label the per-type
+    /// metrics; the rest are counted under the type `_other` (and on
+    /// metrics_label_types_refused), so junk types cannot grow /metrics.
+    #[arg(long, default_value_t = crate::metrics::DEFAULT_MAX_TYPES, value_name = "N")]
+    pub metrics_max_types: usize,
 }
 
 /// Git authoring: the sidecar's `Commit` call writes the mirror.

@@ -110,6 +110,9 @@ pub struct Metrics {
     pub fact_follower_errors: Family<TransportLabel, Counter>,
     pub fact_follower_last_success_timestamp_seconds: Gauge<f64, AtomicU64>,
     pub transport_info: Family<TransportLabel, Gauge>,
+    /// Scopes (route, type) whose log the memory transport holds: one with
+    /// no fact inside the TTL is dropped.
+    pub memory_scopes: Gauge,
     /// 1 on the persistence mode Redis reported, 0 on the others.
     pub redis_persistence: Family<ModeLabel, Gauge>,
     /// 1 on the `maxmemory-policy` Redis reported when it evicts keys.
@@ -130,10 +133,38 @@ pub struct Metrics {
     /// 1 while the GitTarget cannot be mirrored (deleted, branch not
     /// allowed, provider gone): nothing is committed or pushed.
     pub mirror_held: Gauge,
+    /// Follows refused past --author-attribution-max-followed (an Acquire
+    /// refused, or a Resolve of a type answered without following it).
+    pub follow_refusals: Counter,
+    /// Label sets refused because the types labelled reached the cap
+    /// (counted under the `_other` type instead).
+    pub label_types_refused: Counter,
     /// Each resolution label set's counter and histogram, found by one lookup.
     handles: ResolutionHandles,
+    /// The (group, resource) pairs metrics are labelled with, up to the cap:
+    /// 10k junk types made a 21 MB `/metrics` (issue 30).
+    types: TypeCap,
     /// `facts_total{op="matched"}`, counted once per answered resolution.
     matched: OnceLock<Counter>,
+}
+
+/// The type label of the types past [`Metrics::set_max_types`].
+pub const OTHER_TYPES: &str = "_other";
+
+/// How many distinct (group, resource) pairs label the per-type metrics by
+/// default (`--metrics-max-types`).
+pub const DEFAULT_MAX_TYPES: usize = 1000;
+
+#[derive(Debug)]
+struct TypeCap {
+    max: std::sync::atomic::AtomicUsize,
+    seen: Mutex<std::collections::HashSet<(Box<str>, Box<str>)>>,
+}
+
+impl Default for TypeCap {
+    fn default() -> Self {
+        TypeCap { max: DEFAULT_MAX_TYPES.into(), seen: Mutex::default() }
+    }
 }
 
 /// The counter and wait histogram of every resolution label set seen, so
@@ -199,6 +230,7 @@ impl Default for Metrics {
             fact_follower_errors: Family::default(),
             fact_follower_last_success_timestamp_seconds: Gauge::default(),
             transport_info: Family::default(),
+            memory_scopes: Gauge::default(),
             redis_persistence: Family::default(),
             redis_evicting_policy: Family::default(),
             redis_evicting_refusals: Counter::default(),
@@ -209,7 +241,10 @@ impl Default for Metrics {
             mirror_push_failures: Counter::default(),
             mirror_config_reloads: Counter::default(),
             mirror_held: Gauge::default(),
+            label_types_refused: Counter::default(),
+            follow_refusals: Counter::default(),
             handles: ResolutionHandles::default(),
+            types: TypeCap::default(),
             matched: OnceLock::new(),
         }
     }
@@ -220,8 +255,37 @@ impl Metrics {
         Self::default()
     }
 
+    /// At most `max` distinct (group, resource) pairs label the per-type
+    /// metrics; the rest are counted under the type `_other`.
+    pub fn set_max_types(&self, max: usize) {
+        self.types.max.store(max, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether (group, resource) may label a new series: one already seen,
+    /// or a new one under the cap. A refusal is counted.
+    fn admits_type(&self, group: &str, resource: &str) -> bool {
+        let mut seen = self.types.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (Box::<str>::from(group), Box::<str>::from(resource));
+        if seen.contains(&key) {
+            return true;
+        }
+        if seen.len() < self.types.max.load(std::sync::atomic::Ordering::Relaxed) {
+            seen.insert(key);
+            return true;
+        }
+        drop(seen);
+        self.label_types_refused.inc();
+        false
+    }
+
+    /// (group, version, resource), or the `_other` type past the cap.
+    fn type_labels<'a>(&self, group: &'a str, version: &'a str, resource: &'a str) -> (&'a str, &'a str, &'a str) {
+        if self.admits_type(group, resource) { (group, version, resource) } else { ("", "", OTHER_TYPES) }
+    }
+
     /// Counts an audit event's outcome on `gitopsreverser_audit_events_total`.
     pub fn audit_event(&self, group: &str, resource: &str, verb: &str, result: &str, reason: &str) {
+        let (group, _, resource) = self.type_labels(group, "", resource);
         self.audit_events
             .get_or_create(&AuditLabels {
                 group: group.to_owned(),
@@ -243,8 +307,15 @@ impl Metrics {
         removal: bool,
         waited_seconds: f64,
     ) {
-        let q = HandleQuery { tier, actor_kind, removal, group, version, resource };
+        let mut q = HandleQuery { tier, actor_kind, removal, group, version, resource };
         let mut held = self.handles.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((count, wait)) = held.get(&q) {
+            count.inc();
+            wait.observe(waited_seconds);
+            return;
+        }
+        // A label set not seen yet needs its type under the cap.
+        (q.group, q.version, q.resource) = self.type_labels(group, version, resource);
         let (count, wait) = held.entry_ref(&q).or_insert_with(|| self.resolution_handles(&q));
         count.inc();
         wait.observe(waited_seconds);
@@ -269,6 +340,7 @@ impl Metrics {
 
     /// Counts one resolution that skipped the grace (adaptive grace).
     pub fn grace_skipped(&self, group: &str, version: &str, resource: &str) {
+        let (group, version, resource) = self.type_labels(group, version, resource);
         self.grace_skipped
             .get_or_create(&TypeLabels { group: group.into(), version: version.into(), resource: resource.into() })
             .inc();
@@ -374,6 +446,21 @@ impl Metrics {
             format!("{p}_attribution_transport_info"),
             "which contract the metrics above are read under",
             self.transport_info.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_follow_refusals"),
+            "follows refused past --author-attribution-max-followed (an Acquire, or a Resolve answered without following)",
+            self.follow_refusals.clone(),
+        );
+        registry.register(
+            format!("{p}_metrics_label_types_refused"),
+            "series of a type past --metrics-max-types, counted under the type _other instead",
+            self.label_types_refused.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_transport_memory_scopes"),
+            "scopes (route, type) the memory transport holds a log of; one with no fact inside the TTL is dropped",
+            self.memory_scopes.clone(),
         );
         registry.register(
             format!("{p}_attribution_redis_persistence"),

@@ -6,6 +6,14 @@
 //! One hub holds one bounded log per scope (entries numbered 1, 2, ...), the
 //! in-process stand-in for a stream; each follower keeps its own per-scope
 //! cursor, exactly as a Redis follower keeps its per-stream entry id.
+//!
+//! A log whose every entry is older than the TTL is dropped by [`expire`]
+//! (a Redis stream's EXPIRE does the same), so a route or type seen once
+//! costs nothing after a TTL (issue 30: about 2.5 KiB per scope stayed for
+//! good). A log made again later numbers on from the highest number any
+//! dropped log reached, so no follower's cursor can skip its entries.
+//!
+//! [`expire`]: MemoryTransport::expire
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -42,8 +50,14 @@ impl MemoryTransport {
             .get_or_create(&crate::metrics::TransportLabel { transport: TransportKind::Memory.label().to_owned() })
             .set(1);
         Ok(Self {
-            hub: Arc::new(Hub { logs: Mutex::new(HashMap::new()), version: watch::Sender::new(0), config, metrics }),
+            hub: Arc::new(Hub { logs: Mutex::new(Logs::default()), version: watch::Sender::new(0), config, metrics }),
         })
+    }
+
+    /// Drops the logs whose every entry is older than the TTL; returns how
+    /// many scopes the hub still holds.
+    pub fn expire(&self) -> usize {
+        self.hub.expire(now_ms())
     }
 
     pub fn publisher(&self) -> MemoryPublisher {
@@ -66,13 +80,21 @@ impl MemoryTransport {
     /// Entries the scope's log still holds.
     #[cfg(test)]
     pub(crate) fn retained(&self, scope: &Scope) -> u64 {
-        self.hub.logs().get(scope).map_or(0, |l| l.entries.len() as u64)
+        self.hub.logs().map.get(scope).map_or(0, |l| l.entries.len() as u64)
     }
+}
+
+/// Every scope's log, and where a new one numbers from.
+#[derive(Debug, Default)]
+struct Logs {
+    map: HashMap<Scope, ScopeLog>,
+    /// The highest entry number of any dropped log.
+    base: u64,
 }
 
 #[derive(Debug)]
 struct Hub {
-    logs: Mutex<HashMap<Scope, ScopeLog>>,
+    logs: Mutex<Logs>,
     /// Bumped on every append so waiting followers wake.
     version: watch::Sender<u64>,
     config: TransportConfig,
@@ -83,6 +105,8 @@ struct Hub {
 struct ScopeLog {
     /// Number of the last entry ever appended (entries are 1-based).
     last_seq: u64,
+    /// The number this log started after: none below it was ever its own.
+    base: u64,
     entries: VecDeque<Entry>,
 }
 
@@ -106,15 +130,36 @@ struct Read {
 }
 
 impl Hub {
-    fn logs(&self) -> std::sync::MutexGuard<'_, HashMap<Scope, ScopeLog>> {
+    fn logs(&self) -> std::sync::MutexGuard<'_, Logs> {
         self.logs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn expire(&self, now: u64) -> usize {
+        let horizon = now.saturating_sub(self.config.ttl.as_millis() as u64);
+        let mut logs = self.logs();
+        let Logs { map, base } = &mut *logs;
+        map.retain(|_, log| {
+            while log.entries.front().is_some_and(|e| e.at_ms <= horizon) {
+                log.entries.pop_front();
+            }
+            if log.entries.is_empty() {
+                *base = (*base).max(log.last_seq);
+                return false;
+            }
+            true
+        });
+        let held = map.len();
+        self.metrics.memory_scopes.set(held as i64);
+        held
     }
 
     fn append(&self, scope: &Scope, facts: Vec<Fact>, at_ms: u64) {
         // Packed outside the lock: appends of other scopes do not wait on it.
         let facts = Arc::new(PackedFacts::pack(&facts));
         let mut logs = self.logs();
-        let log = logs.entry(scope.clone()).or_default();
+        let base = logs.base;
+        let log =
+            logs.map.entry(scope.clone()).or_insert_with(|| ScopeLog { last_seq: base, base, ..ScopeLog::default() });
         log.last_seq += 1;
         log.entries.push_back(Entry { seq: log.last_seq, at_ms, facts });
         // MAXLEN bound (exact here; Redis's `~` is a cost optimisation) and
@@ -134,8 +179,9 @@ impl Hub {
     fn warm_cursor(&self, scope: &Scope) -> u64 {
         let horizon = now_ms().saturating_sub(self.config.ttl.as_millis() as u64);
         let logs = self.logs();
-        let Some(log) = logs.get(scope) else {
-            return 0;
+        let Some(log) = logs.map.get(scope) else {
+            // Nothing held: start past every number a later log can reuse.
+            return logs.base;
         };
         let first = log.entries.front().map_or(log.last_seq + 1, |e| e.seq);
         let aged = log.entries.iter().take_while(|e| e.at_ms <= horizon).last().map(|e| e.seq);
@@ -144,11 +190,12 @@ impl Hub {
 
     fn read(&self, scope: &Scope, cursor: u64, count: usize) -> Read {
         let logs = self.logs();
-        let Some(log) = logs.get(scope) else {
+        let Some(log) = logs.map.get(scope) else {
             return Read::default();
         };
         let first = log.entries.front().map_or(log.last_seq + 1, |e| e.seq);
-        let gap = first.saturating_sub(cursor + 1);
+        // Entries of a dropped log (all past the TTL) are no gap.
+        let gap = first.saturating_sub(cursor.max(log.base) + 1);
         let entries = log.entries.iter().skip_while(|e| e.seq <= cursor).take(count).cloned().collect();
         Read { gap, entries }
     }

@@ -319,6 +319,14 @@ impl Transport {
         }
     }
 
+    /// Drops what the transport holds past the TTL (the memory transport's
+    /// logs; Redis expires its streams itself).
+    pub fn expire(&self) {
+        if let Transport::Memory(t) = self {
+            t.expire();
+        }
+    }
+
     pub fn publisher(&self) -> AnyPublisher {
         match self {
             Transport::Memory(t) => AnyPublisher::Memory(t.publisher()),
