@@ -13,7 +13,7 @@
 //! `cargo bench -p reverser-sidecar --bench soak -- --minutes 5`
 //! (default 60; `--events-per-sec`, `--resolves-per-sec` to change the load).
 //!
-//! `--evicting` runs it on a Redis that evicts keys (`maxmemory 48mb`,
+//! `--evicting` runs it on a Redis that evicts keys (`maxmemory 16mb`,
 //! `maxmemory-policy allkeys-lru`, the usual managed default): first
 //! `receive` without `--allow-evicting-redis`, which must refuse the batch,
 //! then the soak with the flag, printing the stream gaps `serve` counted
@@ -218,7 +218,7 @@ async fn main() {
     let aof = tempfile::tempdir().unwrap();
     let mut redis_args = vec!["--appendonly", "yes", "--appendfsync", "always", "--dir", aof.path().to_str().unwrap()];
     if a.evicting {
-        redis_args.extend(["--maxmemory", "48mb", "--maxmemory-policy", "allkeys-lru"]);
+        redis_args.extend(["--maxmemory", "16mb", "--maxmemory-policy", "allkeys-lru"]);
     }
     let mut redis = RedisServer::start_with(&redis_args, None).expect("redis-server");
     let url = redis.url();
@@ -228,7 +228,12 @@ async fn main() {
     if a.evicting {
         // Without the flag: the batch is refused, and /readyz says why.
         let refusing = Sidecar::start("receive", &receive_args);
-        let status = refusing.post_events("soak", &[audit_event("update", "user-0", "soak", "cm-x", "u-x", "7")]);
+        // To the port given (--audit-listen), over the API server's mTLS.
+        let body = event_list(vec![audit_event("update", "user-0", "soak", "cm-x", "u-x", "7")]);
+        let status = match connect(port, client_config(&refusing.certs).expect("client certificates")).await {
+            Ok(mut c) => post(&mut c, "/audit-webhook/soak", &body).await.unwrap_or(0),
+            Err(_) => 0,
+        };
         let ready = testkit::sidecar::http_get(refusing.metrics_port, "/readyz");
         let why = ready.lines().skip_while(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
         println!("evicting Redis, no --allow-evicting-redis: a batch is answered {status}; /readyz: {}", why.trim());
@@ -330,6 +335,20 @@ async fn main() {
         shared.total_resolves.load(Ordering::Relaxed),
         shared.total_lost.load(Ordering::Relaxed)
     );
+    if a.evicting {
+        // What the policy took, by Redis's own count.
+        let port = url.rsplit(':').next().unwrap_or_default().trim_end_matches('/').to_owned();
+        let info = std::process::Command::new("redis-cli").args(["-p", &port, "info", "stats"]).output();
+        let evicted = info
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("evicted_keys:").map(|v| v.trim().to_owned())));
+        println!(
+            "Redis evicted {} keys (since its restart); serve counted {} stream gaps",
+            evicted.unwrap_or_else(|| "?".into()),
+            counted(&serve.metrics(), "gitopsreverser_attribution_fact_stream_gaps_total")
+        );
+    }
     drop(serve);
     drop(receiver);
 }

@@ -1,7 +1,10 @@
 //! Live configuration (issue 27 item 3), the sidecar's half. When it serves
-//! a GitTarget it watches that GitTarget and the GitProviders of its
-//! namespace (kube-runtime's `watcher`), and reloads when either changes
-//! (a new `metadata.generation`; status writes do not count). Templates,
+//! a GitTarget it watches that GitTarget, the GitProviders of its namespace
+//! and, each by name, the Secrets they name (`credentials::reads`: the
+//! credentials, the signing key, a known_hosts Secret, the encryption key),
+//! with kube-runtime's `watcher`, and reloads when one changes (a new
+//! `metadata.generation`, for a Secret a new `resourceVersion`; status
+//! writes do not count). Templates,
 //! placement, path, branch, prune mode, credentials and signing all come
 //! from that reload. If the GitTarget can no longer be mirrored (it was
 //! deleted, its branch left `allowedBranches`, its GitProvider is gone or
@@ -9,7 +12,7 @@
 //! reason, and the watcher keeps its window and retries until the
 //! configuration is right again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -17,6 +20,7 @@ use kube::api::{Api as KubeApi, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use rules::attribution::commit::AuthorMode;
+use rules::mirror::credentials;
 use runtime::attribution::commit::{GitWriter, WriterConfig};
 use runtime::metrics::Metrics;
 use runtime::mirror::configbutler;
@@ -48,8 +52,9 @@ pub struct Live {
     pub metrics: Arc<Metrics>,
 }
 
-/// The generations last applied, by `kind/name`: only a spec change reloads.
-type Seen = BTreeMap<String, i64>;
+/// The versions last applied, by `kind/name`: a CR's generation (only a spec
+/// change reloads), a Secret's resourceVersion (it has no generation).
+type Seen = BTreeMap<String, String>;
 
 fn key(kind: &str, obj: &DynamicObject) -> String {
     format!("{kind}/{}", obj.metadata.name.as_deref().unwrap_or(""))
@@ -60,55 +65,95 @@ fn key(kind: &str, obj: &DynamicObject) -> String {
 fn changed(seen: &mut Seen, kind: &str, event: &Event<DynamicObject>) -> bool {
     match event {
         Event::Apply(o) | Event::InitApply(o) => {
-            let generation = o.metadata.generation.unwrap_or(0);
-            seen.insert(key(kind, o), generation) != Some(generation)
+            let version = match kind {
+                "Secret" => o.metadata.resource_version.clone().unwrap_or_default(),
+                _ => o.metadata.generation.unwrap_or(0).to_string(),
+            };
+            seen.insert(key(kind, o), version.clone()).as_ref() != Some(&version)
         }
         Event::Delete(o) => seen.remove(&key(kind, o)).is_some(),
         Event::Init | Event::InitDone => false,
     }
 }
 
-/// Watches until the process stops; every change reloads (or holds).
+/// The Secrets the GitTarget and its GitProvider name now (none when they
+/// cannot be read: the reload that follows says why).
+async fn secret_names(client: &kube::Client, ns: &str, name: &str) -> BTreeSet<String> {
+    match runtime::mirror::load(client, ns, name).await {
+        Ok(l) => credentials::reads(&l.target.spec, Some(&l.provider.spec)).secrets,
+        Err(_) => BTreeSet::new(),
+    }
+}
+
+/// Watches until the process stops; every change reloads (or holds). The
+/// Secrets are watched by name, so a reload that names others watches those.
 pub async fn run(live: Live, api: Arc<Api>) -> Result<()> {
     let (ns, name) = crate::target::parse_target(&live.target)?;
     let bounds = Bounds::new(live.git.request_timeout).with_read(WATCH_SILENCE);
     let (client, _) = Server::connect(live.git.kubeconfig.as_deref(), bounds).await?;
-    let targets: KubeApi<DynamicObject> =
-        KubeApi::namespaced_with(client.clone(), &ns, &configbutler("GitTarget", "gittargets"));
-    let providers: KubeApi<DynamicObject> =
-        KubeApi::namespaced_with(client.clone(), &ns, &configbutler("GitProvider", "gitproviders"));
-    let targets = watcher::watcher(targets, cr_watcher_config().fields(&format!("metadata.name={name}")))
-        .default_backoff()
-        .boxed();
-    let providers = watcher::watcher(providers, cr_watcher_config()).default_backoff().boxed();
-    let mut events = futures::stream::select(targets.map(|e| ("GitTarget", e)), providers.map(|e| ("GitProvider", e)));
+    let mut names = secret_names(&client, &ns, &name).await;
     let mut seen = Seen::new();
-    // The start loaded the configuration: the initial lists only record it.
-    let mut listed = 0;
-    while let Some((kind, event)) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(e) => {
-                tracing::warn!(error = %e, "watching the {kind}s for configuration changes failed; retrying");
+    loop {
+        let targets: KubeApi<DynamicObject> =
+            KubeApi::namespaced_with(client.clone(), &ns, &configbutler("GitTarget", "gittargets"));
+        let providers: KubeApi<DynamicObject> =
+            KubeApi::namespaced_with(client.clone(), &ns, &configbutler("GitProvider", "gitproviders"));
+        let targets = watcher::watcher(targets, cr_watcher_config().fields(&format!("metadata.name={name}")))
+            .default_backoff()
+            .map(|e| ("GitTarget", e))
+            .boxed();
+        let providers =
+            watcher::watcher(providers, cr_watcher_config()).default_backoff().map(|e| ("GitProvider", e)).boxed();
+        let secrets = names.iter().map(|secret| {
+            let api: KubeApi<DynamicObject> = KubeApi::namespaced_with(client.clone(), &ns, &secret_resource());
+            watcher::watcher(api, cr_watcher_config().fields(&format!("metadata.name={secret}")))
+                .default_backoff()
+                .map(|e| ("Secret", e))
+                .boxed()
+        });
+        let mut events = futures::stream::select_all([targets, providers].into_iter().chain(secrets));
+        // The start (or the reload before this) read the configuration: the
+        // initial lists only record it.
+        let streams = 2 + names.len();
+        let mut listed = 0;
+        let mut renamed = false;
+        while let Some((kind, event)) = events.next().await {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => {
+                    tracing::warn!(error = %e, "watching the {kind}s for configuration changes failed; retrying");
+                    continue;
+                }
+            };
+            let is_change = changed(&mut seen, kind, &event);
+            if matches!(event, Event::InitDone) {
+                listed += 1;
                 continue;
             }
-        };
-        let is_change = changed(&mut seen, kind, &event);
-        if matches!(event, Event::InitDone) {
-            listed += 1;
-            continue;
+            if listed < streams || !is_change {
+                continue;
+            }
+            reload(&live, &api, kind).await;
+            let now = secret_names(&client, &ns, &name).await;
+            if now != names {
+                names = now;
+                renamed = true;
+                break;
+            }
         }
-        if listed < 2 || !is_change {
-            continue;
+        if !renamed {
+            return Ok(());
         }
-        reload(&live, &api).await;
     }
-    Ok(())
+}
+
+fn secret_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::Secret>(&())
 }
 
 /// Reads the GitTarget, its GitProvider and their Secrets again and
 /// applies them, or holds with why they cannot be mirrored.
-async fn reload(live: &Live, api: &Api) {
+async fn reload(live: &Live, api: &Api, kind: &str) {
     match crate::target::writer_for(&live.git, &live.target).await {
         Ok((config, policy, loaded)) => {
             let branch = config.branch.clone();
@@ -121,7 +166,9 @@ async fn reload(live: &Live, api: &Api) {
                         target = %live.target,
                         provider = %loaded.provider.metadata.name,
                         %branch,
-                        "the GitTarget or its GitProvider changed; the next window is written with the new configuration"
+                        changed = kind,
+                        "the configuration changed (the GitTarget, its GitProvider or a Secret they name); the next \
+                         window is written with it"
                         );
                     }
                     Err(e) => tracing::warn!(error = %e.message(), "applying the changed configuration failed"),

@@ -124,3 +124,59 @@ fn deleting_the_gittarget_stops_its_mirror() {
     assert_eq!(m.commits(), before);
     assert!(!m.remote_has(&cm_path("after-delete")));
 }
+
+/// The GitProvider's signing Secret is watched by name: a rotated key signs
+/// the next commit without a restart (issue 27 item 3, "and Secrets").
+#[test]
+fn a_rotated_signing_key_signs_the_next_commit_without_a_restart() {
+    use base64::Engine as _;
+    let b64 = |s: &[u8]| base64::engine::general_purpose::STANDARD.encode(s);
+    let unb64 = |s: &str| base64::engine::general_purpose::STANDARD.decode(s).unwrap();
+    let m = Mirror::start(|s| {
+        s.provider["spec"]["commit"]["signing"] =
+            json!({"secretRef": {"name": "lab-signing"}, "generateWhenMissing": true});
+    });
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, configmap("first", "1")).unwrap();
+    });
+    m.wait("the first change", || m.remote_has(&cm_path("first")));
+    let generated = m.api.store.lock().unwrap().get("secrets", NS, "lab-signing").unwrap();
+    let old_pub = String::from_utf8(unb64(generated["data"]["signing.pub"].as_str().unwrap())).unwrap();
+
+    // A new key, as a user rotates it: ssh-keygen, then kubectl apply.
+    let key = m.dir.path().join("rotated");
+    let out = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "rotated", "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let private = std::fs::read(&key).unwrap();
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "lab-signing", "namespace": NS},
+                        "data": {"signing.key": b64(&private), "signing.pub": b64(public.as_bytes())}});
+    let out = kubectl(&m).run_with_stdin(&["apply", "-f", "-"], &secret.to_string());
+    assert!(out.status.success(), "kubectl apply: {}", String::from_utf8_lossy(&out.stderr));
+    m.wait("the sidecar to reload", || sidecar_metric(&m, "gitopsreverser_mirror_config_reloads_total") >= 1);
+    m.act("bob", true, |s| {
+        s.create("configmaps", NS, configmap("second", "1")).unwrap();
+    });
+    m.wait("the second change", || m.remote_has(&cm_path("second")));
+    // The new commit verifies with the rotated key and not with the old one.
+    let verify = |signer: &str| {
+        let allowed = m.dir.path().join("allowed_signers");
+        std::fs::write(&allowed, format!("mirror@lab.invalid {signer}\n")).unwrap();
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(&m.remote)
+            .args(["-c", "gpg.format=ssh", "-c"])
+            .arg(format!("gpg.ssh.allowedSignersFile={}", allowed.display()))
+            .args(["verify-commit", "main"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(verify(public.trim()), "the rotated key signs the next commit");
+    assert!(!verify(old_pub.trim()), "the old key no longer does");
+}

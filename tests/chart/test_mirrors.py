@@ -74,7 +74,7 @@ def test_the_full_mirror_gets_exactly_the_rbac_it_needs(chart: helm.Chart) -> No
         (("configbutler.ai",), ("gittargets",), ("prod",), ("get", "list", "watch")),
         (("configbutler.ai",), ("gitproviders",), (), ("get", "list", "watch")),
         (("configbutler.ai",), ("watchrules",), (), ("list", "watch")),
-        (("",), ("secrets",), ("git-creds", "git-signing"), ("get",)),
+        (("",), ("secrets",), ("git-creds", "git-signing"), ("get", "list", "watch")),
         (("",), ("configmaps",), ("ssh-known-hosts",), ("get",)),
         # generate: the sidecar writes the key it generated.
         (("",), ("secrets",), ("git-signing",), ("patch",)),
@@ -147,7 +147,7 @@ def test_known_hosts_from_a_secret_and_signing_without_generate_are_reads_only(c
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     secret_rules = {r for r in rules_of(config_role) if r[1] in (("secrets",), ("configmaps",))}
     # One Secret named twice is granted once; no write, no ConfigMap.
-    assert secret_rules == {(("",), ("secrets",), ("git-signing", "git-ssh"), ("get",))}
+    assert secret_rules == {(("",), ("secrets",), ("git-signing", "git-ssh"), ("get", "list", "watch"))}
 
 
 def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.Chart) -> None:
@@ -157,7 +157,7 @@ def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.C
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
     secret_rules = {r for r in rules_of(config_role) if r[1] == ("secrets",)}
     assert secret_rules == {
-        (("",), ("secrets",), ("sops-age",), ("get",)),
+        (("",), ("secrets",), ("sops-age",), ("get", "list", "watch")),
         (("",), ("secrets",), ("sops-age",), ("patch",)),
         (("",), ("secrets",), (), ("create",)),
     }
@@ -169,7 +169,7 @@ def test_encryption_reads_its_key_secret_and_generate_may_write_it(chart: helm.C
     mirror["secrets"] = {"encryption": {"name": "sops-age"}}
     objs = mirror_objects(objects(render(chart, {"mirrors": [mirror]})), "team-a/audit.main")
     (config_role,) = [o for o in objs if o["kind"] == "Role" and not o["metadata"]["name"].endswith(("-watch", "-event"))]
-    assert {r for r in rules_of(config_role) if r[1] == ("secrets",)} == {(("",), ("secrets",), ("sops-age",), ("get",))}
+    assert {r for r in rules_of(config_role) if r[1] == ("secrets",)} == {(("",), ("secrets",), ("sops-age",), ("get", "list", "watch"))}
 
 
 def test_no_rbac_rule_of_any_scenario_has_a_wildcard(chart: helm.Chart) -> None:

@@ -79,46 +79,21 @@ fn rule(groups: &[&str], resources: &[&str], names: &[String], verbs: &[&str]) -
     r
 }
 
-/// The Secrets and ConfigMaps the sidecar reads, and those it may write a
-/// generated key into (as the chart derives them from `mirrors[].secrets`).
+/// The Secrets and ConfigMap the sidecar reads, and those it may write a
+/// generated key into ([`super::credentials::reads`]).
 fn secret_rules(t: &Target<'_>) -> Vec<Value> {
-    let mut read: BTreeSet<String> = BTreeSet::new();
-    let mut generated: BTreeSet<String> = BTreeSet::new();
-    let mut config_maps: Vec<String> = Vec::new();
-    if let Some(p) = t.provider {
-        read.extend(p.secret_ref.as_ref().map(|r| r.name.clone()));
-        if let Some(k) = &p.known_hosts_ref {
-            match k.kind.as_deref() {
-                Some("Secret") => {
-                    read.insert(k.name.clone());
-                }
-                _ => config_maps.push(k.name.clone()),
-            }
-        }
-        if let Some(s) = p.commit.as_ref().and_then(|c| c.signing.as_ref()) {
-            read.insert(s.secret_ref.name.clone());
-            if s.generate_when_missing {
-                generated.insert(s.secret_ref.name.clone());
-            }
-        }
-    }
-    if let Ok(Some(plan)) = super::encryption::plan(t.spec.encryption.as_ref())
-        && let Some(secret) = plan.key_secret
-    {
-        read.insert(secret.clone());
-        if plan.generate_when_missing {
-            generated.insert(secret);
-        }
-    }
+    let reads = super::credentials::reads(t.spec, t.provider);
+    let names = |set: BTreeSet<String>| set.into_iter().collect::<Vec<_>>();
     let mut rules = Vec::new();
-    if !read.is_empty() {
-        rules.push(rule(&[""], &["secrets"], &read.into_iter().collect::<Vec<_>>(), &["get"]));
+    if !reads.secrets.is_empty() {
+        // Read at start, then watched by name (live configuration).
+        rules.push(rule(&[""], &["secrets"], &names(reads.secrets), &["get", "list", "watch"]));
     }
-    if !config_maps.is_empty() {
-        rules.push(rule(&[""], &["configmaps"], &config_maps, &["get"]));
+    if !reads.config_maps.is_empty() {
+        rules.push(rule(&[""], &["configmaps"], &names(reads.config_maps), &["get"]));
     }
-    if !generated.is_empty() {
-        rules.push(rule(&[""], &["secrets"], &generated.into_iter().collect::<Vec<_>>(), &["patch"]));
+    if !reads.generated.is_empty() {
+        rules.push(rule(&[""], &["secrets"], &names(reads.generated), &["patch"]));
         // create cannot be restricted to a name.
         rules.push(rule(&[""], &["secrets"], &[], &["create"]));
     }

@@ -4,7 +4,50 @@
 //! a credentials Secret made for any of them works unchanged. An empty value
 //! counts as absent, as the reference's `firstSecretValue` has it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::config::{GitProviderSpec, GitTargetSpec};
+
+/// What a mirror reads besides its CRs: the Secrets (the GitProvider's
+/// credentials and signing key, a known_hosts Secret, the GitTarget's
+/// encryption key), the known_hosts ConfigMap, and the Secrets it may write
+/// a generated key into (`generateWhenMissing`). The controller grants
+/// exactly these; the sidecar watches the Secrets for changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reads {
+    pub secrets: BTreeSet<String>,
+    pub config_maps: BTreeSet<String>,
+    pub generated: BTreeSet<String>,
+}
+
+/// The [`Reads`] of a GitTarget and its GitProvider (when it exists).
+pub fn reads(target: &GitTargetSpec, provider: Option<&GitProviderSpec>) -> Reads {
+    let mut r = Reads::default();
+    if let Some(p) = provider {
+        r.secrets.extend(p.secret_ref.as_ref().map(|s| s.name.clone()));
+        if let Some(k) = &p.known_hosts_ref {
+            match k.kind.as_deref() {
+                Some("Secret") => r.secrets.insert(k.name.clone()),
+                _ => r.config_maps.insert(k.name.clone()),
+            };
+        }
+        if let Some(s) = p.signing() {
+            r.secrets.insert(s.secret_ref.name.clone());
+            if s.generate_when_missing {
+                r.generated.insert(s.secret_ref.name.clone());
+            }
+        }
+    }
+    if let Ok(Some(plan)) = super::encryption::plan(target.encryption.as_ref())
+        && let Some(secret) = plan.key_secret
+    {
+        r.secrets.insert(secret.clone());
+        if plan.generate_when_missing {
+            r.generated.insert(secret);
+        }
+    }
+    r
+}
 
 /// The SSH private key: Kubernetes' `ssh-privatekey`, Flux's `identity`,
 /// Argo CD's `sshPrivateKey`.

@@ -100,7 +100,7 @@ fn the_rbac_follows_the_resolved_types_and_names_the_secrets() {
     let config = rules(find(&d, "Role", Some("shop"), &m));
     assert!(
         config.contains(
-            &json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["creds", "sign"], "verbs": ["get"]})
+            &json!({"apiGroups": [""], "resources": ["secrets"], "resourceNames": ["creds", "sign"], "verbs": ["get", "list", "watch"]})
                 .to_string()
         ),
         "{config:#?}"
