@@ -487,6 +487,15 @@ def ready(obj: dict[str, Any] | None) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def wait_ready(api: FakeApi, resource: str, namespace: str, name: str, logs: list[pathlib.Path], timeout: float = 60) -> None:
+    """Waits for a configbutler.ai object's Ready condition, failing with the logs."""
+    deadline = time.monotonic() + timeout
+    while not ready(api.get("configbutler.ai", resource, namespace, name)):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{resource} {namespace}/{name} never became Ready:\n" + "\n".join(p.read_text() for p in logs))
+        time.sleep(0.2)
+
+
 def tree(remote: pathlib.Path) -> list[str]:
     out = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main"], capture_output=True, text=True)
     return out.stdout.split() if out.returncode == 0 else []
@@ -552,11 +561,7 @@ def test_a_mirror_runs_from_the_charts_args_within_the_charts_rbac(
                 # A CommitRequest for the GitTarget: served, and its status written.
                 api.put({"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
                          "metadata": {"name": "save", "namespace": "mirror"}, "spec": {"targetRef": {"name": "prod"}}})
-                deadline = time.monotonic() + 60
-                while not ready(api.get("configbutler.ai", "commitrequests", "mirror", "save")):
-                    if time.monotonic() > deadline:
-                        pytest.fail("the CommitRequest never became Ready:\n" + "\n".join(p.read_text() for p in logs))
-                    time.sleep(0.2)
+                wait_ready(api, "commitrequests", "mirror", "save", logs, timeout=60)
         files = tree(remote)
         assert "clusters/prod/shop/configmaps/flux-owned.yaml" not in files
         assert not [f for f in files if "/other/" in f or "/mirror/" in f], files
@@ -656,18 +661,10 @@ def test_the_controller_serves_a_gittarget_and_its_mirror_runs_within_the_rbac_i
                     logs = [controller_log, sidecar_log, watcher_log]
                     wait_for_file(remote, "clusters/prod/shop/configmaps/demo.yaml", logs)
                     wait_for_file(remote, "clusters/prod/_cluster/example.com/widgets/w1.yaml", logs)
-                    deadline = time.monotonic() + 30
-                    while not ready(api.get("configbutler.ai", "gittargets", "mirror", "prod")):
-                        if time.monotonic() > deadline:
-                            pytest.fail("the GitTarget never became Ready:\n" + "\n".join(p.read_text() for p in logs))
-                        time.sleep(0.2)
+                    wait_ready(api, "gittargets", "mirror", "prod", logs, timeout=30)
                     api.put({"apiVersion": "configbutler.ai/v1alpha3", "kind": "CommitRequest",
                              "metadata": {"name": "save", "namespace": "mirror"}, "spec": {"targetRef": {"name": "prod"}}})
-                    deadline = time.monotonic() + 60
-                    while not ready(api.get("configbutler.ai", "commitrequests", "mirror", "save")):
-                        if time.monotonic() > deadline:
-                            pytest.fail("the CommitRequest never became Ready:\n" + "\n".join(p.read_text() for p in logs))
-                        time.sleep(0.2)
+                    wait_ready(api, "commitrequests", "mirror", "save", logs, timeout=60)
             # Deleted: the finalizer holds it until everything serving it is gone.
             status, body = api.call("DELETE", "/apis/configbutler.ai/v1alpha3/namespaces/mirror/gittargets/prod")
             assert status == 200, body

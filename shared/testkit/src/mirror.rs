@@ -263,6 +263,24 @@ impl Mirror {
     pub fn show(&self, path: &str) -> String {
         git(&self.remote, &["show", &format!("main:{path}")])
     }
+
+    /// `git verify-commit` of the remote's `main` with `public` (an
+    /// authorized_keys line) as the only allowed signer: git's output, `Ok`
+    /// when the signature is good.
+    pub fn verify_head(&self, public: &str) -> Result<String, String> {
+        let allowed = self.dir.path().join("allowed_signers");
+        std::fs::write(&allowed, format!("mirror@lab.invalid {}\n", public.trim())).unwrap();
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(&self.remote)
+            .args(["-c", "gpg.format=ssh", "-c"])
+            .arg(format!("gpg.ssh.allowedSignersFile={}", allowed.display()))
+            .args(["verify-commit", "main"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() { Ok(text) } else { Err(text) }
+    }
 }
 
 impl Drop for Mirror {
