@@ -158,7 +158,15 @@ pub const DEFAULT_MAX_TYPES: usize = 1000;
 #[derive(Debug)]
 struct TypeCap {
     max: std::sync::atomic::AtomicUsize,
-    seen: Mutex<std::collections::HashSet<(Box<str>, Box<str>)>>,
+    seen: Mutex<TypeSet>,
+}
+
+/// The (group, resource) pairs seen, by group, so a lookup of `&str`s
+/// allocates nothing (the receiver counts every audit event).
+#[derive(Debug, Default)]
+struct TypeSet {
+    by_group: std::collections::HashMap<Box<str>, std::collections::HashSet<Box<str>>>,
+    len: usize,
 }
 
 impl Default for TypeCap {
@@ -265,12 +273,12 @@ impl Metrics {
     /// or a new one under the cap. A refusal is counted.
     fn admits_type(&self, group: &str, resource: &str) -> bool {
         let mut seen = self.types.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let key = (Box::<str>::from(group), Box::<str>::from(resource));
-        if seen.contains(&key) {
+        if seen.by_group.get(group).is_some_and(|r| r.contains(resource)) {
             return true;
         }
-        if seen.len() < self.types.max.load(std::sync::atomic::Ordering::Relaxed) {
-            seen.insert(key);
+        if seen.len < self.types.max.load(std::sync::atomic::Ordering::Relaxed) {
+            seen.by_group.entry(group.into()).or_default().insert(resource.into());
+            seen.len += 1;
             return true;
         }
         drop(seen);

@@ -12,8 +12,18 @@ const REDIS_SERVER: &str = "/usr/bin/redis-server";
 
 /// A free loopback TCP port (bound, then released for the caller to use).
 pub fn free_port() -> std::io::Result<u16> {
-    let listener = TcpListener::bind(("127.0.0.1", 0))?;
-    Ok(listener.local_addr()?.port())
+    // The kernel may hand the same ephemeral port to two parallel tests of
+    // one process between the probe and the child's bind ("Address already
+    // in use" once in CI): a port is handed out once per process.
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let listener = TcpListener::bind(("127.0.0.1", 0))?;
+        let port = listener.local_addr()?.port();
+        if GIVEN.lock().unwrap_or_else(|e| e.into_inner()).insert(port) {
+            return Ok(port);
+        }
+    }
 }
 
 /// TLS material for a `redis-server --tls-port`, as files.
