@@ -305,23 +305,11 @@ async fn reconcile(target: Arc<GitTargetObject>, ctx: Arc<Ctx>) -> Result<Action
 /// Removes every object serving GitTarget `t`, found by its uid's label.
 async fn cleanup(t: &GitTargetObject, ctx: &Ctx) -> Result<Action, ReconcileError> {
     let Some(uid) = &t.metadata.uid else { return Ok(Action::await_change()) };
-    let selector = ListParams::default().labels(&format!("{TARGET_UID}={uid}"));
-    let mut removed = 0;
-    for kind in KINDS {
-        let ar = resource_of(kind).expect("a kind the controller applies");
-        let all = Api::<DynamicObject>::all_with(ctx.client.clone(), &ar);
-        let list = all.list(&selector).await.map_err(|e| ReconcileError::Read(ctx.server.failure(&e)))?;
-        for o in list.items {
-            let applied = Applied {
-                kind: kind.to_owned(),
-                namespace: o.metadata.namespace.clone(),
-                name: o.metadata.name.clone().unwrap_or_default(),
-                uid: uid.clone(),
-            };
-            delete(ctx, &applied).await.map_err(ReconcileError::Read)?;
-            removed += 1;
-        }
+    let serving = applied(ctx, &format!("{TARGET_UID}={uid}")).await.map_err(ReconcileError::Read)?;
+    for a in &serving {
+        delete(ctx, a).await.map_err(ReconcileError::Read)?;
     }
+    let removed = serving.len();
     ctx.wanted.lock().unwrap_or_else(|e| e.into_inner()).remove(uid);
     let target =
         format!("{}/{}", t.metadata.namespace.as_deref().unwrap_or(""), t.metadata.name.as_deref().unwrap_or(""));
@@ -424,8 +412,31 @@ async fn sweep(ctx: Arc<Ctx>, every: Duration) {
     }
 }
 
+/// Every object of the kinds the controller applies that `selector`
+/// selects, with the GitTarget uid its label names.
+async fn applied(ctx: &Ctx, selector: &str) -> Result<Vec<Applied>, String> {
+    let params = ListParams::default().labels(selector);
+    let mut out = Vec::new();
+    for kind in KINDS {
+        let ar = resource_of(kind).expect("a kind the controller applies");
+        let list = Api::<DynamicObject>::all_with(ctx.client.clone(), &ar)
+            .list(&params)
+            .await
+            .map_err(|e| ctx.server.failure(&e))?;
+        for o in list.items {
+            let Some(uid) = o.metadata.labels.as_ref().and_then(|l| l.get(TARGET_UID)).cloned() else { continue };
+            out.push(Applied {
+                kind: kind.to_owned(),
+                namespace: o.metadata.namespace.clone(),
+                name: o.metadata.name.clone().unwrap_or_default(),
+                uid,
+            });
+        }
+    }
+    Ok(out)
+}
+
 async fn sweep_once(ctx: &Ctx) -> Result<(), String> {
-    let managed = ListParams::default().labels(&format!("app.kubernetes.io/managed-by={MANAGER}"));
     let targets: Api<GitTargetObject> = Api::all(ctx.client.clone());
     let live: BTreeSet<String> = targets
         .list(&ListParams::default())
@@ -435,23 +446,7 @@ async fn sweep_once(ctx: &Ctx) -> Result<(), String> {
         .into_iter()
         .filter_map(|t| t.metadata.uid)
         .collect();
-    let mut applied = Vec::new();
-    for kind in KINDS {
-        let ar = resource_of(kind).expect("a kind the controller applies");
-        let list = Api::<DynamicObject>::all_with(ctx.client.clone(), &ar)
-            .list(&managed)
-            .await
-            .map_err(|e| ctx.server.failure(&e))?;
-        for o in list.items {
-            let Some(uid) = o.metadata.labels.as_ref().and_then(|l| l.get(TARGET_UID)).cloned() else { continue };
-            applied.push(Applied {
-                kind: kind.to_owned(),
-                namespace: o.metadata.namespace.clone(),
-                name: o.metadata.name.clone().unwrap_or_default(),
-                uid,
-            });
-        }
-    }
+    let applied = applied(ctx, &format!("app.kubernetes.io/managed-by={MANAGER}")).await?;
     let wanted = ctx.wanted.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for a in rules_controller::stale(&applied, &live, &wanted) {
         delete(ctx, a).await?;

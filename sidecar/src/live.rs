@@ -50,6 +50,13 @@ pub struct Live {
     pub target: String,
     pub author_mode: AuthorMode,
     pub metrics: Arc<Metrics>,
+    /// The Secrets the configuration loaded at start names ([`secrets_of`]).
+    pub secrets: BTreeSet<String>,
+}
+
+/// The Secrets a loaded GitTarget and its GitProvider name: what is watched.
+pub fn secrets_of(loaded: &runtime::mirror::Loaded) -> BTreeSet<String> {
+    credentials::reads(&loaded.target.spec, Some(&loaded.provider.spec)).secrets
 }
 
 /// The versions last applied, by `kind/name`: a CR's generation (only a spec
@@ -76,11 +83,11 @@ fn changed(seen: &mut Seen, kind: &str, event: &Event<DynamicObject>) -> bool {
     }
 }
 
-/// The Secrets the GitTarget and its GitProvider name now (none when they
-/// cannot be read: the reload that follows says why).
+/// The Secrets the GitTarget and its GitProvider name now, read when a
+/// reload could not load them (none when they cannot be read either).
 async fn secret_names(client: &kube::Client, ns: &str, name: &str) -> BTreeSet<String> {
     match runtime::mirror::load(client, ns, name).await {
-        Ok(l) => credentials::reads(&l.target.spec, Some(&l.provider.spec)).secrets,
+        Ok(l) => secrets_of(&l),
         Err(_) => BTreeSet::new(),
     }
 }
@@ -91,7 +98,7 @@ pub async fn run(live: Live, api: Arc<Api>) -> Result<()> {
     let (ns, name) = crate::target::parse_target(&live.target)?;
     let bounds = Bounds::new(live.git.request_timeout).with_read(WATCH_SILENCE);
     let (client, _) = Server::connect(live.git.kubeconfig.as_deref(), bounds).await?;
-    let mut names = secret_names(&client, &ns, &name).await;
+    let mut names = live.secrets.clone();
     let mut seen = Seen::new();
     loop {
         let targets: KubeApi<DynamicObject> =
@@ -133,8 +140,10 @@ pub async fn run(live: Live, api: Arc<Api>) -> Result<()> {
             if listed < streams || !is_change {
                 continue;
             }
-            reload(&live, &api, kind).await;
-            let now = secret_names(&client, &ns, &name).await;
+            let now = match reload(&live, &api, kind).await {
+                Some(loaded) => loaded,
+                None => secret_names(&client, &ns, &name).await,
+            };
             if now != names {
                 names = now;
                 renamed = true;
@@ -152,10 +161,12 @@ fn secret_resource() -> kube::api::ApiResource {
 }
 
 /// Reads the GitTarget, its GitProvider and their Secrets again and
-/// applies them, or holds with why they cannot be mirrored.
-async fn reload(live: &Live, api: &Api, kind: &str) {
+/// applies them, or holds with why they cannot be mirrored. Returns the
+/// Secrets the configuration it loaded names (`None`: it loaded none).
+async fn reload(live: &Live, api: &Api, kind: &str) -> Option<BTreeSet<String>> {
     match crate::target::writer_for(&live.git, &live.target).await {
         Ok((config, policy, loaded)) => {
+            let secrets = secrets_of(&loaded);
             let branch = config.branch.clone();
             match open_writer(config, live.author_mode, &live.metrics).await {
                 Ok(writer) => match api.reconfigure(writer, policy).await {
@@ -175,8 +186,12 @@ async fn reload(live: &Live, api: &Api, kind: &str) {
                 },
                 Err(e) => hold(api, live, e.to_string()),
             }
+            Some(secrets)
         }
-        Err(e) => hold(api, live, e.to_string()),
+        Err(e) => {
+            hold(api, live, e.to_string());
+            None
+        }
     }
 }
 

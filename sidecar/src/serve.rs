@@ -200,7 +200,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         tasks.spawn_until_stopped("fact follower", async move { f.follow(sink).await });
     }
 
-    let (writer, policy) = match &args.git.git_target {
+    let (writer, policy, secrets) = match &args.git.git_target {
         Some(target) => {
             let (config, policy, loaded) = crate::target::writer_for(&args.git, target).await?;
             tracing::info!(
@@ -208,9 +208,9 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
                 loaded.provider.metadata.name,
                 loaded.audit_route()
             );
-            (Some(config), policy)
+            (Some(config), policy, crate::live::secrets_of(&loaded))
         }
-        None => (args.git.writer_config(), MirrorPolicy::default()),
+        None => (args.git.writer_config(), MirrorPolicy::default(), Default::default()),
     };
     let git = match writer {
         Some(c) => {
@@ -235,8 +235,13 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     if let Some(target) = &args.git.git_target {
         // The GitTarget and its GitProvider are watched: a change applies
         // without a restart.
-        let live =
-            crate::live::Live { git: args.git.clone(), target: target.clone(), author_mode, metrics: metrics.clone() };
+        let live = crate::live::Live {
+            git: args.git.clone(),
+            target: target.clone(),
+            author_mode,
+            metrics: metrics.clone(),
+            secrets,
+        };
         let api = api.clone();
         tasks.spawn_until_stopped("live configuration", async move {
             if let Err(e) = crate::live::run(live, api).await {

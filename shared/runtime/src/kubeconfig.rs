@@ -127,12 +127,29 @@ pub async fn load_with(kubeconfig: Option<&Path>, overrides: &Overrides) -> Resu
 
 /// A client for `config` whose every call is held to `bounds`, with the
 /// server it talks to (for messages).
-pub fn bounded_client(mut config: kube::Config, bounds: &Bounds) -> Result<(kube::Client, String), KubeconfigError> {
+pub fn bounded_client(config: kube::Config, bounds: &Bounds) -> Result<(kube::Client, String), KubeconfigError> {
+    let (builder, server) = bounded_builder(config, bounds)?;
+    Ok((builder.build(), server))
+}
+
+/// kube's default client stack (its `GenericService`, which it does not export).
+type Stack = tower::util::BoxService<
+    http::Request<kube::client::Body>,
+    http::Response<Box<kube::client::DynBody>>,
+    tower::BoxError,
+>;
+
+/// The client stack for `config` with `bounds` applied, before any layer of
+/// ours, and the server it talks to.
+fn bounded_builder(
+    mut config: kube::Config,
+    bounds: &Bounds,
+) -> Result<(kube::client::ClientBuilder<Stack>, String), KubeconfigError> {
     bounds.apply(&mut config);
     let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
-    let client = kube::Client::try_from(config)
+    let builder = kube::client::ClientBuilder::try_from(config)
         .map_err(|e| KubeconfigError::Client { server: server.clone(), cause: crate::error_chain(&e) })?;
-    Ok((client, server))
+    Ok((builder, server))
 }
 
 /// A client for a remote cluster from the kubeconfig held in Secret
@@ -147,13 +164,10 @@ pub async fn remote_client(
     let fail = |cause: String| KubeconfigError::Remote { secret: secret.to_owned(), cause };
     let text = std::str::from_utf8(raw).map_err(|e| fail(format!("not UTF-8 text ({e})")))?;
     let file = Kubeconfig::from_yaml(text).map_err(|e| fail(e.to_string()))?;
-    let mut config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+    let config = kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
         .await
         .map_err(|e| fail(e.to_string()))?;
-    bounds.apply(&mut config);
-    let server = config.cluster_url.to_string().trim_end_matches('/').to_owned();
-    let builder = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| KubeconfigError::Client { server: server.clone(), cause: crate::error_chain(&e) })?;
+    let (builder, server) = bounded_builder(config, bounds)?;
     Ok((builder.with_layer(throttle).build(), server))
 }
 

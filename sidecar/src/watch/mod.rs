@@ -452,10 +452,8 @@ async fn provider_facts(
         return Ok((None, BTreeMap::new()));
     }
     let provider = mirror::cluster_provider(client, provider_name).await.map_err(runtime::Error::from)?;
-    // Only a selector in spec.allowedNamespaces looks at labels; a name
-    // needs no Namespace read (and no RBAC for one).
     let labels = match provider.as_ref().and_then(|p| p.spec.allowed_namespaces.as_ref()) {
-        Some(m) if m.selector.is_some() && !m.names.iter().any(|n| n == namespace) => {
+        Some(m) if m.needs_labels(namespace) => {
             mirror::namespace_labels(client, namespace).await.map_err(runtime::Error::from)?
         }
         _ => BTreeMap::new(),

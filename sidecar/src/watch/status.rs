@@ -349,7 +349,7 @@ impl Reporter {
         // The namespace's admission first, as the GitTarget's Validated
         // gate orders it; a failed read of the labels decides nothing.
         let labels = match provider.spec.allowed_namespaces.as_ref() {
-            Some(m) if m.selector.is_some() && !m.names.contains(&self.namespace) => {
+            Some(m) if m.needs_labels(&self.namespace) => {
                 match runtime::mirror::namespace_labels(&self.client, &self.namespace).await {
                     Ok(l) => Some(l),
                     Err(e) => {

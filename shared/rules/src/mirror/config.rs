@@ -276,6 +276,13 @@ impl AllowedSourceNamespaces {
         self.names.iter().any(|n| n == name) || self.selector.as_ref().is_some_and(|s| s.matches(labels))
     }
 
+    /// Whether [`admits`](Self::admits) of `name` needs its Namespace's
+    /// labels: only a selector reads them, and a listed name needs none (so
+    /// no Namespace read, and no RBAC for one).
+    pub fn needs_labels(&self, name: &str) -> bool {
+        self.selector.is_some() && !self.names.iter().any(|n| n == name)
+    }
+
     /// `NamespaceMatcher.ValidateNames` (namespace_matcher.go:80-90): the
     /// first entry that could never be a namespace name (a DNS-1123 label),
     /// such as `*`.
