@@ -344,9 +344,10 @@ async fn main() {
             .and_then(|o| String::from_utf8(o.stdout).ok())
             .and_then(|t| t.lines().find_map(|l| l.strip_prefix("evicted_keys:").map(|v| v.trim().to_owned())));
         println!(
-            "Redis evicted {} keys (since its restart); serve counted {} stream gaps",
+            "Redis evicted {} keys (since its restart); serve counted {} stream gaps and {} streams evicted and created again (facts lost, count unknown)",
             evicted.unwrap_or_else(|| "?".into()),
-            counted(&serve.metrics(), "gitopsreverser_attribution_fact_stream_gaps_total")
+            counted(&serve.metrics(), "gitopsreverser_attribution_fact_stream_gaps_total"),
+            counted(&serve.metrics(), "gitopsreverser_attribution_fact_stream_recreations_total")
         );
     }
     drop(serve);

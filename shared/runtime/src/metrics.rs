@@ -106,6 +106,9 @@ pub struct Metrics {
     pub fact_duplicates: Counter,
     pub collection_without_uidset: Family<ReasonLabel, Counter>,
     pub fact_stream_gaps: Family<StreamLabel, Counter>,
+    /// Followed streams evicted and created again between two reads: facts
+    /// appended in between are lost, uncounted.
+    pub fact_stream_recreations: Family<StreamLabel, Counter>,
     pub fact_stream_decode_errors: Family<TransportLabel, Counter>,
     pub fact_follower_errors: Family<TransportLabel, Counter>,
     pub fact_follower_last_success_timestamp_seconds: Gauge<f64, AtomicU64>,
@@ -234,6 +237,7 @@ impl Default for Metrics {
             fact_duplicates: Counter::default(),
             collection_without_uidset: Family::default(),
             fact_stream_gaps: Family::default(),
+            fact_stream_recreations: Family::default(),
             fact_stream_decode_errors: Family::default(),
             fact_follower_errors: Family::default(),
             fact_follower_last_success_timestamp_seconds: Gauge::default(),
@@ -380,6 +384,10 @@ impl Metrics {
         self.fact_stream_gaps.get_or_create(&StreamLabel { stream: stream.to_owned() }).inc_by(n);
     }
 
+    pub fn stream_recreated(&self, stream: &str) {
+        self.fact_stream_recreations.get_or_create(&StreamLabel { stream: stream.to_owned() }).inc();
+    }
+
     /// Marks a successful follower read now.
     pub fn follower_success(&self) {
         let now = std::time::SystemTime::now()
@@ -432,8 +440,13 @@ impl Metrics {
         );
         registry.register(
             format!("{p}_attribution_fact_stream_gaps"),
-            "facts lost for good to a trim",
+            "facts lost for good to a trim or an eviction",
             self.fact_stream_gaps.clone(),
+        );
+        registry.register(
+            format!("{p}_attribution_fact_stream_recreations"),
+            "followed streams evicted and created again between two reads (facts lost, how many unknown)",
+            self.fact_stream_recreations.clone(),
         );
         registry.register(
             format!("{p}_attribution_fact_stream_decode_errors"),
@@ -548,6 +561,7 @@ mod tests {
         m.decode_error("redis");
         m.eviction("per_type");
         m.stream_gap("s", 1);
+        m.stream_recreated("s");
         m.audit_event("", "configmaps", "create", "fact", "");
         m.commits.get_or_create(&CommitLabels { author_kind: "user".into() }).inc();
         let text = m.render();
@@ -556,6 +570,7 @@ mod tests {
             "gitopsreverser_attribution_fact_stream_decode_errors_total{transport=\"redis\"} 1",
             "gitopsreverser_attribution_fact_index_evictions_total{reason=\"per_type\"} 1",
             "gitopsreverser_attribution_fact_stream_gaps_total{stream=\"s\"} 1",
+            "gitopsreverser_attribution_fact_stream_recreations_total{stream=\"s\"} 1",
             "gitopsreverser_attribution_fact_index_entries 0",
             "gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds",
             "gitopsreverser_commits_total{author_kind=\"user\"} 1",

@@ -79,17 +79,50 @@ pub(crate) struct Probe {
     pub length: u64,
     /// `last-generated-id`; `0-0` when the key does not exist.
     pub last: EntryId,
+    /// Whether the stream holds an entry whose id is the follower's cursor
+    /// (asked only when the cursor is an entry the follower read).
+    pub holds_cursor: bool,
 }
 
-/// The probe's verdict: entries lost to a trim, and the follower's new
+/// What the follower knows of one stream between probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Followed {
+    /// Entries of the stream at or before the cursor, when known.
+    pub ordinal: Option<u64>,
+    pub cursor: EntryId,
+    /// The cursor is an entry the follower read (not a re-warm start).
+    pub cursor_is_entry: bool,
+    /// `entries-added` as far as the follower saw it (0: no stream).
+    pub seen_added: u64,
+    /// The stream's last entry id as far as the follower saw it.
+    pub seen_last: EntryId,
+}
+
+/// How entries were lost, for the log line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Loss {
+    None,
+    /// Trimmed (MAXLEN, MINID) before the follower read them.
+    Trimmed,
+    /// The key is gone (evicted by `maxmemory-policy`, or deleted).
+    Vanished,
+    /// The key was evicted or deleted and a later append created a new
+    /// stream under the same key between two probes. Entries appended to
+    /// the old stream after the previous probe cannot be counted: the count
+    /// is a lower bound, and the event itself is counted apart.
+    Recreated,
+}
+
+/// The probe's verdict: entries lost unread, how, and the follower's new
 /// ordinal (how many of the stream's entries lie at or before its cursor).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ProbeOutcome {
     pub gap: u64,
     pub ordinal: Option<u64>,
+    pub loss: Loss,
 }
 
-/// The trim-gap rule. Trimming (MAXLEN, MINID) only ever removes the oldest
+/// The stream-gap rule. Trimming (MAXLEN, MINID) only ever removes the oldest
 /// entries, so `added - length` entries are gone, and they are the first
 /// ones. A follower that knows its ordinal `k` (entries at or before its
 /// cursor) lost `added - length - k` entries it never read, if that is
@@ -97,49 +130,67 @@ pub(crate) struct ProbeOutcome {
 /// ageing of an entry a caught-up follower already read is not counted as
 /// loss" falls out: only a follower that was behind is ever reported.
 ///
+/// A stream that vanished whole (an evicting `maxmemory-policy`) took the
+/// entries the follower knew of and had not read. One that vanished and was
+/// created again by a later append is told apart from a trim by the cursor:
+/// the follower's own last entry should still be held (`k` > trimmed) and is
+/// not, or fewer entries were ever added than the follower read. Every
+/// append renews the stream's `EXPIRE` of one TTL, so a new stream whose last
+/// entry is a TTL or more past the old one's may have followed an ordinary
+/// expiry: that is not called an eviction.
+///
 /// The ordinal is learnt whenever the cursor is at the stream's tail (then it
 /// equals `added`), and kept by counting entries read; until it is known
 /// (right after a re-warm that started mid-stream) no gap is claimed.
-pub(crate) fn probe_rule(ordinal: Option<u64>, cursor: EntryId, probe: Probe) -> ProbeOutcome {
+pub(crate) fn probe_rule(f: Followed, probe: Probe, ttl_ms: u64) -> ProbeOutcome {
     if probe.added == 0 && probe.length == 0 {
-        // No stream (expired, or never written): whatever comes next is new.
-        return ProbeOutcome { gap: 0, ordinal: Some(0) };
+        // No stream (expired, evicted, or never written): whatever comes
+        // next is new. An idle stream expiring after it was read lost nothing.
+        let gap = f.ordinal.map_or(0, |k| f.seen_added.saturating_sub(k));
+        let loss = if gap > 0 { Loss::Vanished } else { Loss::None };
+        return ProbeOutcome { gap, ordinal: Some(0), loss };
     }
     let trimmed = probe.added.saturating_sub(probe.length);
-    let mut gap = 0;
-    let mut ordinal = match ordinal {
-        // Fewer entries than we counted: the stream was deleted and
-        // re-created between probes; our count means nothing any more.
-        Some(k) if probe.added < k => None,
-        Some(k) if trimmed > k => {
-            gap = trimmed - k;
-            Some(trimmed)
+    let recreated =
+        f.ordinal.is_some_and(|k| probe.added < k || (f.cursor_is_entry && trimmed < k && !probe.holds_cursor));
+    let (mut gap, mut ordinal, mut loss) = (0, f.ordinal, Loss::None);
+    if recreated {
+        gap = f.ordinal.map_or(0, |k| f.seen_added.saturating_sub(k));
+        let may_have_expired = probe.last.ms >= f.seen_last.ms.saturating_add(ttl_ms);
+        loss = match (may_have_expired, gap) {
+            (false, _) => Loss::Recreated,
+            (true, 0) => Loss::None,
+            (true, _) => Loss::Vanished,
+        };
+        // The new stream's entries came after the cursor unless Redis's
+        // clock went back; then nothing is known.
+        ordinal = (probe.last > f.cursor).then_some(0);
+    }
+    if let Some(k) = ordinal
+        && trimmed > k
+    {
+        gap += trimmed - k;
+        ordinal = Some(trimmed);
+        if loss == Loss::None {
+            loss = Loss::Trimmed;
         }
-        other => other,
-    };
-    if cursor >= probe.last {
+    }
+    if f.cursor >= probe.last {
         ordinal = Some(probe.added);
     }
-    ProbeOutcome { gap, ordinal }
+    ProbeOutcome { gap, ordinal, loss }
 }
 
-/// Entries lost when a followed stream vanished whole (evicted by Redis's
-/// `maxmemory-policy`, or deleted): the ones the follower had not read, of
-/// the `last_added` the previous probe saw. A follower that had read them
-/// all (an idle stream expiring) lost nothing; one that does not know its
-/// ordinal claims nothing.
-pub(crate) fn vanished_gap(ordinal: Option<u64>, last_added: u64) -> u64 {
-    ordinal.map_or(0, |k| last_added.saturating_sub(k))
-}
-
-/// For each key: `{entries-added, length, last-generated-id}`, `{0, 0, "0-0"}`
-/// for a missing key. A script so the follower gets three integers rather
-/// than `XINFO STREAM`'s first and last entries in full.
+/// For each key: `{entries-added, length, last-generated-id, holds-cursor}`,
+/// `{0, 0, "0-0", 0}` for a missing key; `ARGV[i]` is the key's cursor, or
+/// `-` when it is not an entry the follower read. A script so the follower
+/// gets a few integers rather than `XINFO STREAM`'s first and last entries
+/// in full.
 const PROBE_SCRIPT: &str = r"
 local out = {}
 for i, key in ipairs(KEYS) do
   if redis.call('EXISTS', key) == 0 then
-    out[i] = {0, 0, '0-0'}
+    out[i] = {0, 0, '0-0', 0}
   else
     local info = redis.call('XINFO', 'STREAM', key)
     local added, len, last = 0, 0, '0-0'
@@ -149,7 +200,9 @@ for i, key in ipairs(KEYS) do
       elseif f == 'length' then len = info[j + 1]
       elseif f == 'last-generated-id' then last = info[j + 1] end
     end
-    out[i] = {added, len, last}
+    local holds = 0
+    if ARGV[i] ~= '-' and #redis.call('XRANGE', key, ARGV[i], ARGV[i]) > 0 then holds = 1 end
+    out[i] = {added, len, last, holds}
   end
 end
 return out
@@ -637,9 +690,13 @@ impl fmt::Debug for RedisFollower {
 struct StreamState {
     scope: Scope,
     cursor: EntryId,
+    /// The cursor is an entry read from the stream (not a re-warm start).
+    cursor_is_entry: bool,
     ordinal: Option<u64>,
-    /// `entries-added` as the last probe saw it (0: no stream).
+    /// `entries-added` as far as the follower saw it (0: no stream).
     added: u64,
+    /// The last entry id as far as the follower saw it.
+    last: EntryId,
     caught_up: bool,
 }
 
@@ -742,8 +799,10 @@ impl RedisFollower {
                 streams.entry(key.clone()).or_insert_with(|| StreamState {
                     scope: scope.clone(),
                     cursor: start,
+                    cursor_is_entry: false,
                     ordinal: None,
                     added: 0,
+                    last: EntryId::default(),
                     caught_up: false,
                 });
             }
@@ -753,7 +812,10 @@ impl RedisFollower {
         let keys: Vec<&String> = streams.keys().collect();
         let count = config.read_count.max(1);
         let mut pipe = ::redis::pipe();
-        pipe.cmd("EVAL").arg(PROBE_SCRIPT).arg(keys.len()).arg(&keys);
+        let probe = pipe.cmd("EVAL").arg(PROBE_SCRIPT).arg(keys.len()).arg(&keys);
+        for state in streams.values() {
+            probe.arg(if state.cursor_is_entry { state.cursor.to_string() } else { "-".to_owned() });
+        }
         let xread = pipe
             .cmd("XREAD")
             .arg("COUNT")
@@ -765,25 +827,38 @@ impl RedisFollower {
         for state in streams.values() {
             xread.arg(state.cursor.to_string());
         }
-        let (probes, reply): (Vec<(u64, u64, String)>, Option<StreamReadReply>) = pipe.query_async(c).await?;
+        let (probes, reply): (Vec<(u64, u64, String, u8)>, Option<StreamReadReply>) = pipe.query_async(c).await?;
         metrics.follower_success();
 
-        for ((key, state), (added, length, last)) in streams.iter_mut().zip(probes) {
-            let probe = Probe { added, length, last: EntryId::parse(&last).unwrap_or_default() };
-            let mut outcome = probe_rule(state.ordinal, state.cursor, probe);
-            if probe.added == 0 && probe.length == 0 {
-                outcome.gap = vanished_gap(state.ordinal, state.added);
-                if outcome.gap > 0 {
-                    tracing::warn!(stream = %key, lost_entries = outcome.gap, "a followed stream vanished (evicted by Redis's maxmemory-policy, or deleted) before the follower read all of it; those facts are lost for good");
+        for ((key, state), (added, length, last, holds)) in streams.iter_mut().zip(probes) {
+            let probe =
+                Probe { added, length, last: EntryId::parse(&last).unwrap_or_default(), holds_cursor: holds == 1 };
+            let followed = Followed {
+                ordinal: state.ordinal,
+                cursor: state.cursor,
+                cursor_is_entry: state.cursor_is_entry,
+                seen_added: state.added,
+                seen_last: state.last.max(state.cursor),
+            };
+            let outcome = probe_rule(followed, probe, config.ttl.as_millis() as u64);
+            match outcome.loss {
+                Loss::None => {}
+                Loss::Trimmed => {
+                    tracing::warn!(stream = %key, lost_entries = outcome.gap, cursor = %state.cursor, "fact follower fell behind and entries were trimmed before it read them; their facts are lost for good")
                 }
-            }
-            if outcome.gap > 0 && probe.added > 0 {
-                tracing::warn!(stream = %key, lost_entries = outcome.gap, cursor = %state.cursor, "fact follower fell behind and entries were trimmed before it read them; their facts are lost for good");
+                Loss::Vanished => {
+                    tracing::warn!(stream = %key, lost_entries = outcome.gap, "a followed stream vanished (evicted by Redis's maxmemory-policy, or deleted) before the follower read all of it; those facts are lost for good")
+                }
+                Loss::Recreated => {
+                    metrics.stream_recreated(key);
+                    tracing::warn!(stream = %key, lost_entries_at_least = outcome.gap, cursor = %state.cursor, "a followed stream was evicted by Redis's maxmemory-policy (or deleted) and created again by a later append: facts appended to it after the follower's last read are lost for good, how many cannot be known; set maxmemory-policy noeviction to keep them")
+                }
             }
             if outcome.gap > 0 {
                 metrics.stream_gap(key, outcome.gap);
             }
             state.added = probe.added;
+            state.last = probe.last;
             state.ordinal = outcome.ordinal;
             // Streams absent from the reply had nothing past the cursor.
             state.caught_up = true;
@@ -800,7 +875,9 @@ impl RedisFollower {
                     continue;
                 };
                 state.cursor = id;
+                state.cursor_is_entry = true;
                 state.ordinal = state.ordinal.map(|k| k + 1);
+                state.added = state.added.max(state.ordinal.unwrap_or(0));
                 match decode_entry(&entry.map) {
                     Ok(facts) if entry_is_acceptable(&facts) => {
                         sink.apply(FactBatch { scope: state.scope.clone(), facts, at_ms: id.ms })

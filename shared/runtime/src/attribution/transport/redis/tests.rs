@@ -34,37 +34,75 @@ fn redact_url_hides_only_the_password() {
 }
 
 fn probe(added: u64, length: u64, last: EntryId) -> Probe {
-    Probe { added, length, last }
+    Probe { added, length, last, holds_cursor: length > 0 }
+}
+
+const TTL_MS: u64 = 60_000;
+
+/// A follower at `cursor` (an entry it read), `ordinal` known, having seen
+/// `seen_added` entries with the last at `cursor`.
+fn at(ordinal: Option<u64>, cursor: EntryId, seen_added: u64) -> Followed {
+    Followed { ordinal, cursor, cursor_is_entry: true, seen_added, seen_last: cursor }
+}
+
+fn outcome(gap: u64, ordinal: Option<u64>, loss: Loss) -> ProbeOutcome {
+    ProbeOutcome { gap, ordinal, loss }
 }
 
 #[test]
 fn probe_rule_reports_a_gap_only_for_unread_trimmed_entries() {
     // Read 4 of 10; 8 trimmed: entries 5..8 were lost unread.
-    let out = probe_rule(Some(4), id(4, 0), probe(10, 2, id(10, 0)));
-    assert_eq!(out, ProbeOutcome { gap: 4, ordinal: Some(8) });
+    let out = probe_rule(at(Some(4), id(4, 0), 10), probe(10, 2, id(10, 0)), TTL_MS);
+    assert_eq!(out, outcome(4, Some(8), Loss::Trimmed));
     // Caught up (read all 10), 8 trimmed: ageing, not loss.
-    let out = probe_rule(Some(10), id(10, 0), probe(10, 2, id(10, 0)));
-    assert_eq!(out, ProbeOutcome { gap: 0, ordinal: Some(10) });
+    let out = probe_rule(at(Some(10), id(10, 0), 10), probe(10, 2, id(10, 0)), TTL_MS);
+    assert_eq!(out, outcome(0, Some(10), Loss::None));
     // Unknown ordinal (re-warmed mid-stream): no claim, until the tail.
-    let out = probe_rule(None, id(4, 0), probe(10, 2, id(10, 0)));
-    assert_eq!(out, ProbeOutcome { gap: 0, ordinal: None });
-    let out = probe_rule(None, id(10, 0), probe(10, 2, id(10, 0)));
+    let out = probe_rule(at(None, id(4, 0), 10), probe(10, 2, id(10, 0)), TTL_MS);
+    assert_eq!(out, outcome(0, None, Loss::None));
+    let out = probe_rule(at(None, id(10, 0), 10), probe(10, 2, id(10, 0)), TTL_MS);
     assert_eq!(out.ordinal, Some(10));
 }
 
 #[test]
-fn probe_rule_resets_on_a_missing_or_recreated_stream() {
-    assert_eq!(probe_rule(Some(7), id(7, 0), probe(0, 0, id(0, 0))), ProbeOutcome { gap: 0, ordinal: Some(0) });
-    // Fewer entries ever added than we counted: a new stream; no claim.
-    assert_eq!(probe_rule(Some(7), id(7, 0), probe(3, 3, id(9, 0))), ProbeOutcome { gap: 0, ordinal: None });
+fn a_vanished_stream_is_a_gap_of_what_the_follower_had_not_read() {
+    let gone = probe(0, 0, id(0, 0));
+    assert_eq!(probe_rule(at(Some(4), id(4, 0), 10), gone, TTL_MS), outcome(6, Some(0), Loss::Vanished));
+    // An idle stream expiring after it was read lost nothing.
+    assert_eq!(probe_rule(at(Some(10), id(10, 0), 10), gone, TTL_MS), outcome(0, Some(0), Loss::None));
+    // Ordinal unknown: no claim.
+    assert_eq!(probe_rule(at(None, id(4, 0), 10), gone, TTL_MS), outcome(0, Some(0), Loss::None));
 }
 
 #[test]
-fn a_vanished_stream_is_a_gap_of_what_the_follower_had_not_read() {
-    assert_eq!(vanished_gap(Some(4), 10), 6, "evicted with 6 entries unread");
-    assert_eq!(vanished_gap(Some(10), 10), 0, "an idle stream expiring after it was read");
-    assert_eq!(vanished_gap(None, 10), 0, "ordinal unknown: no claim");
-    assert_eq!(vanished_gap(Some(0), 0), 0);
+fn a_stream_evicted_and_created_again_is_told_apart_from_a_trim() {
+    // Read 7 of 9; the key was evicted and 3 new entries made a new stream.
+    // Fewer ever added than read: the 2 known unread are lost, the new
+    // stream is read from its start, and the event is a recreation.
+    let out = probe_rule(at(Some(7), id(7, 0), 9), probe(3, 3, id(12, 0)), TTL_MS);
+    assert_eq!(out, outcome(2, Some(0), Loss::Recreated));
+    // More ever added than read, none trimmed, yet the cursor's own entry is
+    // gone: a new stream too (a trim only ever takes entries before it).
+    let new = Probe { added: 9, length: 9, last: id(30, 0), holds_cursor: false };
+    assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), new, TTL_MS), outcome(0, Some(0), Loss::Recreated));
+    // The new stream was itself trimmed before the follower read it.
+    let new = Probe { added: 9, length: 4, last: id(30, 0), holds_cursor: false };
+    assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), new, TTL_MS), outcome(5, Some(5), Loss::Recreated));
+    // The cursor's entry was trimmed (k <= trimmed): an ordinary trim.
+    let trimmed = Probe { added: 12, length: 4, last: id(12, 0), holds_cursor: false };
+    assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), trimmed, TTL_MS), outcome(1, Some(8), Loss::Trimmed));
+    // A re-warm cursor is no entry: its absence proves nothing.
+    let f = Followed { cursor_is_entry: false, ..at(Some(7), id(7, 0), 7) };
+    assert_eq!(probe_rule(f, new, TTL_MS).loss, Loss::None);
+}
+
+#[test]
+fn a_new_stream_a_ttl_after_the_old_one_may_be_an_ordinary_expiry() {
+    let later = Probe { added: 1, length: 1, last: id(7 + TTL_MS, 0), holds_cursor: false };
+    // The follower had read all: an idle stream expired, then a new append.
+    assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), later, TTL_MS), outcome(0, Some(0), Loss::None));
+    // Entries it knew of and had not read are still lost.
+    assert_eq!(probe_rule(at(Some(7), id(7, 0), 9), later, TTL_MS), outcome(2, Some(0), Loss::Vanished));
 }
 
 #[test]
@@ -169,6 +207,42 @@ async fn slow_follower_trimmed_past_reports_exact_gap() {
     let gaps =
         counter(&h.metrics.render(), &format!("gitopsreverser_attribution_fact_stream_gaps_total{{stream=\"{key}\"}}"));
     assert_eq!(gaps, 14, "s2..s15 were lost unread");
+}
+
+/// A followed stream evicted (here `DEL`, as `allkeys-lru` does it) while the
+/// follower was busy, then created again by the next append, is not taken
+/// for the old stream: the follower reads the new one from its start and
+/// counts the re-creation (the facts appended before the eviction are lost,
+/// and how many cannot be known).
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_stream_evicted_and_created_again_is_counted_and_read_from_its_start() {
+    let h = RedisHarness::new(test_config());
+    let a = scope("r", "", "configmaps");
+    let key = h.key(&a);
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    let gate = gate_on("v1");
+    let _run = start(&follower, gate.sink.clone());
+    wait_caught_up(&follower).await;
+    let p = h.transport.publisher();
+    p.publish(vec![(a.clone(), fact("a", "v1"))]).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), gate.entered).await.unwrap().unwrap();
+    for i in 2..=6 {
+        p.publish(vec![(a.clone(), fact("a", &format!("v{i}")))]).await.unwrap();
+    }
+    h.server.cli(&["DEL", &key]).unwrap();
+    for i in 7..=8 {
+        p.publish(vec![(a.clone(), fact("a", &format!("v{i}")))]).await.unwrap();
+    }
+    gate.open.send(()).unwrap();
+    gate.recorder.wait_for_name("v8").await;
+    assert_eq!(gate.recorder.names(), ["v1", "v7", "v8"]);
+    let text = h.metrics.render();
+    assert_eq!(
+        counter(&text, &format!("gitopsreverser_attribution_fact_stream_recreations_total{{stream=\"{key}\"}}")),
+        1,
+        "{text}"
+    );
 }
 
 /// Hand-written entries the follower cannot use (an authorless fact, not
@@ -351,66 +425,130 @@ async fn tls_comes_from_the_url() {
 mod gap_model {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::VecDeque;
 
     #[derive(Debug, Clone)]
     enum Op {
         Append(u64),
         TrimTo(u64),
         Read(u64),
+        /// The key evicted whole (an evicting `maxmemory-policy`).
+        Evict,
     }
 
-    fn op() -> impl Strategy<Value = Op> {
-        prop_oneof![(1u64..6).prop_map(Op::Append), (0u64..8).prop_map(Op::TrimTo), (1u64..6).prop_map(Op::Read),]
+    fn op(evictions: bool) -> impl Strategy<Value = Op> {
+        let evict = if evictions { 1 } else { 0 };
+        prop_oneof![
+            3 => (1u64..6).prop_map(Op::Append),
+            3 => (0u64..8).prop_map(Op::TrimTo),
+            3 => (1u64..6).prop_map(Op::Read),
+            evict => Just(Op::Evict),
+        ]
+    }
+
+    /// A model stream: entries get ids 1, 2, ... across re-creations (as
+    /// time-based ids do); trims take from the front; an eviction takes all.
+    #[derive(Default)]
+    struct Stream {
+        held: VecDeque<u64>,
+        exists: bool,
+        added: u64,
+        last: u64,
+        next: u64,
+    }
+
+    impl Stream {
+        fn probe(&self, f: &Followed) -> Probe {
+            if !self.exists {
+                return Probe { added: 0, length: 0, last: id(0, 0), holds_cursor: false };
+            }
+            let holds_cursor = f.cursor_is_entry && self.held.contains(&f.cursor.ms);
+            Probe { added: self.added, length: self.held.len() as u64, last: id(self.last, 0), holds_cursor }
+        }
+    }
+
+    fn run(ops: &[Op], known_from_start: bool) -> (u64, u64) {
+        let mut s = Stream { next: 1, ..Default::default() };
+        let mut f = Followed {
+            ordinal: known_from_start.then_some(0),
+            cursor: id(0, 0),
+            cursor_is_entry: false,
+            seen_added: 0,
+            seen_last: id(0, 0),
+        };
+        let (mut reported, mut lost) = (0u64, 0u64);
+        let read = |s: &Stream, f: &mut Followed, count: u64| -> u64 {
+            let out = probe_rule(*f, s.probe(f), u64::MAX / 4);
+            f.ordinal = out.ordinal;
+            f.seen_added = if s.exists { s.added } else { 0 };
+            f.seen_last = id(if s.exists { s.last } else { 0 }, 0).max(f.cursor);
+            let from = f.cursor.ms;
+            for &e in s.held.iter().filter(|e| **e > from).take(count as usize) {
+                f.cursor = id(e, 0);
+                f.cursor_is_entry = true;
+                f.ordinal = f.ordinal.map(|k| k + 1);
+            }
+            out.gap
+        };
+        for op in ops {
+            match *op {
+                Op::Append(n) => {
+                    if !s.exists {
+                        s = Stream { exists: true, next: s.next, ..Default::default() };
+                    }
+                    for _ in 0..n {
+                        s.held.push_back(s.next);
+                        s.last = s.next;
+                        s.next += 1;
+                        s.added += 1;
+                    }
+                }
+                Op::TrimTo(len) => {
+                    while s.held.len() as u64 > len {
+                        let e = s.held.pop_front().unwrap();
+                        lost += u64::from(e > f.cursor.ms);
+                    }
+                }
+                Op::Evict => {
+                    lost += s.held.iter().filter(|e| **e > f.cursor.ms).count() as u64;
+                    s = Stream { next: s.next, ..Default::default() };
+                }
+                Op::Read(count) => reported += read(&s, &mut f, count),
+            }
+        }
+        // Flush: one last read sees any trim since the previous one.
+        reported += read(&s, &mut f, 0);
+        (reported, lost)
     }
 
     proptest! {
-        /// Against a model stream (entry i has id i-0, trimming only from the
-        /// front), the gaps the rule reports add up to exactly the entries
-        /// that were trimmed before the follower read them: never more (a
-        /// caught-up follower is not charged), never fewer. A follower that
-        /// started on a missing stream knows its ordinal (0) from the start;
-        /// one re-warmed mid-stream does not, and may only under-report.
+        /// Against a model stream, the gaps the rule reports add up to
+        /// exactly the entries trimmed before the follower read them: never
+        /// more (a caught-up follower is not charged), never fewer. A follower
+        /// that started on a missing stream knows its ordinal (0) from the
+        /// start; one re-warmed mid-stream does not, and may only under-report.
         #[test]
         fn reported_gaps_equal_entries_lost_unread(
-            ops in proptest::collection::vec(op(), 1..60),
+            ops in proptest::collection::vec(op(false), 1..60),
             known_from_start in any::<bool>(),
         ) {
-            let (mut added, mut first) = (0u64, 1u64); // entries first..=added held
-            let (mut cursor, mut ordinal) = (0u64, known_from_start.then_some(0u64));
-            let (mut reported, mut lost) = (0u64, 0u64);
-            for op in ops {
-                match op {
-                    Op::Append(n) => added += n,
-                    Op::TrimTo(len) => {
-                        let new_first = first.max((added + 1).saturating_sub(len));
-                        // Truth: trimmed entries after the cursor were never read.
-                        lost += (first..new_first).filter(|i| *i > cursor).count() as u64;
-                        first = new_first;
-                    }
-                    Op::Read(count) => {
-                        let length = added + 1 - first;
-                        let last = if added == 0 { id(0, 0) } else { id(added, 0) };
-                        let out = probe_rule(ordinal, id(cursor, 0), Probe { added, length, last });
-                        reported += out.gap;
-                        ordinal = out.ordinal;
-                        let from = cursor.max(first - 1);
-                        let to = (from + count).min(added);
-                        for i in (from + 1)..=to {
-                            cursor = i;
-                            ordinal = ordinal.map(|k| k + 1);
-                        }
-                    }
-                }
-            }
-            // Flush: one last read sees any trim since the previous one.
-            let length = added + 1 - first;
-            let last = if added == 0 { id(0, 0) } else { id(added, 0) };
-            reported += probe_rule(ordinal, id(cursor, 0), Probe { added, length, last }).gap;
+            let (reported, lost) = run(&ops, known_from_start);
             if known_from_start {
                 prop_assert_eq!(reported, lost);
             } else {
                 prop_assert!(reported <= lost, "over-reported {} > {}", reported, lost);
             }
+        }
+
+        /// With evictions (a stream vanishing whole, maybe created again by
+        /// the next append) the rule never charges more than was lost unread.
+        #[test]
+        fn evictions_are_never_over_reported(
+            ops in proptest::collection::vec(op(true), 1..60),
+            known_from_start in any::<bool>(),
+        ) {
+            let (reported, lost) = run(&ops, known_from_start);
+            prop_assert!(reported <= lost, "over-reported {} > {}", reported, lost);
         }
     }
 }
