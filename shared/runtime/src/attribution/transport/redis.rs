@@ -70,6 +70,10 @@ impl fmt::Display for EntryId {
     }
 }
 
+/// What the probe script answers per stream: entries ever added, length,
+/// last entry id, and whether the follower's own last entry is still held.
+type ProbeReply = (u64, u64, String, u8);
+
 /// What the follower learns about one stream before each read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Probe {
@@ -827,7 +831,7 @@ impl RedisFollower {
         for state in streams.values() {
             xread.arg(state.cursor.to_string());
         }
-        let (probes, reply): (Vec<(u64, u64, String, u8)>, Option<StreamReadReply>) = pipe.query_async(c).await?;
+        let (probes, reply): (Vec<ProbeReply>, Option<StreamReadReply>) = pipe.query_async(c).await?;
         metrics.follower_success();
 
         for ((key, state), (added, length, last, holds)) in streams.iter_mut().zip(probes) {
