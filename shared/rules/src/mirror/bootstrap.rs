@@ -68,7 +68,7 @@ pub fn sops_config(recipients: &[String]) -> Result<String, BootstrapError> {
 
 /// A parsed `.gittargetignore`. Empty (ignoring nothing) when the file is
 /// absent.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct TargetIgnore {
     matcher: Option<Gitignore>,
 }
@@ -114,7 +114,16 @@ impl TargetIgnore {
     /// Whether a file (path relative to `spec.path`) is ignored, itself or
     /// through a directory above it.
     pub fn ignores(&self, path: &str) -> bool {
-        self.matcher.as_ref().is_some_and(|m| m.matched_path_or_any_parents(path, false).is_ignore())
+        self.matching_pattern(path).is_some()
+    }
+
+    /// The pattern that ignores `path` (last match wins, as in git), for
+    /// messages that name it.
+    pub fn matching_pattern(&self, path: &str) -> Option<&str> {
+        match self.matcher.as_ref()?.matched_path_or_any_parents(path, false) {
+            ignore::Match::Ignore(glob) => Some(glob.original()),
+            _ => None,
+        }
     }
 }
 

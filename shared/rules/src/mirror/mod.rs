@@ -22,7 +22,8 @@
 //! - [`document`]: the documents a tree's files hold, found by identity and
 //!   edited in place.
 //! - [`bootstrap`]: the files a target's first write stages, and the
-//!   `.gittargetignore` they leave.
+//!   `.gittargetignore` they leave; [`acceptance`]: whether the folder
+//!   holds only what the mirror may manage (`GitPathAccepted`).
 //! - [`commit_request`]: a CommitRequest's "save now", and its status.
 //! - [`controller`]: the Deployment and RBAC serving each GitTarget.
 //! - [`status`]: the conditions written back on the CRs (kstatus);
@@ -30,6 +31,7 @@
 //! - [`message`] and [`template`]: commit messages from the provider's
 //!   Go text/template strings, checked when the provider is read.
 
+pub mod acceptance;
 pub mod bootstrap;
 pub mod commit_request;
 pub mod config;
