@@ -8,6 +8,12 @@ tonic::include_proto!("reverser.v1");
 
 use std::path::Path;
 
+/// The gRPC metadata key of a Commit or Reconcile refused because the
+/// target's folder is (FAILED_PRECONDITION): the GitTarget's
+/// `GitPathAccepted` reason (`UnsupportedContent`, `IgnoreShadowsManagedPath`,
+/// `WriteBoundaryRefused`); the status message is the condition's message.
+pub const GIT_PATH_REFUSED: &str = "reverser-git-path-refused";
+
 pub mod codec {
     //! prost's codec, except for what a malformed message is: a request that
     //! is no valid protobuf is the caller's mistake, so the server answers

@@ -48,6 +48,12 @@ pub enum GitError {
     #[error("signing the commit failed: {0}; check the GitProvider's commit.signing key")]
     Signing(#[from] signing::SigningError),
 
+    /// The folder under `spec.path` holds what the mirror may not manage,
+    /// or a write would land where it may not: nothing of the window is
+    /// committed (the GitTarget's `GitPathAccepted`).
+    #[error("nothing is committed: {0}")]
+    GitPathRefused(rules::mirror::acceptance::Refusal),
+
     /// A local file operation failed.
     #[error("{context}: {source}")]
     Io {

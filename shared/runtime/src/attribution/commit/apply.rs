@@ -66,6 +66,8 @@ pub(super) enum Outcome {
     SensitiveSkipped,
     /// Refused (bad object, placement, a file that cannot be edited).
     Rejected(Error),
+    /// A write the folder's rules forbid: the whole window is refused.
+    Refused(rules::mirror::acceptance::Issue),
 }
 
 /// What changes are applied with.
@@ -135,8 +137,8 @@ impl Context<'_> {
                 Err(e) => return Ok(refused(key, e.to_string())),
             };
             let path = under(self.prefix, &rel);
-            if let Some(why) = self.index.refuse_write(&path) {
-                return Ok(refused(key, why));
+            if let Some(issue) = self.boundary(&path) {
+                return Ok(Outcome::Refused(issue));
             }
             let body = render(&desired);
             let new = match files.get(&path)? {
@@ -205,8 +207,8 @@ impl Context<'_> {
                 Err(e) => return Ok(refused(key, e.to_string())),
             },
         };
-        if let Some(why) = self.index.refuse_write(&path) {
-            return Ok(refused(key, why));
+        if let Some(issue) = self.boundary(&path) {
+            return Ok(Outcome::Refused(issue));
         }
         let existing = files.get(&path)?;
         if let Some(bytes) = &existing {
@@ -275,6 +277,17 @@ impl Context<'_> {
             .identities_of(&key.group, KindMatch::Resource(&key.resource), &scopes)
             .find(|id| id.name == key.name)
             .cloned()
+    }
+
+    /// Why a write to `path` would break the folder's rules: outside
+    /// `spec.path` (ref: `pathScopePrecondition`, defence in depth, as
+    /// placement never makes one), or hidden by `.gittargetignore`.
+    fn boundary(&self, path: &str) -> Option<rules::mirror::acceptance::Issue> {
+        let inside = self.prefix.is_empty() || path.strip_prefix(self.prefix).is_some_and(|r| r.starts_with('/'));
+        if !inside || path.starts_with('/') || path.split('/').any(|s| s == ".." || s == "." || s.is_empty()) {
+            return Some(rules::mirror::acceptance::escapes_scope(path));
+        }
+        self.index.shadowed(path)
     }
 
     fn set(&mut self, files: &mut Files<'_>, path: &str, text: Option<String>) {

@@ -2,25 +2,31 @@
 //! wherever its file is, by identity (group, kind, namespace, name). Built
 //! once from the tree and kept current by diffing the next tree against
 //! the one it describes, so a large tree is read once, not per window.
+//! Beside it, what the acceptance gate refuses in the folder
+//! (`rules::mirror::acceptance`), kept per file so the gate costs the
+//! number of problems, not the size of the tree.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use git2::{Oid, Repository, Tree};
-use rules::mirror::bootstrap::{IGNORE_FILE, SOPS_CONFIG, TargetIgnore};
-use rules::mirror::document::{Content, Identity, is_manifest_path, parse, split};
+use rules::mirror::acceptance::{self, EntryKind, Issue, Refusal, Role, YamlFile};
+use rules::mirror::bootstrap::{IGNORE_FILE, TargetIgnore};
+use rules::mirror::document::Identity;
 use rules::mirror::reconcile::under;
 use rules::mirror::watch_rules::WatchScope;
 
 use super::Result;
 use super::writer::git;
 
-/// What one file holds, document by document.
+/// What one file holds, document by document, and what the gate refuses
+/// in it.
 #[derive(Debug, Clone, Default)]
 struct FileDocs {
     /// Each document's identity (`None`: empty, foreign or unparsable).
     identities: Vec<Option<Identity>>,
     unparsable: usize,
+    issues: Vec<Issue>,
 }
 
 #[derive(Debug, Default)]
@@ -28,13 +34,17 @@ pub(super) struct DocIndex {
     /// The tree this describes; `None` before the first build.
     tree: Option<Oid>,
     prefix: String,
-    ignore: Option<TargetIgnore>,
+    ignore: TargetIgnore,
     /// Why the `.gittargetignore` cannot be used, when it cannot.
     ignore_error: Option<rules::mirror::bootstrap::BootstrapError>,
     files: HashMap<String, FileDocs>,
     /// Every file holding an identity; the first in path order is the one
-    /// edited (a duplicate elsewhere is left alone).
+    /// edited (the acceptance gate refuses a folder holding a second).
     by_identity: HashMap<Identity, BTreeSet<String>>,
+    /// Identities more than one file holds.
+    duplicated: BTreeSet<Identity>,
+    /// Files with at least one refusal, for the gate.
+    refused: BTreeMap<String, usize>,
     unparsable: usize,
 }
 
@@ -65,7 +75,7 @@ impl DocIndex {
             let diff = repo
                 .diff_tree_to_tree(Some(&old), Some(tree), Some(&mut opts))
                 .map_err(git("comparing the tree with the one indexed"))?;
-            let mut touched: Vec<(String, Option<Oid>)> = Vec::new();
+            let mut touched: Vec<(String, Option<(Oid, EntryKind)>)> = Vec::new();
             for delta in diff.deltas() {
                 if let Some(p) = delta.old_file().path().and_then(Path::to_str) {
                     touched.push((p.to_owned(), None));
@@ -73,12 +83,13 @@ impl DocIndex {
                 if let Some(p) = delta.new_file().path().and_then(Path::to_str)
                     && delta.status() != git2::Delta::Deleted
                 {
-                    touched.push((p.to_owned(), Some(delta.new_file().id())));
+                    let kind = kind_of_mode(delta.new_file().mode().into());
+                    touched.push((p.to_owned(), kind.map(|k| (delta.new_file().id(), k))));
                 }
             }
             for (path, blob) in touched {
                 match blob {
-                    Some(id) => self.read_file(repo, id, &path)?,
+                    Some((id, kind)) => self.read_entry(repo, id, &path, kind)?,
                     None => self.set_file(&path, None),
                 }
             }
@@ -101,14 +112,16 @@ impl DocIndex {
     fn rebuild(&mut self, repo: &Repository, tree: &Tree<'_>) -> Result<()> {
         self.files.clear();
         self.by_identity.clear();
+        self.duplicated.clear();
+        self.refused.clear();
         self.unparsable = 0;
         let ignore_path = under(&self.prefix, IGNORE_FILE);
-        self.ignore = None;
+        self.ignore = TargetIgnore::none();
         self.ignore_error = None;
         if let Some(id) = entry(tree, &ignore_path) {
             let text = read_blob(repo, id, &ignore_path)?.unwrap_or_default();
             match TargetIgnore::parse(&ignore_path, &text) {
-                Ok(ig) => self.ignore = Some(ig),
+                Ok(ig) => self.ignore = ig,
                 Err(e) => {
                     tracing::warn!(error = %e, "the target's .gittargetignore cannot be used; writes are refused until it is fixed");
                     self.ignore_error = Some(e);
@@ -128,20 +141,18 @@ impl DocIndex {
         let Some(sub) = sub else {
             return Ok(());
         };
-        let mut blobs: Vec<(String, Oid)> = Vec::new();
+        let mut entries: Vec<(String, Oid, EntryKind)> = Vec::new();
         sub.walk(git2::TreeWalkMode::PreOrder, |parent, e| {
-            if e.kind() == Some(git2::ObjectType::Blob)
+            if let Some(kind) = kind_of_mode(e.filemode_raw())
                 && let Some(name) = e.name()
             {
-                blobs.push((under(&self.prefix, &format!("{parent}{name}")), e.id()));
+                entries.push((under(&self.prefix, &format!("{parent}{name}")), e.id(), kind));
             }
             git2::TreeWalkResult::Ok
         })
         .map_err(git(format!("listing {}", self.prefix)))?;
-        for (path, id) in blobs {
-            if self.indexed(&path) {
-                self.read_file(repo, id, &path)?;
-            }
+        for (path, id, kind) in entries {
+            self.read_entry(repo, id, &path, kind)?;
         }
         if self.unparsable > 0 {
             tracing::warn!(
@@ -152,85 +163,112 @@ impl DocIndex {
         Ok(())
     }
 
-    /// Whether a file under the prefix is read for documents: YAML, not the
-    /// SOPS configuration, not matched by `.gittargetignore`.
-    fn indexed(&self, path: &str) -> bool {
-        let Some(rel) = self.relative(path) else {
-            return false;
-        };
-        is_manifest_path(rel) && rel != SOPS_CONFIG && !self.ignores(rel)
+    /// The role of a file under the prefix (`None`: outside it).
+    fn role(&self, path: &str, kind: EntryKind) -> Option<Role> {
+        Some(acceptance::classify(self.relative(path)?, kind, &self.ignore))
     }
 
     fn relative<'p>(&self, path: &'p str) -> Option<&'p str> {
         if self.prefix.is_empty() { Some(path) } else { path.strip_prefix(&self.prefix)?.strip_prefix('/') }
     }
 
-    fn ignores(&self, rel: &str) -> bool {
-        self.ignore.as_ref().is_some_and(|ig| ig.ignores(rel))
-    }
-
-    /// Why no write may happen now, if one may not: a path it writes is
-    /// ignored by `.gittargetignore`, or that file refuses to parse.
-    pub(super) fn refuse_write(&self, path: &str) -> Option<String> {
-        if let Some(e) = &self.ignore_error {
-            return Some(e.to_string());
+    /// Why the folder may not be written now, if it may not: everything the
+    /// acceptance gate refuses in it (ref: `AcceptStructureOnly`).
+    pub(super) fn refusal(&self) -> Option<Refusal> {
+        if self.refused.is_empty() && self.duplicated.is_empty() && self.ignore_error.is_none() {
+            return None;
         }
-        let rel = self.relative(path)?;
-        self.ignores(rel).then(|| {
-            format!(
-                "{path} is matched by the target's {IGNORE_FILE}, so the mirror may not write it; \
-                 remove the pattern or place the object elsewhere with spec.placement"
-            )
-        })
-    }
-
-    fn read_file(&mut self, repo: &Repository, id: Oid, path: &str) -> Result<()> {
-        if !self.indexed(path) {
-            self.set_file(path, None);
-            return Ok(());
-        }
-        match read_blob(repo, id, path)? {
-            Some(text) => self.set_file(path, Some(&text)),
-            None => {
-                self.set_file(path, None);
-                self.unparsable += 1;
-                self.files.insert(path.to_owned(), FileDocs { identities: vec![None], unparsable: 1 });
+        let mut issues: Vec<Issue> =
+            self.refused.keys().filter_map(|p| self.files.get(p)).flat_map(|f| f.issues.iter().cloned()).collect();
+        for id in &self.duplicated {
+            let Some(paths) = self.by_identity.get(id) else { continue };
+            let doc = |p: &str| {
+                self.files.get(p).and_then(|f| f.identities.iter().position(|d| d.as_ref() == Some(id))).unwrap_or(0)
+            };
+            let mut paths = paths.iter();
+            let Some(winner) = paths.next() else { continue };
+            for loser in paths {
+                issues.push(acceptance::duplicate(id, (loser, doc(loser)), (winner, doc(winner))));
             }
+        }
+        if let Some(e) = &self.ignore_error {
+            issues.push(acceptance::unusable_ignore(&under(&self.prefix, IGNORE_FILE), &e.to_string()));
+        }
+        Refusal::of(issues)
+    }
+
+    /// The refusal of a write to `path` the root `.gittargetignore` matches
+    /// (ref: `ignoreShadowPrecondition`).
+    pub(super) fn shadowed(&self, path: &str) -> Option<Issue> {
+        let rel = self.relative(path)?;
+        self.ignore.matching_pattern(rel).map(|pattern| acceptance::shadowed_write(path, pattern))
+    }
+
+    fn read_entry(&mut self, repo: &Repository, id: Oid, path: &str, kind: EntryKind) -> Result<()> {
+        match self.role(path, kind) {
+            Some(Role::Managed | Role::Retained) => match read_blob(repo, id, path)? {
+                Some(text) => self.set_entry(path, kind, Some(&text)),
+                // Not UTF-8: no document the mirror can read or edit.
+                None => {
+                    self.set_entry(path, kind, None);
+                    self.insert(path, acceptance::not_text(path));
+                }
+            },
+            _ => self.set_entry(path, kind, Some("")),
         }
         Ok(())
     }
 
     /// Records what a file now holds (`None`: it is gone).
     pub(super) fn set_file(&mut self, path: &str, text: Option<&str>) {
+        self.set_entry(path, EntryKind::File, text);
+    }
+
+    fn set_entry(&mut self, path: &str, kind: EntryKind, text: Option<&str>) {
         if let Some(old) = self.files.remove(path) {
             self.unparsable -= old.unparsable;
+            self.refused.remove(path);
             for id in old.identities.into_iter().flatten() {
                 if let Some(paths) = self.by_identity.get_mut(&id) {
                     paths.remove(path);
-                    if paths.is_empty() {
-                        self.by_identity.remove(&id);
+                    match paths.len() {
+                        0 => {
+                            self.by_identity.remove(&id);
+                            self.duplicated.remove(&id);
+                        }
+                        1 => {
+                            self.duplicated.remove(&id);
+                        }
+                        _ => {}
                     }
                 }
             }
         }
-        let Some(text) = text.filter(|_| self.indexed(path)) else {
+        let (Some(text), Some(role)) = (text, self.role(path, kind)) else {
             return;
         };
-        let mut docs = FileDocs::default();
-        for span in split(text) {
-            match parse(&text[span.body.clone()]) {
-                Content::Object { identity, .. } => {
-                    self.by_identity.entry(identity.clone()).or_default().insert(path.to_owned());
-                    docs.identities.push(Some(identity));
-                }
-                Content::Unparsable { .. } => {
-                    docs.unparsable += 1;
-                    docs.identities.push(None);
-                }
-                Content::Empty | Content::Foreign => docs.identities.push(None),
+        let docs = match role {
+            Role::Managed => acceptance::yaml_file(path, text),
+            Role::Retained => YamlFile { issues: acceptance::retained_file(path, text), ..YamlFile::default() },
+            Role::Foreign(k) => YamlFile { issues: vec![acceptance::foreign(k, path)], ..YamlFile::default() },
+            Role::Ignored | Role::Artifact | Role::Passenger => return,
+        };
+        self.insert(path, docs);
+    }
+
+    fn insert(&mut self, path: &str, docs: YamlFile) {
+        let docs = FileDocs { identities: docs.identities, unparsable: docs.unparsable, issues: docs.issues };
+        for id in docs.identities.iter().flatten() {
+            let paths = self.by_identity.entry(id.clone()).or_default();
+            paths.insert(path.to_owned());
+            if paths.len() > 1 {
+                self.duplicated.insert(id.clone());
             }
         }
         self.unparsable += docs.unparsable;
+        if !docs.issues.is_empty() {
+            self.refused.insert(path.to_owned(), docs.issues.len());
+        }
         self.files.insert(path.to_owned(), docs);
     }
 
@@ -299,6 +337,16 @@ pub(super) fn plural_of(kind: &str) -> String {
         format!("{stem}ies")
     } else {
         format!("{lower}s")
+    }
+}
+
+/// What a tree entry of this mode is (`None`: a tree).
+fn kind_of_mode(mode: i32) -> Option<EntryKind> {
+    match mode {
+        0o120000 => Some(EntryKind::Symlink),
+        0o160000 => Some(EntryKind::Submodule),
+        m if m & 0o170000 == 0o100000 => Some(EntryKind::File),
+        _ => None,
     }
 }
 

@@ -379,6 +379,16 @@ impl GitWriter {
         kind: &CommitKind,
         requested: Option<&Requested>,
     ) -> Result<CommitOutcome> {
+        // The gate first, on the tree the window starts from: a refused
+        // folder is refused before anything is edited, so the index stays.
+        let head = self.local_head()?;
+        {
+            let base = tree_of(&self.repo, head)?;
+            self.index.refresh(&self.repo, &base)?;
+        }
+        if let Some(refusal) = self.index.refusal() {
+            return Err(Error::GitPathRefused(refusal));
+        }
         let result = self.commit_local_inner(changes, kind, requested);
         if result.is_err() {
             // The index may describe edits that never became a commit.
@@ -430,6 +440,7 @@ impl GitWriter {
             self.index.refresh(work, &base_tree)?;
             let mut files = Files::new(work, &base_tree);
             let mut done: Vec<(Effect, String, usize)> = Vec::new();
+            let mut shadowed = Vec::new();
             let mut cx = Context {
                 prefix: &self.config.prefix,
                 placement: &self.config.placement,
@@ -452,7 +463,13 @@ impl GitWriter {
                         tracing::warn!(object = %changes[i].object.display(), %error, "change refused, not committed");
                         outcome.rejected.push(RejectedChange { index: i, error });
                     }
+                    Outcome::Refused(issue) => shadowed.push(issue),
                 }
+            }
+            // A write the folder's rules forbid refuses the whole window
+            // (ref: the writer's preconditions): nothing is committed.
+            if let Some(refusal) = rules::mirror::acceptance::Refusal::of(shadowed) {
+                return Err(Error::GitPathRefused(refusal));
             }
             if done.is_empty() {
                 continue;

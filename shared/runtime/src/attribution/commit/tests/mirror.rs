@@ -166,7 +166,7 @@ fn prefill(root: &Path, remote: &Path, files: &[(&str, &str)]) {
 }
 
 #[test]
-fn ignored_and_unparsable_files_are_never_read_nor_rewritten() {
+fn ignored_files_are_never_read_nor_rewritten() {
     let tmp = tempfile::tempdir().unwrap();
     let remote = bare_remote(tmp.path(), "remote.git");
     let web = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: shop\ndata:\n  key: old\n";
@@ -174,24 +174,99 @@ fn ignored_and_unparsable_files_are_never_read_nor_rewritten() {
         tmp.path(),
         &remote,
         &[
-            ("clusters/prod/.gittargetignore", "# passengers\nkept/\n"),
+            ("clusters/prod/.gittargetignore", "# passengers\nkept/\nscripts/\n"),
             ("clusters/prod/kept/web.yaml", web),
-            ("clusters/prod/broken.yaml", "kind: [\n"),
+            ("clusters/prod/kept/broken.yaml", "kind: [\n"),
+            ("clusters/prod/scripts/deploy.sh", "#!/bin/sh\n"),
+            ("clusters/prod/LICENSE", "MIT\n"),
+            ("clusters/prod/docs/how.md", "# how\n"),
         ],
     );
     let mut w = mirror_writer(tmp.path(), &remote, None, None);
     let out = w.commit(&[write(user("alice"), cm("shop", "web", "1"), "a-1", 0)]).unwrap();
-    assert_eq!(out.unparsable, 1, "the broken document is counted");
+    assert_eq!(out.unparsable, 0, "an ignored file is never read");
     // The ignored copy is not the object's document: a new one is written.
     assert_eq!(git_cli(&remote, &["show", "main:clusters/prod/kept/web.yaml"]), web);
     assert!(git_cli(&remote, &["show", "main:clusters/prod/shop/configmaps/web.yaml"]).contains("key: '1'"));
-    assert_eq!(git_cli(&remote, &["show", "main:clusters/prod/broken.yaml"]), "kind: [\n");
-    // A placement into an ignored path is refused, naming the file.
+    // A placement into an ignored path refuses the whole window (ref:
+    // ignoreShadowPrecondition), naming the pattern: nothing is committed.
+    let before = git_cli(&remote, &["rev-parse", "main"]);
     let mut placed = mirror_writer(tmp.path().join("b").as_path(), &remote, None, None);
     placed.config.placement.default = Some("kept/{name}.yaml".into());
-    let out = placed.commit(&[write(user("bob"), cm("shop", "other", "1"), "b-1", 1)]).unwrap();
-    assert_eq!(out.rejected.len(), 1);
-    assert!(out.rejected[0].error.to_string().contains(".gittargetignore"), "{}", out.rejected[0].error);
+    let refused = placed
+        .commit(&[
+            write(user("bob"), cm("shop", "web", "2"), "b-0", 1),
+            write(user("bob"), cm("shop", "other", "1"), "b-1", 1),
+        ])
+        .unwrap_err();
+    let GitError::GitPathRefused(r) = refused else { panic!("{refused}") };
+    assert_eq!(r.reason, "IgnoreShadowsManagedPath");
+    assert!(
+        r.to_string().contains("pattern \"kept/\" shadows the managed write path clusters/prod/kept/other.yaml"),
+        "{r}"
+    );
+    assert_eq!(git_cli(&remote, &["rev-parse", "main"]), before, "nothing pushed, not even bob's edit of web");
+}
+
+/// The acceptance gate through real Git trees (ref: acceptance_test.go,
+/// gittargetignore_test.go): a foreign file, a symlink, a standalone
+/// non-manifest and a cross-file duplicate each refuse the folder; nothing
+/// is committed until it is fixed, and then the held window lands.
+#[test]
+fn a_folder_holding_what_the_mirror_cannot_manage_refuses_every_window_until_fixed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let x = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: ops\n";
+    prefill(
+        tmp.path(),
+        &remote,
+        &[
+            ("clusters/prod/deploy.sh", "#!/bin/sh\n"),
+            ("clusters/prod/values.yaml", "replicas: 3\n"),
+            ("clusters/prod/a/x.yaml", x),
+            ("clusters/prod/b/x.yaml", x),
+            ("clusters/prod/README.md", "# ours\n"),
+            ("elsewhere/notes.txt", "outside spec.path: not ours to judge\n"),
+        ],
+    );
+    let work = tmp.path().join("prefill");
+    std::os::unix::fs::symlink("/etc/passwd", work.join("clusters/prod/link.yaml")).unwrap();
+    git_cli(&work, &["add", "--all"]);
+    git_cli(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-m", "link"]);
+    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    let before = git_cli(&remote, &["rev-parse", "main"]);
+
+    let mut w = mirror_writer(tmp.path(), &remote, None, None);
+    let change = [write(user("alice"), cm("shop", "web", "1"), "a-1", 0)];
+    let refused = w.commit(&change).unwrap_err();
+    let GitError::GitPathRefused(r) = refused else { panic!("{refused}") };
+    assert_eq!(r.reason, "UnsupportedContent");
+    let found: Vec<(&str, &str)> = r.issues.iter().map(|i| (i.path.as_str(), i.kind.as_str())).collect();
+    assert_eq!(
+        found,
+        [
+            ("clusters/prod/b/x.yaml", "duplicate"),
+            ("clusters/prod/deploy.sh", "foreign-file"),
+            ("clusters/prod/link.yaml", "foreign-symlink"),
+            ("clusters/prod/values.yaml", "non-krm-yaml"),
+        ]
+    );
+    assert_eq!(
+        r.to_string(),
+        "Git path refused at clusters/prod/b/x.yaml: duplicate manifest identity ConfigMap/ops/x at \
+         clusters/prod/b/x.yaml#0; first occurrence at clusters/prod/a/x.yaml#0 (and 3 more issue(s))"
+    );
+    assert_eq!(git_cli(&remote, &["rev-parse", "main"]), before, "nothing committed");
+
+    // Someone cleans the folder; the same window then lands as alice's.
+    git_cli(&work, &["rm", "--quiet", "clusters/prod/deploy.sh", "clusters/prod/b/x.yaml", "clusters/prod/link.yaml"]);
+    std::fs::write(work.join("clusters/prod/.gittargetignore"), "values.yaml\n").unwrap();
+    git_cli(&work, &["add", "--all"]);
+    git_cli(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-m", "clean"]);
+    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    w.commit(&change).unwrap();
+    assert_eq!(git_cli(&remote, &["log", "-1", "--format=%an", "main"]).trim(), "alice");
+    assert!(git_cli(&remote, &["show", "main:clusters/prod/shop/configmaps/web.yaml"]).contains("key: '1'"));
 }
 
 /// Stands in for the SOPS encryptor (written elsewhere): the identity in
