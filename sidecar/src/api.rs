@@ -18,7 +18,9 @@ use rules::mirror::message::CommitKind;
 use rules::mirror::reconcile::{self, Doc};
 use rules::mirror::select::{excluded_actor, last_field_manager};
 use rules::mirror::watch_rules::WatchScope;
-use runtime::attribution::commit::{Action as CommitAction, Change, CommitOutcome, GitWriter, ResolvedAuthor};
+use runtime::attribution::commit::{
+    Action as CommitAction, Change, CommitOutcome, GitError, GitWriter, ResolvedAuthor,
+};
 use runtime::attribution::transport::{AnyFollower, FactFollower};
 use runtime::attribution::{Attributed, Attributor, Engine, Resolution};
 use runtime::metrics::ReasonLabel;
@@ -334,7 +336,10 @@ impl Api {
         })
         .await
         .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
-        .map_err(|e| Status::unavailable(format!("committing the window failed: {e}")))?;
+        .map_err(|e| match e {
+            GitError::GitPathRefused(refusal) => git_path_refused(&refusal),
+            e => Status::unavailable(format!("committing the window failed: {e}")),
+        })?;
         let push_error = push_error.map(|e| {
             self.engine().metrics().mirror_push_failures.inc();
             tracing::warn!(error = %e, "push failed; the commits stay in the clone and go with the next push");
@@ -494,6 +499,23 @@ impl Api {
         });
         before - implicit.len()
     }
+}
+
+/// A refused folder as the watcher reads it: FAILED_PRECONDITION (the
+/// window is kept and retried), the reason in [`GIT_PATH_REFUSED`] for the
+/// GitTarget's `GitPathAccepted`, the sentence as the message.
+fn git_path_refused(refusal: &rules::mirror::acceptance::Refusal) -> Status {
+    let sentence = refusal.to_string();
+    tracing::warn!(
+        reason = refusal.reason,
+        issues = refusal.issues.len(),
+        "{sentence}; nothing is committed until the folder is fixed"
+    );
+    let mut status = Status::failed_precondition(sentence);
+    status
+        .metadata_mut()
+        .insert(runtime::proto::GIT_PATH_REFUSED, tonic::metadata::MetadataValue::from_static(refusal.reason));
+    status
 }
 
 fn response(

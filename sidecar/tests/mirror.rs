@@ -720,7 +720,10 @@ data:
         (format!("{PREFIX}/{NS}/configmaps/single.yaml"), single.to_owned()),
         (format!("{PREFIX}/{NS}/shared.yaml"), multi.to_owned()),
         (format!("{PREFIX}/hand/placed-config.yaml"), placed.to_owned()),
-        (format!("{PREFIX}/hand/broken.yaml"), "apiVersion: v1\nkind: [ConfigMap\n".to_owned()),
+        // Documentation is a passenger: accepted, never touched (a YAML file
+        // that does not parse would refuse the folder, as it does in
+        // gitops-reverser: sidecar/tests/status.rs, runtime's writer tests).
+        (format!("{PREFIX}/hand/NOTES.md"), "Edited by hand; see shared.yaml.\n".to_owned()),
         (format!("{PREFIX}/README.md"), "# Ours\n".to_owned()),
     ];
     s.seed = vec![
@@ -779,8 +782,8 @@ fn a_repository_gitops_reverser_filled_is_continued_in_place_never_duplicated() 
     let left = m.show(&shared);
     assert!(left.contains("name: first") && !left.contains("name: second"), "{left}");
     assert!(left.starts_with("# Shared settings, kept together by hand.\n"), "{left}");
-    // The document that does not parse was never touched.
-    assert_eq!(m.show(&format!("{PREFIX}/hand/broken.yaml")), "apiVersion: v1\nkind: [ConfigMap\n");
+    // The passenger was never touched.
+    assert_eq!(m.show(&format!("{PREFIX}/hand/NOTES.md")), "Edited by hand; see shared.yaml.\n");
 
     // A restart relists an unchanged tree: no commit.
     let settled = m.commits();

@@ -311,6 +311,55 @@ fn each_cause_shows_its_reason_in_status() {
     }
 }
 
+/// GitPathAccepted (ref: `gittarget_controller.go` `gitPathAxis`, the
+/// acceptance gate of `internal/manifestanalyzer/acceptance.go`): a folder
+/// holding a file the mirror cannot manage refuses every window, the
+/// GitTarget says which file and stalls; alice's change waits, nothing
+/// lost, and lands as hers once someone removes the file.
+#[test]
+fn a_folder_holding_a_foreign_file_is_refused_in_status_until_it_is_removed() {
+    let mut m = Mirror::start_held(
+        |s| s.prefill.push((format!("{}/deploy.sh", testkit::mirror::PREFIX), "#!/bin/sh\n".into())),
+        &[],
+    );
+    m.spawn_watcher(&[]);
+    let k = kubectl(&m.kubeconfig);
+    let log = || m.watcher_log();
+    m.act("alice", true, |s| {
+        s.create("configmaps", NS, testkit::mirror::configmap("web", "blue")).unwrap();
+    });
+    wait_for(&k, "gittarget/lab", &cond_path("GitPathAccepted", "reason"), "UnsupportedContent", log);
+    let message = run(
+        &k,
+        &["get", "gittarget/lab", "-n", NS, "-o", &format!("jsonpath={}", cond_path("GitPathAccepted", "message"))],
+    );
+    assert_eq!(
+        message,
+        "Git path refused at clusters/lab/deploy.sh: foreign file clusters/lab/deploy.sh is not a managed manifest; \
+         remove it or name it in .gittargetignore"
+    );
+    wait_for(&k, "gittarget/lab", &cond_path("Stalled", "status"), "True", log);
+    wait_for(&k, "gittarget/lab", READY_REASON, "UnsupportedContent", log);
+    // The CRD's wide column.
+    let table = run(&k, &["get", "gittargets", "-n", NS, "-o", "wide"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    let col = header.iter().position(|h| *h == "GITPATHACCEPTED").unwrap_or_else(|| panic!("{table}"));
+    assert_eq!(row[col], "False", "{table}");
+    assert!(!m.remote_has(&testkit::mirror::cm_path("web")), "nothing committed into a refused folder");
+
+    // Someone removes the file; the held window lands as alice's.
+    let work = m.dir.path().join("prefill");
+    git(&work, &["rm", "--quiet", &format!("{}/deploy.sh", testkit::mirror::PREFIX)]);
+    git(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-m", "no scripts here"]);
+    git(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    let out = k.run(&["wait", "--for=condition=Ready", "gittarget/lab", "-n", NS, "--timeout=40s"]);
+    assert!(out.status.success(), "kubectl wait: {}\n{}", String::from_utf8_lossy(&out.stderr), log());
+    wait_for(&k, "gittarget/lab", &cond_path("GitPathAccepted", "status"), "True", log);
+    m.wait("alice's change in the remote", || m.remote_has(&testkit::mirror::cm_path("web")));
+    assert_eq!(m.authors(&testkit::mirror::cm_path("web")), ["alice"]);
+}
+
 #[test]
 fn server_side_apply_through_kubectl_records_managers_and_refuses_a_conflict_unless_forced() {
     let api = api_with(vec![target("lab-git")]);

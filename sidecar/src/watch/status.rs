@@ -243,7 +243,9 @@ impl Reporter {
             tracing::warn!(reason = r.reason, "{}", r.message);
             format!("the GitTarget may no longer be mirrored ({})", r.reason)
         });
+        let git_path_refused = self.links.reported.lock().unwrap_or_else(|e| e.into_inner()).git_path_refused.clone();
         let observation = TargetObservation {
+            git_path_refused,
             namespace: ns.clone(),
             branch: target.spec.branch.clone(),
             generation: target.metadata.generation,

@@ -46,6 +46,9 @@ pub struct Report {
     pub kept: BTreeMap<String, u32>,
     /// When a reconcile last reported (`None`: none yet).
     pub kept_at: Option<String>,
+    /// The sidecar's last refusal of the target's folder (reason, message);
+    /// cleared by the next call it takes (`GitPathAccepted`).
+    pub git_path_refused: Option<(String, String)>,
 }
 
 /// [`Report`], shared with the status reporter.
@@ -54,6 +57,7 @@ pub type Reported = Arc<Mutex<Report>>;
 fn note(reported: &Reported, r: &CommitResponse, reconciled: Option<&str>) {
     let mut report = reported.lock().unwrap_or_else(|e| e.into_inner());
     let now = runtime::status::now();
+    report.git_path_refused = None;
     if r.push_attempts > 0 && r.push_error.is_empty() {
         report.last_push = Some(now.clone());
     }
@@ -198,8 +202,10 @@ pub async fn run(
 }
 
 /// Retries `call` until the sidecar answers (it may be restarting beside
-/// us): nothing the watch delivered is dropped.
-async fn until_answered<F, Fut>(what: &str, metrics: &WatchMetrics, mut call: F) -> CommitResponse
+/// us, or refusing the target's folder until someone fixes it): nothing
+/// the watch delivered is dropped. A refused folder is reported for the
+/// GitTarget's status while it lasts.
+async fn until_answered<F, Fut>(what: &str, metrics: &WatchMetrics, reported: &Reported, mut call: F) -> CommitResponse
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<tonic::Response<CommitResponse>, tonic::Status>>,
@@ -211,6 +217,17 @@ where
             Err(status) => {
                 metrics.window_failures.inc();
                 let pause = backoff.next_delay();
+                if let Some(reason) = status.metadata().get(proto::GIT_PATH_REFUSED).and_then(|v| v.to_str().ok()) {
+                    let refused = (reason.to_owned(), status.message().to_owned());
+                    let before =
+                        reported.lock().unwrap_or_else(|e| e.into_inner()).git_path_refused.replace(refused.clone());
+                    // Once per refusal, not per retry.
+                    if before.as_ref() != Some(&refused) {
+                        tracing::warn!(reason, retry_in = %runtime::kubeconfig::bounds::humanize(pause), "{what} refused: {}; the window is kept and retried until the folder is fixed", status.message());
+                    }
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
                 tracing::warn!(code = %status.code(), message = %status.message(), retry_in = %runtime::kubeconfig::bounds::humanize(pause), "{what} failed; retrying");
                 tokio::time::sleep(pause).await;
             }
@@ -244,7 +261,7 @@ async fn flush(
             message: r.message.clone().unwrap_or_default(),
         }),
     };
-    let response = until_answered("Commit", metrics, || {
+    let response = until_answered("Commit", metrics, &settings.reported, || {
         let mut c = client.clone();
         let r = request.clone();
         async move { c.commit(r).await }
@@ -292,7 +309,7 @@ async fn reconcile(
         prune: settings.live.borrow().prune,
     };
     let encoded: Vec<Vec<u8>> = objects.iter().map(|o| serde_json::to_vec(o).unwrap_or_default()).collect();
-    let response = until_answered("Reconcile", metrics, || {
+    let response = until_answered("Reconcile", metrics, &settings.reported, || {
         let mut chunks: Vec<proto::ReconcileChunk> = encoded
             .chunks(RECONCILE_CHUNK)
             .map(|c| proto::ReconcileChunk { header: None, objects_json: c.to_vec() })

@@ -297,6 +297,9 @@ pub struct TargetObservation {
     pub admission: Option<Refusal>,
     /// `spec.encryption`, checked.
     pub encryption: EncryptionCheck,
+    /// The sidecar's last refusal of the folder under `spec.path` (reason,
+    /// message; `None`: accepted, or nothing written yet).
+    pub git_path_refused: Option<(String, String)>,
 }
 
 /// What the GitTarget sees of its ClusterProvider.
@@ -311,6 +314,13 @@ pub struct ClusterProviderView {
 pub const CLUSTER_PROVIDER_READY: &str = "ClusterProviderReady";
 pub const ENCRYPTION_CONFIGURED: &str = "EncryptionConfigured";
 pub const SOURCE_CLUSTER_REACHABLE: &str = "SourceClusterReachable";
+pub const GIT_PATH_ACCEPTED: &str = "GitPathAccepted";
+
+/// GitPathAccepted while a gate before it holds the target (ref:
+/// `gittarget_controller.go` `stall`: `NotChecked`).
+fn git_path_not_checked(blocked: &str) -> Verdict {
+    Verdict::new(ConditionStatus::Unknown, "NotChecked", blocked)
+}
 
 /// A GitTarget's status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,6 +346,7 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
                 GIT_PROVIDER_READY,
                 Verdict::new(Unknown, "GitProviderNotReady", "the GitProvider does not exist"),
             ));
+            conds.push((GIT_PATH_ACCEPTED, git_path_not_checked("Blocked by Validated=False")));
             conds
                 .push((STREAMS_RUNNING, Verdict::new(Unknown, "NotReady", "validation failed; streams not evaluated")));
         }
@@ -347,6 +358,7 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
             rd.stalled("BranchNotAllowed", m.clone());
             conds.push((VALIDATED, Verdict::new(False, "BranchNotAllowed", m)));
             conds.push((GIT_PROVIDER_READY, provider_ready(ns, p)));
+            conds.push((GIT_PATH_ACCEPTED, git_path_not_checked("Blocked by Validated=False")));
             conds
                 .push((STREAMS_RUNNING, Verdict::new(Unknown, "NotReady", "validation failed; streams not evaluated")));
         }
@@ -356,6 +368,7 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
             rd.stalled(refusal.reason, refusal.message.clone());
             conds.push((VALIDATED, Verdict::new(False, refusal.reason, refusal.message.clone())));
             conds.push((GIT_PROVIDER_READY, provider_ready(ns, p)));
+            conds.push((GIT_PATH_ACCEPTED, git_path_not_checked("Blocked by Validated=False")));
             conds
                 .push((STREAMS_RUNNING, Verdict::new(Unknown, "NotReady", "validation failed; streams not evaluated")));
         }
@@ -374,7 +387,19 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
             if encryption.status == False {
                 rd.stalled(&encryption.reason, encryption.message.clone());
             }
+            let encryption_blocks = encryption.status == False;
             conds.push((ENCRYPTION_CONFIGURED, encryption));
+            // The folder (ref: `gitPathAxis`): terminal, it needs a human; the
+            // first stall after the control-plane gates.
+            let git_path = match &obs.git_path_refused {
+                _ if encryption_blocks => git_path_not_checked("Blocked by EncryptionConfigured=False"),
+                None => Verdict::new(True, super::acceptance::ACCEPTED, "GitTarget path accepted"),
+                Some((reason, message)) => {
+                    rd.stalled(reason, message.clone());
+                    Verdict::new(False, reason, message.clone())
+                }
+            };
+            conds.push((GIT_PATH_ACCEPTED, git_path));
             let provider = provider_ready(ns, p);
             if provider.status == False {
                 rd.progressing(False, &provider.reason, provider.message.clone());
@@ -499,6 +524,7 @@ mod tests {
             discovery: Discovery::Answered,
             admission: None,
             encryption: EncryptionCheck::NotRequired,
+            git_path_refused: None,
         }
     }
 
@@ -518,6 +544,38 @@ mod tests {
         assert_eq!((e.status, e.reason.as_str()), (False, "SecretCreateDisabled"));
         assert_eq!(get(&st.conditions, STALLED).status, True);
         assert_eq!(get(&st.conditions, READY).reason, "SecretCreateDisabled");
+    }
+
+    /// ref: `gittarget_controller.go` `gitPathAxis` and the precedence in
+    /// `gitTargetReadinessGates`: a refused folder stalls the target and
+    /// outranks streams that are still replaying; a gate before it leaves
+    /// it NotChecked.
+    #[test]
+    fn a_refused_folder_stalls_the_target_with_its_reason() {
+        let replaying = Streams { total: 2, ready: 1, replaying: 1, blocked: 0 };
+        let mut obs = observation(Some(view(true, None)), replaying);
+        let st = git_target(&obs, &[], "t");
+        let g = get(&st.conditions, GIT_PATH_ACCEPTED);
+        assert_eq!(
+            (g.status, g.reason.as_str(), g.message.as_str()),
+            (True, "GitPathAccepted", "GitTarget path accepted")
+        );
+        let m = "Git path refused at deploy.sh: foreign file deploy.sh is not a managed manifest";
+        obs.git_path_refused = Some(("UnsupportedContent".into(), m.into()));
+        let st = git_target(&obs, &[], "t");
+        let g = get(&st.conditions, GIT_PATH_ACCEPTED);
+        assert_eq!((g.status, g.reason.as_str(), g.message.as_str()), (False, "UnsupportedContent", m));
+        assert_eq!(get(&st.conditions, STALLED).status, True);
+        assert_eq!(
+            (get(&st.conditions, READY).status, get(&st.conditions, READY).reason.as_str()),
+            (False, "UnsupportedContent")
+        );
+        obs.encryption = EncryptionCheck::InvalidConfig("bad".into());
+        let st = git_target(&obs, &[], "t");
+        assert_eq!(get(&st.conditions, GIT_PATH_ACCEPTED).reason, "NotChecked");
+        assert_eq!(get(&st.conditions, READY).reason, "InvalidConfig");
+        let st = git_target(&observation(None, replaying), &[], "t");
+        assert_eq!(get(&st.conditions, GIT_PATH_ACCEPTED).status, Unknown);
     }
 
     #[test]

@@ -28,6 +28,7 @@ fn healthy_target() -> Vec<Condition> {
         discovery: crate::mirror::source_cluster::Discovery::Answered,
         admission: None,
         encryption: crate::mirror::encryption::EncryptionCheck::NotRequired,
+        git_path_refused: None,
     };
     git_target(&obs, &[], "t0").conditions
 }
