@@ -17,7 +17,9 @@
 //! `maxmemory-policy allkeys-lru`, the usual managed default): first
 //! `receive` without `--allow-evicting-redis`, which must refuse the batch,
 //! then the soak with the flag, printing the stream gaps `serve` counted
-//! (issue 30: acknowledged facts an eviction took).
+//! (issue 30: acknowledged facts an eviction took). `--maxmemory 4mb` makes
+//! Redis smaller than a minute of facts, so it evicts the followed stream
+//! itself, not only the per-batch dedup keys.
 
 mod common;
 #[path = "../tests/support/mod.rs"]
@@ -45,10 +47,13 @@ struct Args {
     events_per_sec: u64,
     resolves_per_sec: u64,
     evicting: bool,
+    /// Redis's `maxmemory` with `--evicting`.
+    maxmemory: String,
 }
 
 fn args() -> Args {
-    let mut a = Args { minutes: 60, events_per_sec: 5_000, resolves_per_sec: 1_000, evicting: false };
+    let mut a =
+        Args { minutes: 60, events_per_sec: 5_000, resolves_per_sec: 1_000, evicting: false, maxmemory: "16mb".into() };
     let argv: Vec<String> = std::env::args().collect();
     let mut i = 1;
     while i < argv.len() {
@@ -57,6 +62,7 @@ fn args() -> Args {
             "--minutes" => a.minutes = value(),
             "--events-per-sec" => a.events_per_sec = value(),
             "--resolves-per-sec" => a.resolves_per_sec = value(),
+            "--maxmemory" => a.maxmemory = argv.get(i + 1).cloned().expect("a size after --maxmemory"),
             "--evicting" => {
                 a.evicting = true;
                 i += 1;
@@ -218,7 +224,7 @@ async fn main() {
     let aof = tempfile::tempdir().unwrap();
     let mut redis_args = vec!["--appendonly", "yes", "--appendfsync", "always", "--dir", aof.path().to_str().unwrap()];
     if a.evicting {
-        redis_args.extend(["--maxmemory", "16mb", "--maxmemory-policy", "allkeys-lru"]);
+        redis_args.extend(["--maxmemory", &a.maxmemory, "--maxmemory-policy", "allkeys-lru"]);
     }
     let mut redis = RedisServer::start_with(&redis_args, None).expect("redis-server");
     let url = redis.url();
@@ -275,9 +281,9 @@ async fn main() {
         run.as_secs_f64() * 0.7
     );
     println!(
-        "| minute | events acked | post retries | Resolves | Resolve p99 | not resolvable | stream gaps | serve RSS | serve fds | receive RSS | receive fds |"
+        "| minute | events acked | post retries | Resolves | Resolve p99 | not resolvable | stream gaps | streams recreated | serve RSS | serve fds | receive RSS | receive fds |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
 
     let start = Instant::now();
     let until = start + run;
@@ -312,9 +318,11 @@ async fn main() {
             let m = std::mem::take(&mut *shared.minute.lock().unwrap());
             let (srss, sfds) = proc_stat(serve_pid);
             let (rrss, rfds) = proc_stat(receiver.child.as_ref().unwrap().id());
-            let gaps = counted(&serve.metrics(), "gitopsreverser_attribution_fact_stream_gaps_total");
+            let metrics = serve.metrics();
+            let gaps = counted(&metrics, "gitopsreverser_attribution_fact_stream_gaps_total");
+            let recreated = counted(&metrics, "gitopsreverser_attribution_fact_stream_recreations_total");
             println!(
-                "| {minute} | {} | {} | {} | {:.1} ms | {} | {gaps} | {:.1} MiB | {sfds} | {:.1} MiB | {rfds} |",
+                "| {minute} | {} | {} | {} | {:.1} ms | {} | {gaps} | {recreated} | {:.1} MiB | {sfds} | {:.1} MiB | {rfds} |",
                 m.acked,
                 m.post_retries,
                 m.resolves,
