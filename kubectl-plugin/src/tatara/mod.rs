@@ -30,7 +30,7 @@ mod tests;
                   kubectl tatara why task/mt-i-tatara-operator-412 -n tatara\n  \
                   kubectl tatara repair -A --exit-code\n  \
                   GITHUB_TOKEN=... kubectl tatara sweep --project tatara -n tatara\n  \
-                  GITHUB_TOKEN=... TATARA_OPERATOR_URL=... kubectl tatara takeover tatara-operator!9 -n tatara"),
+                  GITHUB_TOKEN=... TATARA_TOKEN=... TATARA_OPERATOR_URL=... kubectl tatara takeover 'tatara-operator!9' -n tatara"),
     about = "Ownership of tatara's SCM artifacts: show, repair, sweep, take over"
 )]
 pub struct Cli {

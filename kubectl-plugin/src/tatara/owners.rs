@@ -17,7 +17,7 @@ use crate::common::{self, Cell, CliError, Human, KubeArgs, Node, Offers, OutputA
 /// The flags of `kubectl tatara owners`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  kubectl tatara owners iss-tatara-operator-412 -n tatara\n  \
-                  kubectl tatara owners tatara-operator!9\n  kubectl tatara owners task/umbrella -o json")]
+                  kubectl tatara owners 'tatara-operator!9'\n  kubectl tatara owners task/umbrella -o json")]
 pub struct Args {
     /// The object: an Issue or MergeRequest by name or by its natural key
     /// (REPO#NUMBER for an Issue, REPO!NUMBER for a MergeRequest; # is

@@ -33,16 +33,17 @@ const MIRROR_POLL: Duration = Duration::from_millis(250);
 
 /// The flags of `kubectl tatara takeover`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Examples:\n  GITHUB_TOKEN=... TATARA_OPERATOR_URL=https://tatara.example.com/api/v1/operator \\\n    \
-                  kubectl tatara takeover tatara-operator!9 -n tatara\n\n\
+#[command(after_help = "Examples:\n  GITHUB_TOKEN=... TATARA_TOKEN=... \\\n    \
+                  TATARA_OPERATOR_URL=https://tatara.example.com/api/v1/operator \\\n    \
+                  kubectl tatara takeover 'tatara-operator!9' -n tatara\n\n\
+                  TATARA_TOKEN is an OIDC access token for the operator (else the one `tatara login` stored). \
+                  Quote REPO!NUMBER: an unquoted ! is history expansion in an interactive shell.\n\n\
                   The operator does the takeover; this command writes nothing to the cluster. It asks with your \
                   latest take-over comment on the pull request as the operator mirrored it, and posts one (as \
                   you, through GITHUB_TOKEN) only when you have none; a retry never posts another.\n\n\
                   Exit status: 0 when the operator accepted (or had nothing to do), 4 when it (or the caller's \
                   token) was refused, 1 for its other refusals (409: the reason is printed), 5 when it did not \
-                  answer or did not mirror the comment in time; see kubectl tatara --help for every code."
-)]
+                  answer or did not mirror the comment in time; see kubectl tatara --help for every code.")]
 pub struct Args {
     /// The merge request, by its natural key: the Repository CR's name, !,
     /// and the pull request number (tatara-operator!9; REPO#NUMBER is

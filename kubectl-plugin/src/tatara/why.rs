@@ -20,7 +20,7 @@ use crate::common::{self, Call, CliError, Human, KubeArgs, Offers, OutputArgs, P
 /// The flags of `kubectl tatara why`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  kubectl tatara why task/mt-i-tatara-operator-412 -n tatara\n  \
-                  kubectl tatara why tatara-operator#412\n  kubectl tatara why tatara-operator!9 -o json\n\n\
+                  kubectl tatara why tatara-operator#412\n  kubectl tatara why 'tatara-operator!9' -o json\n\n\
                   For an Issue or merge request it says which Task works it (the sweep's live-owner \
                   resolution) and then why that Task is where it is. Nothing is written.")]
 pub struct Args {
