@@ -327,6 +327,19 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
         "member-a=false\numbrella=false\n"
     );
     assert_eq!(stdout(&w, &["owners", "tatara-operator#500", "-o=jsonpath={.violations[*].rule}"]), "5 3");
+    // A template that fails exits 1, as kubectl's (issue 29); 2 is for
+    // bad flags.
+    for args in [
+        &["owners", "tatara-operator#500", "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"][..],
+        &["owners", "tatara-operator#500", "-o", "jsonpath={.owners["],
+        &["repair", "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"],
+    ] {
+        let out = w.tatara(args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: ") && stderr.contains("jsonpath") && !stderr.contains("Usage:"), "{stderr}");
+    }
+    assert_eq!(w.tatara(&["owners", "tatara-operator#500", "-o", "bogus"], None).status.code(), Some(2));
 
     // --color always colours even when piped; never and auto (piped) do not.
     let always = stdout(&w, &["owners", "iss-tatara-operator-500", "--color", "always"]);

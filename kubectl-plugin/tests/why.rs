@@ -562,7 +562,7 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
         &kc,
         &["secret/db-pass", "--socket", socket, "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"],
     );
-    assert_eq!(strict.status.code(), Some(2), "{strict:?}");
+    assert_eq!(strict.status.code(), Some(1), "{strict:?}");
     assert!(text(&strict).1.contains(".nope is not found"), "{strict:?}");
     // Only the formats why prints.
     let wide = why_raw(&k, &kc, &["secret/db-pass", "--socket", socket, "-o", "wide"]);
@@ -573,6 +573,29 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
     );
     let help = text(&k.run(&["reverser", "why", "--help"])).0;
     assert!(help.contains("Output format: json, yaml or jsonpath=TEMPLATE") && !help.contains("wide"), "{help}");
+}
+
+/// A JSONPath template that fails, to parse or on a missing field with
+/// --allow-missing-template-keys=false, exits 1 as kubectl 1.32 does
+/// (issue 29); a format kubectl would not know stays a usage error.
+#[test]
+fn why_jsonpath_errors_exit_1_as_kubectl_does() {
+    let k = Kubectl::new(&[env!("CARGO_BIN_EXE_kubectl-reverser")]).env_remove("REVERSER_REDIS_URL");
+    let api = fake_api();
+    let kc = api.kubeconfig(k.dir.path());
+    api.seed_object(configmap("default", "web", "u-web", "5")).unwrap();
+    for (args, says) in [
+        (&["cm/web", "-o", "jsonpath={.nope}", "--allow-missing-template-keys=false"][..], ".nope is not found"),
+        (&["cm/web", "-o", "jsonpath={.nope"], "jsonpath"),
+    ] {
+        let out = why_raw(&k, &kc, args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("error: ") && stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Usage:") && stdout.is_empty(), "{args:?}: {stderr}\n{stdout}");
+    }
+    let bogus = why_raw(&k, &kc, &["cm/web", "-o", "bogus"]);
+    assert_eq!(bogus.status.code(), Some(2), "{bogus:?}");
 }
 
 /// Seals like sops would look from Git: a file that holds no clear value.

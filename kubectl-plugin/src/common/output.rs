@@ -127,11 +127,16 @@ pub enum OutputFormat {
     Name,
     /// A kubectl JSONPath template over the JSON document.
     JsonPath(Template),
+    /// `jsonpath=` with a template that does not parse: refused by
+    /// [`OutputArgs::check`] with exit 1, as kubectl 1.32 refuses it
+    /// (`error parsing jsonpath`), not as a usage error (issue 29).
+    BadJsonPath(String),
 }
 
 impl OutputFormat {
     /// Parses `-o`'s value as kubectl does (`jsonpath=`, `jsonpath-as-json`
-    /// is not offered).
+    /// is not offered). A `jsonpath=` template that does not parse is
+    /// [`OutputFormat::BadJsonPath`], an error only when the command runs.
     pub fn parse(s: &str) -> Result<Self, String> {
         match s {
             "wide" => Ok(Self::Wide),
@@ -139,7 +144,7 @@ impl OutputFormat {
             "yaml" => Ok(Self::Yaml),
             "name" => Ok(Self::Name),
             _ => match s.split_once('=') {
-                Some(("jsonpath", t)) => Template::parse(t).map(Self::JsonPath),
+                Some(("jsonpath", t)) => Ok(Template::parse(t).map_or_else(Self::BadJsonPath, Self::JsonPath)),
                 _ => Err(format!("unknown output format {s:?}")),
             },
         }
@@ -152,7 +157,7 @@ impl OutputFormat {
             Self::Json => "json",
             Self::Yaml => "yaml",
             Self::Name => "name",
-            Self::JsonPath(_) => "jsonpath",
+            Self::JsonPath(_) | Self::BadJsonPath(_) => "jsonpath",
         }
     }
 }
@@ -376,6 +381,9 @@ impl<const WIDE: bool, const NAME: bool> OutputArgs<WIDE, NAME> {
     /// parser already refuses what `WIDE` and `NAME` leave out).
     pub fn check(&self, command: &str, offers: Offers) -> Result<(), CliError> {
         let format = self.format();
+        if let OutputFormat::BadJsonPath(why) = &format {
+            return Err(jsonpath_failure(why));
+        }
         let refused = match format {
             OutputFormat::Wide => !offers.wide,
             OutputFormat::Name => !offers.name,
@@ -409,6 +417,13 @@ pub trait Human: Serialize {
     }
 }
 
+/// A JSONPath template that does not parse, or fails on the result: exit 1,
+/// as kubectl 1.32 (`error parsing jsonpath`, `error executing jsonpath`);
+/// 2 stays for a bad flag.
+fn jsonpath_failure(why: &str) -> CliError {
+    CliError::new(why).with_code(exit_code::FAILURE)
+}
+
 /// Prints `value` as `args` asks: the human form, names, JSON, YAML, or a
 /// JSONPath template over the JSON.
 pub fn print<T: Human, const WIDE: bool, const NAME: bool>(
@@ -433,11 +448,10 @@ pub fn print<T: Human, const WIDE: bool, const NAME: bool>(
         OutputFormat::JsonPath(template) => {
             let json = serde_json::to_value(value)
                 .map_err(|e| CliError::new(format!("cannot render the result as JSON: {e}")))?;
-            let text = template
-                .render(&json, args.allow_missing_template_keys)
-                .map_err(|e| CliError::new(e).with_code(exit_code::USAGE))?;
+            let text = template.render(&json, args.allow_missing_template_keys).map_err(|e| jsonpath_failure(&e))?;
             out.write_all(text.as_bytes())
         }
+        OutputFormat::BadJsonPath(why) => return Err(jsonpath_failure(&why)),
     };
     match written {
         // `... | head` closes the pipe early: the output was wanted no further.

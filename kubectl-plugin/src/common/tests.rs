@@ -75,7 +75,13 @@ fn output_defaults_to_table_and_refuses_unknown_formats() {
         err.contains("-o table2: unknown output format \"table2\"; use json, yaml, wide, name or jsonpath"),
         "{err}"
     );
-    assert!(Cli::try_parse_from(["kubectl-example", "list", "-o", "jsonpath={.a"]).is_err());
+    // A template that does not parse is refused when the command runs,
+    // with kubectl's exit 1, not as a usage error.
+    let cli = Cli::try_parse_from(["kubectl-example", "list", "-o", "jsonpath={.a"]).unwrap();
+    let Cmd::List { output, .. } = cli.command else { panic!("parsed the wrong subcommand") };
+    let e = output.check("list", Offers { wide: true, name: true }).unwrap_err();
+    assert_eq!(e.code(), exit_code::FAILURE, "{e}");
+    assert!(e.message().contains("jsonpath template \"{.a\""), "{e}");
 }
 
 /// A command that prints neither `-o wide` nor `-o name`.
