@@ -127,8 +127,23 @@ fn a_paused_api_server_and_a_silent_forge_end_within_the_request_timeout() {
     // The flag bounds the whole call: no retry multiplies it (it took 4.1 s
     // while octocrab retried each timed-out request).
     assert!(took < Duration::from_millis(3000), "a 1 s --request-timeout took {took:?}");
-    assert!(stderr.starts_with("error: forge request") && stderr.contains("timed out"), "{stderr}");
+    // The message names the bound and the flag that sets it, not the
+    // HTTP client's layers (issue 29).
+    let said = format!("error: the forge at {} did not answer within 1s (--request-timeout)", forge.url());
+    assert!(stderr.starts_with(&said), "{stderr}");
+    assert!(!stderr.contains("SendRequest") && !stderr.contains("client error"), "{stderr}");
     assert!(!stderr.contains("ERROR"), "the forge client's own log stays quiet: {stderr}");
+    // No token: one sentence naming what to set (issue 29).
+    let (out, _) = ends(
+        &kubectl().kubeconfig(&kc),
+        &["tatara", "sweep", "--project", "tatara", "--forge-url", &forge.url(), "--request-timeout", "1s"],
+    );
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!("error: no token for the forge at {}: set GITHUB_TOKEN, or pass --github-token\n", forge.url())
+    );
 
     api.pause();
     for args in [&["tatara", "owners", "task/umbrella"][..], &["reverser", "why", "task/umbrella"]] {

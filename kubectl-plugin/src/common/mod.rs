@@ -241,7 +241,7 @@ impl From<runtime::ownership::forge::ForgeError> for CliError {
     fn from(e: runtime::ownership::forge::ForgeError) -> Self {
         use runtime::ownership::forge::ForgeFailure;
         let code = match e.kind {
-            ForgeFailure::Unreachable => exit_code::UNREACHABLE,
+            ForgeFailure::Unreachable | ForgeFailure::TimedOut => exit_code::UNREACHABLE,
             ForgeFailure::Refused(401 | 403) => exit_code::FORBIDDEN,
             ForgeFailure::Refused(404) => exit_code::NOT_FOUND,
             ForgeFailure::Setup => exit_code::USAGE,

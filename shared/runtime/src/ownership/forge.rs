@@ -19,8 +19,7 @@ use rules::ownership::types::{Project, Repository};
 use super::executor::Forge;
 
 /// A forge (GitHub) request failed or answered something unusable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("forge request {op} on {target} failed: {message}; {hint}")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ForgeError {
     pub op: String,
     pub target: String,
@@ -30,6 +29,21 @@ pub struct ForgeError {
     pub kind: ForgeFailure,
 }
 
+impl std::fmt::Display for ForgeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            // One sentence of its own: what is missing, then what to set.
+            ForgeFailure::Setup => write!(f, "{}: {}", self.message, self.hint),
+            // It names the forge and the bound first; which request it was
+            // is detail.
+            ForgeFailure::TimedOut => write!(f, "{}: {} on {}; {}", self.message, self.op, self.target, self.hint),
+            _ => write!(f, "forge request {} on {} failed: {}; {}", self.op, self.target, self.message, self.hint),
+        }
+    }
+}
+
+impl std::error::Error for ForgeError {}
+
 /// What kind of failure a [`ForgeError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ForgeFailure {
@@ -37,8 +51,10 @@ pub enum ForgeFailure {
     Setup,
     /// The forge answered with this HTTP status.
     Refused(u16),
-    /// The forge could not be reached, or did not answer in time.
+    /// The forge could not be reached.
     Unreachable,
+    /// The forge did not answer within the bound ([`Timeouts`]).
+    TimedOut,
     /// The forge answered something unusable.
     Answer,
 }
@@ -85,7 +101,46 @@ pub fn repo_coords(project: &Project, repo: &Repository) -> Option<RepoCoords> {
     Some(RepoCoords { owner: owner.to_string(), repo: repo.name().to_string() })
 }
 
-fn forge_err(op: &str, target: &str, e: octocrab::Error) -> ForgeError {
+/// `d` as a flag takes it: `1s`, `1m30s`, `500ms`.
+fn shown(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 1000 != 0 {
+        return format!("{ms}ms");
+    }
+    let (m, s) = (ms / 60_000, ms / 1000 % 60);
+    match (m, s) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s}s"),
+    }
+}
+
+/// Whether `e` is a timeout: an I/O error of kind `TimedOut` (what the
+/// client's connect and read timeouts raise) anywhere in its chain.
+fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut) {
+            return true;
+        }
+        cur = err.source();
+    }
+    crate::error_chain(e).contains("timed out")
+}
+
+fn forge_err(op: &str, target: &str, e: octocrab::Error, url: &str, timeouts: Timeouts) -> ForgeError {
+    if timed_out(&e) {
+        // One bound when --request-timeout set both; else say the longer,
+        // the read's (the connect bound is rarely the one reached).
+        let bound = if crate::error_chain(&e).contains("(Connect)") { timeouts.connect } else { timeouts.read };
+        return ForgeError {
+            op: op.to_string(),
+            target: target.to_string(),
+            message: format!("the forge at {url} did not answer within {} (--request-timeout)", shown(bound)),
+            hint: "check --forge-url and that the forge is reachable, or give it longer with --request-timeout".into(),
+            kind: ForgeFailure::TimedOut,
+        };
+    }
     let kind = match &e {
         octocrab::Error::GitHub { source, .. } => ForgeFailure::Refused(source.status_code.as_u16()),
         octocrab::Error::Hyper { .. } | octocrab::Error::Service { .. } | octocrab::Error::Http { .. } => {
@@ -126,6 +181,9 @@ fn is_human(login: &str, user_type: &str, bot_login: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct GitHub {
     crab: Octocrab,
+    /// `--forge-url`, as given, for messages.
+    url: String,
+    timeouts: Timeouts,
     /// repositoryRef -> forge coordinates, for the executor's forge steps.
     repos: BTreeMap<String, RepoCoords>,
 }
@@ -156,8 +214,8 @@ impl GitHub {
         let token = args.github_token.clone().filter(|t| !t.is_empty()).ok_or_else(|| ForgeError {
             op: "authenticate".into(),
             target: args.forge_url.clone(),
-            message: "no token".into(),
-            hint: "set GITHUB_TOKEN or pass --github-token".into(),
+            message: format!("no token for the forge at {}", args.forge_url),
+            hint: "set GITHUB_TOKEN, or pass --github-token".into(),
             kind: ForgeFailure::Setup,
         })?;
         let crab = Octocrab::builder()
@@ -171,8 +229,12 @@ impl GitHub {
             .set_write_timeout(Some(timeouts.read))
             .base_uri(args.forge_url.as_str())
             .and_then(|b| b.build())
-            .map_err(|e| forge_err("connect", &args.forge_url, e))?;
-        Ok(GitHub { crab, repos: BTreeMap::new() })
+            .map_err(|e| forge_err("connect", &args.forge_url, e, &args.forge_url, timeouts))?;
+        Ok(GitHub { crab, url: args.forge_url.clone(), timeouts, repos: BTreeMap::new() })
+    }
+
+    fn fail(&self, op: &str, target: &str, e: octocrab::Error) -> ForgeError {
+        forge_err(op, target, e, &self.url, self.timeouts)
     }
 
     /// Remember where `repository_ref` lives, for forge steps naming it.
@@ -188,7 +250,7 @@ impl GitHub {
 
     /// The caller's login: the token's owner (`GET /user`).
     pub async fn current_login(&self) -> Result<String, ForgeError> {
-        let me = self.crab.current().user().await.map_err(|e| forge_err("GET /user", "the token's owner", e))?;
+        let me = self.crab.current().user().await.map_err(|e| self.fail("GET /user", "the token's owner", e))?;
         Ok(me.login)
     }
 
@@ -208,8 +270,8 @@ impl GitHub {
             .per_page(100)
             .send()
             .await
-            .map_err(|e| forge_err("list open issues", &target, e))?;
-        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list open issues", &target, e))?;
+            .map_err(|e| self.fail("list open issues", &target, e))?;
+        let all = self.crab.all_pages(first).await.map_err(|e| self.fail("list open issues", &target, e))?;
         Ok(all
             .into_iter()
             // The issues endpoint lists pull requests too; they get their own
@@ -252,7 +314,7 @@ impl GitHub {
             .page(issue.comments)
             .send()
             .await
-            .map_err(|e| forge_err("list comments", &format!("{}#{}", c.full_name(), issue.number), e))?;
+            .map_err(|e| self.fail("list comments", &format!("{}#{}", c.full_name(), issue.number), e))?;
         Ok(page.items.last().is_some_and(|cm| is_human(&cm.user.login, &cm.user.r#type, bot_login)))
     }
 
@@ -284,8 +346,8 @@ impl GitHub {
             .per_page(100)
             .send()
             .await
-            .map_err(|e| forge_err("list comments", &target, e))?;
-        self.crab.all_pages(first).await.map_err(|e| forge_err("list comments", &target, e))
+            .map_err(|e| self.fail("list comments", &target, e))?;
+        self.crab.all_pages(first).await.map_err(|e| self.fail("list comments", &target, e))
     }
 
     /// Every open pull request of a repository, following pages.
@@ -304,8 +366,8 @@ impl GitHub {
             .per_page(100)
             .send()
             .await
-            .map_err(|e| forge_err("list open pull requests", &target, e))?;
-        let all = self.crab.all_pages(first).await.map_err(|e| forge_err("list open pull requests", &target, e))?;
+            .map_err(|e| self.fail("list open pull requests", &target, e))?;
+        let all = self.crab.all_pages(first).await.map_err(|e| self.fail("list open pull requests", &target, e))?;
         Ok(all.iter().map(|p| pull(repository_ref, c, p, bot_login)).collect())
     }
 
@@ -317,7 +379,7 @@ impl GitHub {
             .pulls(&c.owner, &c.repo)
             .get(forge_number(number))
             .await
-            .map_err(|e| forge_err("get pull request", &target, e))?;
+            .map_err(|e| self.fail("get pull request", &target, e))?;
         let open = matches!(p.state, Some(octocrab::models::IssueState::Open));
         Ok((p.head.sha.clone(), open))
     }
@@ -339,7 +401,7 @@ impl GitHub {
             .issues(&c.owner, &c.repo)
             .create_comment(forge_number(number), body)
             .await
-            .map_err(|e| forge_err("post comment", &target, e))?;
+            .map_err(|e| self.fail("post comment", &target, e))?;
         Ok(cm.id.to_string())
     }
 
@@ -351,7 +413,7 @@ impl GitHub {
             .create_comment(forge_number(number), body)
             .await
             .map(drop)
-            .map_err(|e| forge_err("post comment", &format!("{}#{number}", c.full_name()), e).to_string())
+            .map_err(|e| self.fail("post comment", &format!("{}#{number}", c.full_name()), e).to_string())
     }
 }
 
@@ -390,7 +452,7 @@ impl Forge for GitHub {
                         .add_labels(forge_number(*number), std::slice::from_ref(label))
                         .await
                         .map(drop)
-                        .map_err(|e| forge_err("add label", &format!("{}#{number}", c.full_name()), e).to_string())
+                        .map_err(|e| self.fail("add label", &format!("{}#{number}", c.full_name()), e).to_string())
                 }
                 Action::CloseMergeRequest { repository_ref, number, .. } => {
                     let c = self.coords(repository_ref)?;
@@ -402,7 +464,7 @@ impl Forge for GitHub {
                         .await
                         .map(drop)
                         .map_err(|e| {
-                            forge_err("close pull request", &format!("{}#{number}", c.full_name()), e).to_string()
+                            self.fail("close pull request", &format!("{}#{number}", c.full_name()), e).to_string()
                         })
                 }
                 Action::DeleteBranch { repository_ref, branch, .. } => {
@@ -411,7 +473,7 @@ impl Forge for GitHub {
                         .git(&c.owner, &c.repo)
                         .delete_ref(&params::repos::Reference::Branch(branch.clone()))
                         .await
-                        .map_err(|e| forge_err("delete branch", &format!("{}:{branch}", c.full_name()), e).to_string())
+                        .map_err(|e| self.fail("delete branch", &format!("{}:{branch}", c.full_name()), e).to_string())
                 }
                 other => Err(format!("not a forge step: {}", other.why())),
             }
