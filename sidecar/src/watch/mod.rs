@@ -155,10 +155,12 @@ pub async fn run(args: Args) -> Result<()> {
             Some(t) => {
                 let (namespace, name) = crate::target::parse_target(t)?;
                 let mut r = status::Reporter::new(
-                    client.clone(),
+                    (client.clone(), server.clone()),
+                    readiness.clone(),
                     &namespace,
                     &name,
                     args.status_interval,
+                    args.rescan,
                     links,
                     args.remote.clone(),
                 );

@@ -47,11 +47,12 @@ impl Readiness {
     /// `Ok` when ready, else every reason.
     pub fn check(&self) -> Result<(), String> {
         let map = self.lock();
-        if !map.contains_key(DISCOVERY) {
-            return Err("discovery has not been read yet".into());
-        }
-        let reasons: Vec<String> =
+        let mut reasons: Vec<String> =
             map.iter().filter_map(|(k, (why, _))| why.as_ref().map(|w| format!("{k}: {w}"))).collect();
+        if !map.contains_key(DISCOVERY) {
+            // What holds discovery back (reading the GitTarget) comes first.
+            reasons.push("discovery has not been read yet".into());
+        }
         if reasons.is_empty() { Ok(()) } else { Err(reasons.join("\n")) }
     }
 

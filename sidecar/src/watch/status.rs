@@ -8,6 +8,7 @@
 //! mirrored at all (it, its provider and an allowed branch exist) the
 //! watcher waits here, saying why in status, instead of exiting.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, ApiResource, DynamicObject};
@@ -23,6 +24,11 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::Supervisor;
+use super::readiness::{Outage, Readiness};
+use crate::apiserver::Server;
+
+/// The readiness concern of reading the GitTarget and its GitProvider.
+const GIT_TARGET: &str = "git-target";
 use super::rule_status::{self, Observed};
 use super::source_cluster::RemoteArgs;
 use super::window::{Live, Reported};
@@ -56,6 +62,14 @@ pub struct Links {
 /// Reports the status of one GitTarget and its GitProvider.
 pub struct Reporter {
     client: kube::Client,
+    /// The control cluster, named in what a failed read says.
+    server: Server,
+    readiness: Arc<Readiness>,
+    /// Reading the GitTarget and its GitProvider: one warning per failure,
+    /// not one per report.
+    outage: Outage,
+    /// How soon the next report comes (said in the warning).
+    every: Duration,
     namespace: String,
     name: String,
     writer: StatusWriter,
@@ -120,17 +134,24 @@ pub(super) async fn write(writer: &mut StatusWriter, obj: &Object, current: Opti
 }
 
 impl Reporter {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        client: kube::Client,
+        (client, server): (kube::Client, Server),
+        readiness: Arc<Readiness>,
         namespace: &str,
         name: &str,
         min_interval: Duration,
+        every: Duration,
         links: Links,
         remote: RemoteArgs,
     ) -> Self {
         Reporter {
             writer: StatusWriter::new(client.clone(), min_interval),
             client,
+            server,
+            readiness,
+            outage: Outage::default(),
+            every,
             namespace: namespace.into(),
             name: name.into(),
             probe: None,
@@ -176,12 +197,17 @@ impl Reporter {
                 if self.started {
                     self.links.gone.send_replace(Some("the GitTarget was deleted".into()));
                 } else {
-                    tracing::warn!(target = %format!("{ns}/{}", self.name), "the GitTarget does not exist; nothing to report on");
+                    let why = format!(
+                        "the GitTarget {ns}/{} does not exist in the API server at {}; create it, or correct --git-target",
+                        self.name, self.server.url
+                    );
+                    self.failed(&why);
                 }
                 return false;
             }
             Err(e) => {
-                tracing::warn!(error = %e, "reading the GitTarget for its status failed");
+                let why = format!("reading the GitTarget {ns}/{}: {}", self.name, self.server.failure(&e));
+                self.failed(&why);
                 return false;
             }
         };
@@ -195,10 +221,13 @@ impl Reporter {
         let raw_provider = match providers.get_opt(&provider_ref).await {
             Ok(p) => p,
             Err(e) => {
-                tracing::warn!(error = %e, "reading the GitProvider for its status failed");
+                let why = format!("reading the GitProvider {ns}/{provider_ref}: {}", self.server.failure(&e));
+                self.failed(&why);
                 return false;
             }
         };
+        self.outage.recovered("reading the GitTarget and its GitProvider");
+        self.readiness.ok(GIT_TARGET);
 
         let stamp = now();
         let provider = raw_provider.as_ref().and_then(|raw| decode::<GitProvider>(raw).map(|p| (raw, p)));
@@ -422,6 +451,13 @@ impl Reporter {
         let key = crate::target::signing_public_key(&self.client, &self.namespace, &signing.secret_ref.name).await;
         self.signing = Some((version, Instant::now(), key.clone()));
         key
+    }
+
+    /// A read of the configuration failed: `/readyz` says why, and the log
+    /// says it once (the same failure again at debug).
+    fn failed(&mut self, why: &str) {
+        self.readiness.failing(GIT_TARGET, why, false);
+        self.outage.failed("no status is written and nothing new is mirrored until it can be read", why, self.every);
     }
 
     /// Reports every `every`, with what the watcher last observed.
