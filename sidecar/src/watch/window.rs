@@ -211,10 +211,20 @@ where
     Fut: std::future::Future<Output = Result<tonic::Response<CommitResponse>, tonic::Status>>,
 {
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10)).expect("valid bounds");
+    // The last failure said: a sidecar that keeps refusing for one reason
+    // (Git authoring off, a restart) is said once, not every retry.
+    let mut last: Option<String> = None;
+    let mut failures = 0u32;
     loop {
         match call().await {
-            Ok(r) => return r.into_inner(),
+            Ok(r) => {
+                if failures > 0 {
+                    tracing::info!("{what} taken by the sidecar again, after {failures} failed attempt(s)");
+                }
+                return r.into_inner();
+            }
             Err(status) => {
+                failures += 1;
                 metrics.window_failures.inc();
                 let pause = backoff.next_delay();
                 if let Some(reason) = status.metadata().get(proto::GIT_PATH_REFUSED).and_then(|v| v.to_str().ok()) {
@@ -228,7 +238,16 @@ where
                     tokio::time::sleep(pause).await;
                     continue;
                 }
-                tracing::warn!(code = %status.code(), message = %status.message(), retry_in = %runtime::kubeconfig::bounds::humanize(pause), "{what} failed; retrying");
+                let message = status.message().to_owned();
+                if last.as_deref() == Some(message.as_str()) {
+                    tracing::debug!(failures, "{what} failed: {message}");
+                } else {
+                    tracing::warn!(
+                        "{what} failed: {message}; retrying in {}, with the same events (the same failure again is logged at debug)",
+                        runtime::kubeconfig::bounds::humanize(pause)
+                    );
+                    last = Some(message);
+                }
                 tokio::time::sleep(pause).await;
             }
         }
