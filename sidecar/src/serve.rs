@@ -185,6 +185,15 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
             "attribution    off (--author-attribution=false): every commit is authored by the configured \
              committer, nothing waits for an audit fact, and no audit receiver runs"
         );
+    } else if transport.kind() == TransportKind::Memory && args.receiver.audit_listen == "off" {
+        // The same refusal `kubectl reverser inject` makes, as a warning:
+        // run by hand, this may be a try-out that posts no fact.
+        tracing::warn!(
+            "no fact source: no audit receiver (--audit-listen off) and no Redis (--redis-url), so no audit fact \
+             can ever reach this sidecar and every commit is authored `unknown (attribution unresolved)`; give \
+             --redis-url (the Redis a `receive` appends to), or an --audit-listen address, or \
+             --author-attribution=false to author every commit as the committer"
+        );
     } else if transport.kind() == TransportKind::Memory {
         tracing::warn!(
             "memory transport (no --redis-url): acknowledged facts live in this process only, and a restart \

@@ -100,6 +100,19 @@ pub(super) fn endpoint(url: &str) -> Endpoint {
     }
 }
 
+/// A local remote must exist: libgit2 takes a missing path for a URL and
+/// answers "unsupported URL protocol", which names the wrong cause.
+fn local_exists(path: &std::path::Path, branch: &str) -> std::result::Result<(), git2::Error> {
+    if path.exists() {
+        return Ok(());
+    }
+    Err(git2::Error::from_str(&format!(
+        "no repository at {}; create it with `git init --bare --initial-branch={branch} {}`",
+        path.display(),
+        path.display()
+    )))
+}
+
 /// Why the host key check refused the server, kept because libgit2's SSH
 /// transport replaces the callback's message with a generic "invalid or
 /// unknown remote ssh hostkey", which names no fix.
@@ -205,6 +218,7 @@ impl GitWriter {
         let b = &self.config.branch;
         let url = match endpoint(&remote.url) {
             Endpoint::Local(path) => {
+                local_exists(&path, b).map_err(git(format!("fetching {b} from {}", remote.url)))?;
                 // A local remote's tip can be read directly: when it is what
                 // we last saw, or a commit we already hold (ours, just
                 // pushed), there is nothing to transfer.
@@ -285,7 +299,11 @@ impl GitWriter {
             }
             outcome.attempts = attempt;
             let answer = match endpoint(&remote.url) {
-                Endpoint::Local(path) => self.push_local(&path, tracking, head)?,
+                Endpoint::Local(path) => {
+                    let b = &self.config.branch;
+                    local_exists(&path, b).map_err(git(format!("pushing {b} to {}", remote.url)))?;
+                    self.push_local(&path, tracking, head)?
+                }
                 Endpoint::Transport(url) => self.push_transport(&url)?,
             };
             match answer {
@@ -488,7 +506,10 @@ pub(super) fn push_backoff() -> Backoff {
 /// `internal/controller/gitprovider_controller.go` `checkRemoteConnectivity`).
 pub fn probe(remote: &super::RemoteConfig) -> Result<()> {
     let url = match endpoint(&remote.url) {
-        Endpoint::Local(path) => path.to_string_lossy().into_owned(),
+        Endpoint::Local(path) => {
+            local_exists(&path, "main").map_err(git(format!("connecting to {}", remote.url)))?;
+            path.to_string_lossy().into_owned()
+        }
         Endpoint::Transport(url) => url,
     };
     let redacted = crate::redact::redact_url(&url);
