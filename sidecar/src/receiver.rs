@@ -176,6 +176,13 @@ async fn bare(
 async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Event) -> Option<String>) -> Response {
     let mut facts: Vec<(Scope, Fact)> = Vec::new();
     let (mut rejected, total) = (list.refused.len(), list.events.len() + list.refused.len());
+    // Why events made no fact, by reason: in the reply, and said in the log
+    // when the reason means a misconfiguration.
+    let mut reasons: std::collections::BTreeMap<&'static str, usize> = std::collections::BTreeMap::new();
+    // (Each undecodable event is logged on its own, below.)
+    if !list.refused.is_empty() {
+        reasons.insert("undecodable", list.refused.len());
+    }
     // One undecodable event costs only itself: counted and logged, the
     // others go on.
     for r in &list.refused {
@@ -189,13 +196,18 @@ async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Even
                 ev.object_ref.as_ref().map(|o| (o.api_group.as_str(), o.resource.as_str())).unwrap_or(("", ""));
             s.metrics.audit_event(g, r, &ev.verb, "rejected", "no_route");
             rejected += 1;
+            *reasons.entry("no_route").or_default() += 1;
             continue;
         };
         match runtime::metrics::publish_counted(&route, ev, &s.metrics) {
             Published::Fact { scope, fact, .. } => facts.push((scope, fact)),
-            Published::Rejected(_) => rejected += 1,
+            Published::Rejected(why) => {
+                rejected += 1;
+                *reasons.entry(why.label()).or_default() += 1;
+            }
         }
     }
+    misconfigured(&reasons);
     let n = facts.len();
     if n > 0
         && let Err(e) = s.publisher.publish(facts).await
@@ -205,5 +217,45 @@ async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Even
         return reply(StatusCode::SERVICE_UNAVAILABLE, format!("could not append the batch: {e}"));
     }
     tracing::debug!(events = total, facts = n, rejected, "audit batch appended");
-    reply(StatusCode::OK, format!("{{\"events\":{total},\"facts\":{n},\"rejected\":{rejected}}}"))
+    let mut body = format!("{{\"events\":{total},\"facts\":{n},\"rejected\":{rejected}");
+    if !reasons.is_empty() {
+        let by: Vec<String> = reasons.iter().map(|(r, k)| format!("\"{r}\":{k}")).collect();
+        body.push_str(&format!(",\"reasons\":{{{}}}", by.join(",")));
+    }
+    body.push('}');
+    reply(StatusCode::OK, body)
+}
+
+/// What each reason that no API server should cause means, and what to do.
+fn advice(reason: &str) -> Option<&'static str> {
+    Some(match reason {
+        "no_route" => "no route: post to /audit-webhook/<route>, or set the route annotation the bare path reads",
+        "no_user" => "no user.username: is this an audit.k8s.io/v1 Event from an API server?",
+        "no_resource" => "no objectRef.resource: is this an audit.k8s.io/v1 Event from an API server?",
+        "no_name" => "a write with no object name (and no response object to read it from)",
+        _ => return None,
+    })
+}
+
+/// Events refused for a reason that means a misconfigured sender are
+/// logged, at most once a minute per reason (the reply and
+/// `gitopsreverser_audit_events_total` count every one); the rest (reads,
+/// dry runs, failed requests) are what a broad audit policy sends.
+fn misconfigured(reasons: &std::collections::BTreeMap<&'static str, usize>) {
+    static LAST: std::sync::Mutex<Vec<(&'static str, std::time::Instant)>> = std::sync::Mutex::new(Vec::new());
+    let now = std::time::Instant::now();
+    for (reason, count) in reasons {
+        let Some(advice) = advice(reason) else { continue };
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        match last.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, at)) if now.duration_since(*at) < std::time::Duration::from_secs(60) => continue,
+            Some((_, at)) => *at = now,
+            None => last.push((reason, now)),
+        }
+        tracing::warn!(
+            reason,
+            events = count,
+            "audit events make no fact: {advice} (said at most once a minute; counted on gitopsreverser_audit_events_total)"
+        );
+    }
 }

@@ -230,7 +230,7 @@ async fn annotation_routed_bare_path_never_credits_a_fallback_route() {
     let unrouted = audit_event("create", "mallory", "ns", "b", "u-b", "1");
     let (code, body) = s.post("/audit-webhook", &event_list(vec![routed, unrouted]));
     assert_eq!(code, 200);
-    assert!(body.contains("\"facts\":1") && body.contains("\"rejected\":1"), "{body}");
+    assert!(body.contains("\"facts\":1") && body.contains("\"rejected\":1,\"reasons\":{\"no_route\":1}"), "{body}");
     let d = Deployment { receiver: s, follower: None, _redis: None };
     let r = resolve(&d, "ADDED", watch_object("ns", "a", "u-a", "1", false)).await;
     assert_eq!(r.author, "alice");

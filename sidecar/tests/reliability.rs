@@ -197,6 +197,27 @@ async fn after_a_redis_restart_the_first_post_is_stored_and_resolves_within_the_
     eventually("the follower to be ready again", || readyz(follower.metrics_port).starts_with("HTTP/1.1 200"));
 }
 
+/// Issue 29: an event no API server would send (no user) was answered
+/// `rejected: 1` with no reason and never logged. The reply now says why
+/// per reason, and the log says it, once a minute at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_that_make_no_fact_say_why_in_the_reply_and_once_in_the_log() {
+    let (s, log) = start_logging("serve", &[]);
+    let mut nobody = stamped("update", "x", "a", "u-a", "2", 2);
+    nobody["user"] = serde_json::json!({});
+    let read = stamped("get", "alice", "b", "u-b", "2", 2);
+    for _ in 0..3 {
+        let (code, text) = s.post("/audit-webhook/lab", &event_list(vec![nobody.clone(), read.clone()]));
+        assert_eq!(
+            (code, text.trim()),
+            (200, r#"{"events":2,"facts":0,"rejected":2,"reasons":{"no_user":1,"verb":1}}"#)
+        );
+    }
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.matches("audit events make no fact: no user.username").count(), 1, "{logged}");
+    assert!(!logged.contains("reason=verb"), "a read is what a broad audit policy sends, not a fault:\n{logged}");
+}
+
 /// One undecodable event costs only itself: the rest of its batch is
 /// stored, the refused one is counted and logged with its auditID.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -215,7 +236,7 @@ async fn one_bad_event_never_costs_its_batch() {
     let body = format!(r#"{{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[{good},{typed},{deep}]}}"#);
     assert!(serde_json::from_str::<serde_json::Value>(&body).is_err(), "the body nests past serde_json's limit");
     let (code, text) = s.post("/audit-webhook/lab", body.as_bytes());
-    assert_eq!((code, text.trim()), (200, r#"{"events":3,"facts":2,"rejected":1}"#));
+    assert_eq!((code, text.trim()), (200, r#"{"events":3,"facts":2,"rejected":1,"reasons":{"undecodable":1}}"#));
     let r = resolve_on(&s, "MODIFIED", watch_object("ns", "good", "u-g", "2", false)).await;
     assert_eq!((r.tier.as_str(), r.author.as_str()), ("exact", "alice"));
     let r = resolve_on(&s, "MODIFIED", watch_object("ns", "deep", "u-d", "4", false)).await;

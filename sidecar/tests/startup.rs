@@ -157,6 +157,186 @@ fn watch_against_a_server_that_never_answers_logs_the_bound_is_not_ready_and_sto
     assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
 }
 
+/// Issue 29 (B1, for a GitTarget): the status reporter's reads named
+/// neither the server nor the bound (`ServiceError: client error
+/// (SendRequest)`, every few seconds) and `/readyz` blamed discovery.
+#[test]
+fn watch_for_a_git_target_on_a_server_that_never_answers_says_so_once_and_in_readyz() {
+    let hang = Hang::start();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(&kubeconfig, testkit::fakeapi::kubeconfig(&hang.url(), "shop")).unwrap();
+    let metrics = free_port().unwrap();
+    let log = dir.path().join("watch.log");
+    let mut watch = Command::new(BIN)
+        .args(["watch", "--git-target", "shop/lab", "--request-timeout", "1s", "--rescan", "1s", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(dir.path().join("s.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
+        .env("NO_COLOR", "1")
+        .env_remove("REVERSER_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let said = format!(
+        "reading the GitTarget shop/lab: the API server at {} did not answer within --request-timeout 1s",
+        hang.url()
+    );
+    wait_for_log(&log, &[&said], Duration::from_secs(20));
+    let ready = http_get(metrics, "/readyz");
+    assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+    assert!(ready.contains(&format!("git-target: {said}")), "{ready}");
+    // Several reports later, still said once, and no Debug text.
+    std::thread::sleep(Duration::from_secs(5));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("did not answer").count(), 1, "{text}");
+    assert!(!text.contains("ServiceError") && !text.contains("SendRequest"), "{text}");
+    let status = terminate(&mut watch, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}\n{}", std::fs::read_to_string(&log).unwrap());
+}
+
+/// Issue 29 (N2): a GitTarget that does not exist was a warning every 5 s.
+#[test]
+fn watch_for_a_git_target_that_does_not_exist_says_so_once_and_in_readyz() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = testkit::fakeapi::spawn(testkit::fakeapi::Store::new()).unwrap();
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "shop").unwrap();
+    let metrics = free_port().unwrap();
+    let log = dir.path().join("watch.log");
+    let mut watch = Command::new(BIN)
+        .args(["watch", "--git-target", "shop/nope", "--rescan", "500ms", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(dir.path().join("s.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
+        .env("NO_COLOR", "1")
+        .env_remove("REVERSER_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_log(
+        &log,
+        &["the GitTarget shop/nope does not exist", "create it, or correct --git-target"],
+        Duration::from_secs(20),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("does not exist").count(), 1, "{text}");
+    let ready = http_get(metrics, "/readyz");
+    assert!(ready.starts_with("HTTP/1.1 503") && ready.contains("shop/nope does not exist"), "{ready}");
+    let status = terminate(&mut watch, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}\n{text}");
+}
+
+/// Issue 29 (N1): `watch` beside a `serve` without Git authoring logged
+/// gRPC's description of the code ("The system is not in a state required
+/// for the operation's execution") every few seconds, forever.
+#[test]
+fn watch_beside_a_serve_without_git_says_why_once_in_the_sidecars_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = testkit::fakeapi::Store::new();
+    store
+        .seed_object(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "web", "namespace": "shop"}, "data": {"k": "v"}}))
+        .unwrap();
+    let api = testkit::fakeapi::spawn(store).unwrap();
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "shop").unwrap();
+    let sidecar = Sidecar::start("serve", &["--audit-listen", "off"]);
+    let log = dir.path().join("watch.log");
+    let mut watch = Command::new(BIN)
+        .args(["watch", "--resource", "configmaps", "-n", "shop", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .arg("--socket")
+        .arg(&sidecar.socket)
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .env("NO_COLOR", "1")
+        .env_remove("REVERSER_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for_log(
+        &log,
+        &["failed: Git authoring is off: start the sidecar with --git-repo DIR or --git-target NS/NAME"],
+        Duration::from_secs(20),
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("Git authoring is off").count(), 1, "{text}");
+    assert!(!text.contains("The system is not in a state"), "{text}");
+    let status = terminate(&mut watch, Duration::from_secs(30));
+    assert!(status.success(), "{status:?}\n{text}");
+}
+
+/// Issue 29 (A5): a `file://` remote that does not exist was "unsupported
+/// URL protocol", which reads as if `file://` were not supported.
+#[test]
+fn serve_with_a_file_remote_that_does_not_exist_says_how_to_create_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.git");
+    let log = dir.path().join("serve.log");
+    let mut serve = Command::new(BIN)
+        .args(["serve", "--audit-listen", "off", "--git-repo"])
+        .arg(dir.path().join("clone"))
+        .arg("--git-remote")
+        .arg(format!("file://{}", missing.display()))
+        .arg("--socket")
+        .arg(dir.path().join("s.sock"))
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .env_remove("REVERSER_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let create = format!(
+        "no repository at {}; create it with `git init --bare --initial-branch=main {}`",
+        missing.display(),
+        missing.display()
+    );
+    let text = wait_for_log(&log, &[&create], Duration::from_secs(20));
+    assert!(!text.contains("unsupported URL protocol"), "{text}");
+    let status = terminate(&mut serve, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}\n{text}");
+}
+
+/// Issue 29 (B2, by hand): `serve --audit-listen off` with no Redis can
+/// never receive a fact, and said nothing of it.
+#[test]
+fn serve_with_no_fact_source_says_every_commit_will_be_unattributed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let spawn = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["serve", "--socket"])
+            .arg(dir.path().join(format!("s{}.sock", extra.len())))
+            .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+            .args(extra)
+            .current_dir(dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("REVERSER_LOG")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut serve = spawn(&["--audit-listen", "off"]);
+    let text =
+        wait_for_log(&log, &["no fact source", "--redis-url", "--author-attribution=false"], Duration::from_secs(20));
+    assert!(text.contains("unknown (attribution unresolved)"), "{text}");
+    terminate(&mut serve, Duration::from_secs(10));
+    // With a receiver, the memory transport's own warning, not this one.
+    let mut serve =
+        spawn(&["--audit-listen", &format!("127.0.0.1:{}", free_port().unwrap()), "--dev-certs-dir", "certs"]);
+    let text = wait_for_log(&log, &["memory transport"], Duration::from_secs(20));
+    assert!(!text.contains("no fact source"), "{text}");
+    terminate(&mut serve, Duration::from_secs(10));
+}
+
 #[test]
 fn watch_waiting_for_the_sidecars_socket_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
