@@ -357,10 +357,9 @@ impl Store {
                 let t = &filter.resource_type;
                 let q = t.qualified();
                 let mut out: Vec<Value> = self
-                    .objects
-                    .iter()
-                    .filter(|((r, n, _), v)| {
-                        *r == q && filter.namespace.as_ref().is_none_or(|ns| ns == n) && filter.selectors.matches(v)
+                    .of_type(&q)
+                    .filter(|((_, n, _), v)| {
+                        filter.namespace.as_ref().is_none_or(|ns| ns == n) && filter.selectors.matches(v)
                     })
                     .map(|(_, v)| watch_event(EventType::Added.as_str(), self.present(t, v.clone(), false)))
                     .collect();
@@ -688,6 +687,12 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(&t, name))
     }
 
+    /// The objects of one type (its qualified name), in key order: a range
+    /// of the map, so a list costs the type's objects, not the store's.
+    fn of_type<'s>(&'s self, q: &'s str) -> impl Iterator<Item = (&'s Key, &'s Value)> + 's {
+        self.objects.range((q.to_owned(), String::new(), String::new())..).take_while(move |((r, _, _), _)| r == q)
+    }
+
     /// LIST in one namespace, as a `<Kind>List`.
     pub fn list(&self, resource: &str, ns: &str) -> Result<Value, ApiError> {
         self.list_selected(resource, Some(ns), &Selectors::default())
@@ -702,8 +707,7 @@ impl Store {
     /// `rv` is now), or `410 Expired` when the log no longer reaches back.
     fn snapshot(&self, t: &ResourceType, rv: u64) -> Result<BTreeMap<Key, Value>, ApiError> {
         let q = t.qualified();
-        let mut objects: BTreeMap<Key, Value> =
-            self.objects.iter().filter(|((r, _, _), _)| *r == q).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut objects: BTreeMap<Key, Value> = self.of_type(&q).map(|(k, v)| (k.clone(), v.clone())).collect();
         if rv >= self.resource_version {
             return Ok(objects);
         }
@@ -1310,6 +1314,6 @@ impl Store {
     pub fn all(&self, resource: &str, ns: &str) -> Vec<Value> {
         let Ok(t) = self.resource_type(resource) else { return Vec::new() };
         let (q, ns) = (t.qualified(), Self::scope(&t, ns));
-        self.objects.iter().filter(|((r, n, _), _)| *r == q && *n == ns).map(|(_, v)| v.clone()).collect()
+        self.of_type(&q).filter(|((_, n, _), _)| *n == ns).map(|(_, v)| v.clone()).collect()
     }
 }
