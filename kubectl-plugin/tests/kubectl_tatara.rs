@@ -268,7 +268,25 @@ fn owners_shows_the_tree_with_every_violation_marked_in_table_and_json() {
         "{stderr}"
     );
     assert!(!stderr.contains("no Issue"), "doubled wording: {stderr}");
+    // The hint lists the namespace that was searched (issue 29).
+    assert!(stderr.contains("list them with `kubectl get issues,mergerequests,tasks -n tatara`"), "{stderr}");
     assert_eq!(w.tatara(&["owners", "pod/a"], None).status.code(), Some(2));
+    // A number with no repository cannot name anything: a usage error
+    // naming the expected form, not "not found" (issue 29).
+    for target in ["#9", "!9"] {
+        let out = w.tatara(&["owners", target], None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{target}: {stderr}");
+        assert!(stderr.contains("REPO#NUMBER") && stderr.contains("tatara-operator#9"), "{stderr}");
+    }
+    // -A: a clear refusal, not clap's "tip: to pass '-A' as a value".
+    for args in [&["owners", "-A"][..], &["owners", "nope", "-A"], &["owners", "--all-namespaces", "task/umbrella"]] {
+        let out = w.tatara(args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("tip:") && !stderr.contains("-- -A"), "{args:?}: {stderr}");
+        assert!(stderr.contains("across all namespaces") && stderr.contains("-n NAMESPACE"), "{args:?}: {stderr}");
+    }
 }
 
 /// Runs `kubectl tatara <args>` and returns its stdout, asserting success.
@@ -289,7 +307,7 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
     assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["NAME", "REF", "BLOCKS", "STAGE", "VIOLATIONS"]);
     assert!(lines[1].starts_with("Task/member-a ") && lines[1].contains(" new"), "{tree}");
     assert!(lines[2].starts_with("└─Issue/iss-tatara-operator-500 "), "{tree}");
-    assert_eq!(lines[2].split_whitespace().skip(1).collect::<Vec<_>>(), ["owner", "yes", "open", "rules", "5,3"]);
+    assert_eq!(lines[2].split_whitespace().skip(1).collect::<Vec<_>>(), ["owner", "yes", "open", "rules", "3,5"]);
     assert!(lines[3].starts_with("Task/umbrella "), "{tree}");
     assert_eq!(lines[4].split_whitespace().skip(1).take(2).collect::<Vec<_>>(), ["owner", "no"]);
     assert!(tree.contains("\n! rule 5: ") && tree.contains("\n! rule 3: "), "{tree}");
@@ -342,8 +360,9 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
     assert_eq!(w.tatara(&["owners", "tatara-operator#500", "-o", "bogus"], None).status.code(), Some(2));
 
     // --color always colours even when piped; never and auto (piped) do not.
+    // RULES in ascending order, each once: never both 5,3 and 3,5 (issue 29).
     let always = stdout(&w, &["owners", "iss-tatara-operator-500", "--color", "always"]);
-    assert!(always.contains("\u{1b}[31mrules 5,3\u{1b}[0m"), "{always:?}");
+    assert!(always.contains("\u{1b}[31mrules 3,5\u{1b}[0m"), "{always:?}");
     assert!(!stdout(&w, &["--color=never", "owners", "iss-tatara-operator-500"]).contains('\u{1b}'));
 
     // repair: narrow columns, the rules' words only with -o wide; a

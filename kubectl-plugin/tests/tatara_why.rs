@@ -197,7 +197,10 @@ fn why_reads_only_and_refuses_what_it_cannot_answer() {
     let out = w.why(&["nope"]);
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("\"nope\" not found; list them with `kubectl get issues,mergerequests,tasks`"), "{stderr}");
+    assert!(
+        stderr.contains("\"nope\" not found; list them with `kubectl get issues,mergerequests,tasks -n tatara`"),
+        "{stderr}"
+    );
     // Only the formats it prints.
     let out = w.why(&["queued", "-o", "wide"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");

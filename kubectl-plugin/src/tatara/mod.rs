@@ -66,6 +66,39 @@ pub enum Command {
     Version,
 }
 
+/// The command line, as [`Cli::parse`] reads it, except that `-A` on a
+/// subcommand that works in one namespace is refused with the reason and
+/// what to pass instead, not clap's "tip: to pass '-A' as a value, use
+/// '-- -A'" (issue 29). Exits 2 on a usage error, as clap does.
+pub fn parse() -> Cli {
+    use clap::CommandFactory;
+    Cli::try_parse().unwrap_or_else(|e| refuse_all_namespaces(e, std::env::args().skip(1), Cli::command()).exit())
+}
+
+/// `e` reworded when it is `-A`/`--all-namespaces` unknown to the
+/// subcommand in `args`; else `e` as it is.
+fn refuse_all_namespaces(e: clap::Error, args: impl Iterator<Item = String>, mut cli: clap::Command) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let all =
+        matches!(e.get(ContextKind::InvalidArg), Some(ContextValue::String(a)) if a == "-A" || a == "--all-namespaces");
+    if e.kind() != ErrorKind::UnknownArgument || !all {
+        return e;
+    }
+    cli.build();
+    let Some(mut sub) = args.into_iter().find_map(|a| cli.find_subcommand(&a).cloned()) else { return e };
+    let name = sub.get_name().to_string();
+    let why = match name.as_str() {
+        "owners" | "why" => format!(
+            "{name} looks one object up by name in one namespace, so it cannot look across all namespaces (-A): \
+             pass -n NAMESPACE, or run `kubectl tatara repair -A` for the rule violations of every namespace"
+        ),
+        _ => format!("{name} works in one namespace, so it cannot look across all namespaces (-A): pass -n NAMESPACE"),
+    };
+    let usage = sub.render_usage();
+    clap::Error::raw(ErrorKind::ArgumentConflict, format!("{why}\n\n{usage}\n\nFor more information, try '--help'.\n"))
+        .with_cmd(&sub)
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completion(args) = &cli.command {

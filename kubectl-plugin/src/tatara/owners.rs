@@ -199,14 +199,18 @@ pub enum Lookup {
 }
 
 impl Lookup {
-    /// The command's error: exit code 3 for nothing found, 2 for a target
-    /// that cannot name one object.
+    /// The command's error: exit code 3 for nothing found (with how to list
+    /// what the namespace holds), 2 for a target that cannot name one
+    /// object.
     pub fn error(self, namespace: &str) -> CliError {
-        let code = match self {
-            Lookup::NotFound(_) => common::exit_code::NOT_FOUND,
-            Lookup::Invalid(_) => common::exit_code::USAGE,
-        };
-        CliError::new(format!("in namespace {namespace:?}: {self}")).with_code(code)
+        match self {
+            Lookup::NotFound(m) => CliError::new(format!(
+                "in namespace {namespace:?}: {m}; list them with `kubectl get issues,mergerequests,tasks -n \
+                 {namespace}`"
+            ))
+            .with_code(common::exit_code::NOT_FOUND),
+            Lookup::Invalid(m) => CliError::usage(format!("in namespace {namespace:?}: {m}")),
+        }
     }
 }
 
@@ -241,10 +245,9 @@ pub fn find<'a>(snap: &'a Snapshot, target: &str) -> Result<Found<'a>, Lookup> {
     let artifacts = snap.artifacts();
     let by_name = |kind: ArtifactKind, name: &str| artifacts.iter().find(|a| a.kind == kind && a.name == name).cloned();
     let task = |name: &str| snap.tasks.iter().find(|t| t.name() == name);
-    // `what` names the object sought: "... not found" follows it once.
-    let not_found = |what: &str| {
-        Lookup::NotFound(format!("{what} not found; list them with `kubectl get issues,mergerequests,tasks`"))
-    };
+    // `what` names the object sought: "... not found" follows it once;
+    // [`Lookup::error`] adds where to list them.
+    let not_found = |what: &str| Lookup::NotFound(format!("{what} not found"));
     if let Some((kind, name)) = target.split_once('/') {
         return match kind.to_ascii_lowercase().as_str() {
             "issue" | "issues" | "iss" => by_name(ArtifactKind::Issue, name).map(Found::Artifact),
@@ -257,6 +260,12 @@ pub fn find<'a>(snap: &'a Snapshot, target: &str) -> Result<Found<'a>, Lookup> {
         .ok_or_else(|| not_found(target));
     }
     if let Some((repo, number)) = target.rsplit_once(['!', '#']) {
+        if repo.is_empty() {
+            return Err(Lookup::Invalid(format!(
+                "{target:?} names no repository: use REPO#NUMBER for an Issue or REPO!NUMBER for a MergeRequest, \
+                 REPO being the Repository CR's name (e.g. tatara-operator#{number})"
+            )));
+        }
         let number: i64 = number.parse().map_err(|_| {
             Lookup::Invalid(format!("{target:?} is not REPO#NUMBER or REPO!NUMBER: {number:?} is not a number"))
         })?;
@@ -307,7 +316,10 @@ fn resource_name(kind: &str, name: &str) -> String {
 }
 
 fn rules_cell(findings: &[Finding]) -> Cell {
+    // Ascending, each once (as repair's RULES): `3,5` whatever order the
+    // findings came in, never `5,3` beside it nor `5,3,5`.
     let mut rules: Vec<u8> = findings.iter().map(|f| f.rule).collect();
+    rules.sort_unstable();
     rules.dedup();
     if rules.is_empty() {
         return Cell::from("-");

@@ -88,7 +88,10 @@ fn the_tree_marks_every_violation_and_resolves_owners() {
     let e = tree(&snap, "nope").unwrap_err();
     assert!(matches!(e, Lookup::NotFound(_)), "{e}");
     // Said once: "Issue, MergeRequest or Task "nope" not found", never "no ... not found".
-    assert!(e.to_string().starts_with("Issue, MergeRequest or Task \"nope\" not found;"), "{e}");
+    assert_eq!(e.to_string(), "Issue, MergeRequest or Task \"nope\" not found");
+    let e = e.error("ns-a");
+    assert_eq!(e.code(), crate::common::exit_code::NOT_FOUND);
+    assert!(e.message().ends_with("not found; list them with `kubectl get issues,mergerequests,tasks -n ns-a`"), "{e}");
     assert!(matches!(tree(&snap, "r#x"), Err(Lookup::Invalid(_))));
     assert!(matches!(tree(&snap, "pod/a"), Err(Lookup::Invalid(_))));
     assert!(matches!(tree(&snap, "r#99"), Err(Lookup::NotFound(_))));
