@@ -311,6 +311,12 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
     assert!(lines[3].starts_with("Task/umbrella "), "{tree}");
     assert_eq!(lines[4].split_whitespace().skip(1).take(2).collect::<Vec<_>>(), ["owner", "no"]);
     assert!(tree.contains("\n! rule 5: ") && tree.contains("\n! rule 3: "), "{tree}");
+    // Each rule is named once on its line, by the marker (issue 29: "! rule
+    // 5: ...; rule 5: ...").
+    for line in tree.lines().filter(|l| l.starts_with("! rule ")) {
+        assert_eq!(line.matches("rule ").count(), 1, "{line}");
+    }
+    assert!(tree.contains("but no controller owner, so it is worked by nobody and re-minted by nobody"), "{tree}");
     let table = tree.split("\n\n").next().unwrap();
     assert!(table.lines().all(|l| l.chars().count() <= 80), "narrow enough for a terminal:\n{tree}");
     assert!(!tree.contains('\u{1b}'), "piped output has no colour");
@@ -368,6 +374,13 @@ fn owners_and_repair_print_as_kubectl_users_expect() {
     // repair: narrow columns, the rules' words only with -o wide; a
     // NAMESPACE column only with -A.
     let plan = stdout(&w, &["repair"]);
+    // The plan-only note goes to stderr, stdout stays the table (issue 29).
+    assert!(!plan.contains("(plan only"), "{plan}");
+    let out = w.tatara(&["repair"], None);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "(plan only: run again with --apply to write these repairs; -o wide says why)\n"
+    );
     let header: Vec<&str> = plan.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["ARTIFACT", "NEW", "CONTROLLER", "RULES"], "{plan}");
     assert!(plan.contains("issue/iss-tatara-operator-500") && plan.lines().all(|l| l.chars().count() <= 100), "{plan}");
@@ -652,6 +665,12 @@ fn sweep_plans_a_150_issue_backlog_within_the_budget_all_parked() {
     let table = w.tatara_forge(&["sweep", "--project", "tatara"], "tok-maint");
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("parked(backlog-sweep)") && text.contains("no forks, ever"), "{text}");
+    // The plan-only note is for the person, on stderr: stdout is the plan
+    // alone, for a pipe (issue 29).
+    assert!(!text.contains("(plan only"), "{text}");
+    let note = String::from_utf8_lossy(&table.stderr);
+    let last = note.lines().last();
+    assert_eq!(last, Some("(plan only: the operator mints and adopts; --apply asks it to run its own sweep now)"));
     // Reasons are worded for people: no Rust Debug text (`Some("…")`, a
     // variant name) in any form a user reads (issue 29).
     let wide = w.tatara_forge(&["sweep", "--project", "tatara", "-o", "wide"], "tok-maint");

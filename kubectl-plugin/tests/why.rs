@@ -549,6 +549,10 @@ fn why_on_a_secret_advises_metadata_auditing_and_names_no_git_file() {
     let out = why(&k, &kc, &["secret/db-pass", "--socket", socket]);
     assert!(out.contains("Git path:   none: no mirror was read (pass --repo); secrets are written only sealed with sops, to default/secrets/db-pass.sops.yaml, when the GitTarget sets spec.encryption"), "{out}");
     assert!(out.contains("UNRESOLVED (no commit known: see Git path)"), "{out}");
+    // "how to check:" is followed by what to look at, not a second "check"
+    // (issue 29).
+    assert!(out.contains("how to check: the API server's audit policy: a rule must log secrets"), "{out}");
+    assert!(!out.contains("check: check"), "{out}");
     assert!(!out.contains("committed as `unknown"), "{out}");
     // No evidence flag: nobody was asked, which is no verdict.
     let out = why(&k, &kc, &["secret/db-pass"]);

@@ -415,6 +415,14 @@ pub trait Human: Serialize {
     fn names(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// A line for the person after the table or text ("(plan only: ...)"):
+    /// [`print`] writes it to stderr, so stdout stays the result alone for
+    /// a pipe.
+    fn note(&self, style: &Style) -> Option<String> {
+        let _ = style;
+        None
+    }
 }
 
 /// A JSONPath template that does not parse, or fails on the result: exit 1,
@@ -433,7 +441,17 @@ pub fn print<T: Human, const WIDE: bool, const NAME: bool>(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let written = match args.format() {
-        OutputFormat::Table | OutputFormat::Wide => value.render(&args.style(colour), out),
+        OutputFormat::Table | OutputFormat::Wide => {
+            let style = args.style(colour);
+            value.render(&style, out).and_then(|()| {
+                // After the result, once it is out.
+                out.flush()?;
+                match value.note(&style) {
+                    Some(note) => writeln!(std::io::stderr(), "{note}"),
+                    None => Ok(()),
+                }
+            })
+        }
         OutputFormat::Name => value.names().iter().try_for_each(|n| writeln!(out, "{n}")),
         OutputFormat::Json => {
             let text = serde_json::to_string_pretty(value)

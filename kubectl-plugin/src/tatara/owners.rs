@@ -118,7 +118,7 @@ pub fn artifact_findings(snap: &Snapshot, a: &Artifact) -> Vec<Finding> {
             object: a.name.clone(),
             rule: 5,
             why: format!(
-                "{}: its controller owner {} is gone; rule 5: an artifact must never have zero controller owners",
+                "{}: its controller owner {} is gone, and an artifact must never have zero controller owners",
                 a.name, c.name
             ),
             violation: Violation::OwnersButNoController {

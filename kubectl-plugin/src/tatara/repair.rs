@@ -155,10 +155,14 @@ impl Human for RepairResult {
                     writeln!(out, "NOT written: {}/{}: {}", kind_name(f.kind).to_lowercase(), f.name, f.error)?;
                 }
             }
-        } else if !self.plan.is_empty() {
-            writeln!(out, "(plan only: run again with --apply to write these repairs; -o wide says why)")?;
         }
         Ok(())
+    }
+
+    /// The plan was not applied: say how to, on stderr.
+    fn note(&self, style: &Style) -> Option<String> {
+        (style.headers && !self.apply && !self.plan.is_empty())
+            .then(|| "(plan only: run again with --apply to write these repairs; -o wide says why)".into())
     }
 
     fn names(&self) -> Vec<String> {

@@ -174,13 +174,17 @@ impl Human for SweepResult {
         for c in &r.cap_hits {
             writeln!(out, "cap {} bound this pass: {}", c.cap, c.why)?;
         }
-        if style.headers
-            && (r.issues.iter().any(|l| l.decision == "mint")
-                || r.pull_requests.iter().any(|p| p.decision == "mint" || p.decision == "adopt"))
-        {
-            writeln!(out, "(plan only: the operator mints and adopts; --apply asks it to run its own sweep now)")?;
-        }
         Ok(())
+    }
+
+    /// Mints and adoptions were planned, not made: who makes them, on
+    /// stderr.
+    fn note(&self, style: &Style) -> Option<String> {
+        let r = self;
+        (style.headers
+            && (r.issues.iter().any(|l| l.decision == "mint")
+                || r.pull_requests.iter().any(|p| p.decision == "mint" || p.decision == "adopt")))
+        .then(|| "(plan only: the operator mints and adopts; --apply asks it to run its own sweep now)".into())
     }
 }
 

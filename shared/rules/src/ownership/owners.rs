@@ -24,7 +24,8 @@ pub enum Violation {
     TaskOwnsTask { owner: String },
 }
 
-/// A violation with its human-readable reason.
+/// A violation with its human-readable reason. `why` does not repeat the
+/// rule's number: whoever prints it names the rule once (`! rule 5: why`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
@@ -52,7 +53,7 @@ pub fn check(object: &str, owned: Owned, refs: &[OwnerReference]) -> Vec<Finding
             object: object.to_string(),
             rule: 1,
             why: format!(
-                "{object} has {} controller owners ({}); rule 1: exactly one owner carries controller=true",
+                "{object} has {} controller owners ({}), where exactly one owner carries controller=true",
                 controllers.len(),
                 controllers.join(", ")
             ),
@@ -65,7 +66,7 @@ pub fn check(object: &str, owned: Owned, refs: &[OwnerReference]) -> Vec<Finding
             object: object.to_string(),
             rule: 5,
             why: format!(
-                "{object} has owners ({}) but no controller owner; rule 5: it is worked by nobody and re-minted by nobody",
+                "{object} has owners ({}) but no controller owner, so it is worked by nobody and re-minted by nobody",
                 owners.join(", ")
             ),
             violation: Violation::OwnersButNoController { owners },
@@ -78,9 +79,8 @@ pub fn check(object: &str, owned: Owned, refs: &[OwnerReference]) -> Vec<Finding
                 object: object.to_string(),
                 rule: if controller { 2 } else { 3 },
                 why: format!(
-                    "{object}: owner reference to {} lacks blockOwnerDeletion: true; rule {}: every owner reference sets it, including the plain ones",
+                    "{object}: owner reference to {} lacks blockOwnerDeletion: true, which every owner reference sets, including the plain ones",
                     r.name,
-                    if controller { 2 } else { 3 }
                 ),
                 violation: Violation::MissingBlockOwnerDeletion {
                     owner: r.name.clone(),
@@ -93,7 +93,7 @@ pub fn check(object: &str, owned: Owned, refs: &[OwnerReference]) -> Vec<Finding
                 object: object.to_string(),
                 rule: 4,
                 why: format!(
-                    "{object} is owned by Task {}; rule 4: a Task-owns-Task edge would cascade-delete the artifacts a fold preserves",
+                    "{object} is owned by Task {}: a Task-owns-Task edge would cascade-delete the artifacts a fold preserves",
                     r.name
                 ),
                 violation: Violation::TaskOwnsTask {

@@ -81,7 +81,8 @@ impl Cause {
         }
     }
 
-    /// How to check it.
+    /// How to check it: what to look at, printed after "how to check:", so
+    /// it does not start with "check" again.
     pub fn check(&self) -> String {
         match self {
             Cause::FollowerNotReading { following: false, .. } => {
@@ -91,25 +92,25 @@ impl Cause {
                     .into()
             }
             Cause::FollowerNotReading { .. } => {
-                "check the sidecar's gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds \
-                 and gitopsreverser_attribution_fact_follower_errors_total on its /metrics, and that Redis is \
+                "the sidecar's gitopsreverser_attribution_fact_follower_last_success_timestamp_seconds and \
+                 gitopsreverser_attribution_fact_follower_errors_total on its /metrics, and whether Redis is \
                  reachable from it (its log names the failing read)"
                     .into()
             }
             Cause::RouteNeverResolved { route } => format!(
-                "check that the API server's audit webhook posts to /audit-webhook/{route} (or carries the route \
-                 annotation), and that --route matches the ClusterProvider's spec.attribution.auditRoute"
+                "whether the API server's audit webhook posts to /audit-webhook/{route} (or carries the route \
+                 annotation), and whether --route matches the ClusterProvider's spec.attribution.auditRoute"
             ),
             // docs/audit-setup.md: a Secret's contents never go to the
             // receiver; at Metadata its name still attributes it.
             Cause::AuditPolicyDropsType { resource } if resource == "secrets" => {
-                "check the API server's audit policy: a rule must log secrets at Metadata (never \
+                "the API server's audit policy: a rule must log secrets at Metadata (never \
                  RequestResponse, which would send their data to the receiver) for ResponseComplete; \
                  gitopsreverser_audit_events_total shows which types arrive"
                     .into()
             }
             Cause::AuditPolicyDropsType { resource } => format!(
-                "check the API server's audit policy: a rule must log {resource} at RequestResponse for \
+                "the API server's audit policy: a rule must log {resource} at RequestResponse for \
                  ResponseComplete; gitopsreverser_audit_events_total shows which types arrive"
             ),
             Cause::NoFactForObject { .. } => {

@@ -211,3 +211,22 @@ fn a_sealed_only_file_is_shown_only_when_the_mirror_has_a_commit_of_it() {
     assert_eq!(none, None);
     assert!(why.unwrap().starts_with("no mirror was read (pass --repo)"));
 }
+
+/// Printed after "how to check:", a check never starts with "check" again
+/// (issue 29: "how to check: check that ...").
+#[test]
+fn no_check_repeats_the_word_check() {
+    let causes = [
+        Cause::FollowerNotReading { following: false, seconds_since_last_read: None },
+        Cause::FollowerNotReading { following: true, seconds_since_last_read: Some(90.0) },
+        Cause::RouteNeverResolved { route: "lab".into() },
+        Cause::AuditPolicyDropsType { resource: "secrets".into() },
+        Cause::AuditPolicyDropsType { resource: "configmaps".into() },
+        Cause::NoFactForObject { facts_for_type: 3 },
+        Cause::GraceSkipped { misses_in_a_row: 5, after_misses: 5 },
+    ];
+    for c in causes {
+        let check = c.check();
+        assert!(!check.to_lowercase().starts_with("check"), "{}: {check}", c.label());
+    }
+}
