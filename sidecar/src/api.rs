@@ -222,13 +222,13 @@ impl Api {
                 let event = WatchEvent { kind, object: parse_object(&req.object_json)? };
                 usable(&event, &req.event_type)?;
             }
-            return Ok(self.attribute(&scope, version, kind, meta, None).await);
+            return Ok(self.attribute(&scope, version, kind, meta, None, None).await);
         }
         let event = WatchEvent { kind, object: parse_object(&req.object_json)? };
         usable(&event, &req.event_type)?;
         let meta = event.meta();
         let object = (keep == Object::Whole).then_some(event.object);
-        Ok(self.attribute(&scope, version, kind, meta, object).await)
+        Ok(self.attribute(&scope, version, kind, meta, object, None).await)
     }
 
     /// `object`: the whole object, when the caller commits the change it makes.
@@ -239,13 +239,21 @@ impl Api {
         kind: WatchKind,
         meta: ObjectMeta,
         object: Option<serde_json::Value>,
+        written_at_us: Option<i64>,
     ) -> Attributed1 {
         // A watcher asking about a type covers it: follow its stream.
         if kind.is_change() {
             self.ensure_following(scope);
         }
         let Attributed { intent, resolution } = match self.author_mode {
-            AuthorMode::Attributed => self.attributor.attribute(scope, &version, kind, meta).await,
+            AuthorMode::Attributed => {
+                let mut intent = self.attributor.observe(scope, kind, meta);
+                if let Some(q) = &mut intent.query {
+                    q.written_at_us = written_at_us;
+                }
+                let resolution = self.attributor.resolve(scope, &version, &intent).await;
+                Attributed { intent, resolution }
+            }
             AuthorMode::Configured => {
                 let intent = self.attributor.observe(scope, kind, meta);
                 let resolution = intent.query.is_some().then_some(Resolution {
@@ -648,7 +656,13 @@ impl Attribution for Api {
             object: serde_json::json!({"metadata": {"name": name, "namespace": namespace}}),
         }));
         let attributed = futures::future::join_all(
-            events.into_iter().map(|e| self.attribute(&scope, version.clone(), e.kind, e.meta(), Some(e.object))),
+            // A relisted object's wait ends a grace after its own write (its
+            // managedFields time): a first start on a populated cluster does
+            // not wait a grace per type for facts long since filed.
+            events.into_iter().map(|e| {
+                let written = rules::attribution::grace::written_at_us(&e.object);
+                self.attribute(&scope, version.clone(), e.kind, e.meta(), Some(e.object), written)
+            }),
         )
         .await;
         let mut resolutions = Vec::with_capacity(attributed.len());
@@ -695,6 +709,7 @@ impl Attribution for Api {
             removal: req.removal,
             observed_at_ms: self.engine().clock().now_ms(),
             created_at_us: rules::attribution::index::order::stage_time_us(&req.creation_timestamp),
+            written_at_us: None,
             previous: None,
         };
         let e = self.engine().explanation(&scope, &q, self.follower.subscriptions().contains(&scope));

@@ -168,6 +168,7 @@ fn run(ops: Vec<Op>, created: [u8; 3], config: EngineConfig) -> Vec<Outcome> {
                         name: format!("obj{uid}"),
                         removal,
                         observed_at_ms: clock.now_ms(),
+                        written_at_us: None,
                         created_at_us: rules::attribution::index::order::stage_time_us(&creation(u64::from(
                             created[usize::from(uid)],
                         ))),

@@ -16,6 +16,39 @@ use serde::{Deserialize, Serialize};
 
 use super::Scope;
 
+/// When a resolution stops waiting for its fact (on the index clock): one
+/// grace after it was asked, and, for a relisted object that says when it
+/// was written (`written_at_us`, second precision, so one second more), no
+/// later than one grace after that write — where a watch event seen at the
+/// write would have stopped waiting. A relist of objects written long ago
+/// (a first start on a populated cluster) then answers on what the index
+/// holds instead of waiting a grace per reconcile for facts that, if they
+/// ever came, are already there.
+///
+/// Why this cannot name a wrong author: it only shortens the wait; every
+/// answer is still read from the index with the same tiers and
+/// exclusions, and a shorter wait can only turn a late name into `absent`.
+pub fn deadline_ms(asked_ms: u64, grace_ms: u64, written_at_us: Option<i64>) -> u64 {
+    let live = asked_ms.saturating_add(grace_ms);
+    match written_at_us {
+        Some(us) if us >= 0 => live.min((us as u64 / 1000).saturating_add(1000).saturating_add(grace_ms)),
+        _ => live,
+    }
+}
+
+/// The newest `metadata.managedFields[].time` of an object, in
+/// microseconds: when its current version was written, to the second.
+/// `None` without managed fields (a client that records none).
+pub fn written_at_us(object: &serde_json::Value) -> Option<i64> {
+    object
+        .pointer("/metadata/managedFields")?
+        .as_array()?
+        .iter()
+        .filter_map(|f| f.get("time")?.as_str())
+        .filter_map(crate::attribution::index::order::stage_time_us)
+        .max()
+}
+
 /// The opt-in's setting: how many absent resolutions in a row, with no fact
 /// of the type filed between them, before the grace is skipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

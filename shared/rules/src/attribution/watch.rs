@@ -242,6 +242,7 @@ impl ObjectMeta {
             removal,
             observed_at_ms,
             created_at_us: stage_time_us(&self.creation_timestamp),
+            written_at_us: None,
             previous: None,
         }
     }

@@ -321,7 +321,11 @@ impl Engine {
     /// Resolves one watch event's author. `version` only labels metrics.
     pub async fn resolve(&self, scope: &Scope, version: &str, q: &Query) -> Resolution {
         let start = self.clock.monotonic();
-        let deadline_ms = self.clock.now_ms().saturating_add(self.config.grace.as_millis() as u64);
+        let deadline_ms = rules::attribution::grace::deadline_ms(
+            self.clock.now_ms(),
+            self.config.grace.as_millis() as u64,
+            q.written_at_us,
+        );
         match self.answer_now(scope, version, q, start) {
             Some(r) => r,
             // Boxed: only a resolution that waits carries the wait's state

@@ -60,3 +60,27 @@ fn a_long_run_does_not_overflow() {
     s.resolved(&cm, true);
     assert_eq!(s.streak(&cm).misses, u32::MAX);
 }
+
+#[test]
+fn a_relisted_object_waits_at_most_a_grace_after_its_own_write() {
+    use super::{deadline_ms, written_at_us};
+    let grace = 3_000;
+    // A watch event (no write time): one grace after it is asked.
+    assert_eq!(deadline_ms(1_000_000, grace, None), 1_003_000);
+    // Written long ago: the grace after the write is over, no wait.
+    let written = written_at_us(&serde_json::json!({"metadata": {"managedFields": [
+        {"manager": "kubectl", "time": "2026-12-01T10:00:00Z"},
+        {"manager": "controller", "time": "2026-12-01T10:00:05Z"},
+        {"manager": "untimed"}
+    ]}}));
+    let at = crate::attribution::index::order::stage_time_us("2026-12-01T10:00:05Z").unwrap();
+    assert_eq!(written, Some(at), "the newest entry");
+    let written_ms = at as u64 / 1000;
+    assert_eq!(deadline_ms(written_ms + 3_600_000, grace, written), written_ms + 1_000 + grace);
+    // Written just now (second precision): the full grace from the write,
+    // never later than one grace after asking.
+    assert_eq!(deadline_ms(written_ms + 500, grace, written), written_ms + 500 + grace);
+    assert_eq!(deadline_ms(written_ms + 2_000, grace, written), written_ms + 1_000 + grace);
+    // No managed fields: nothing known, the full grace.
+    assert_eq!(written_at_us(&serde_json::json!({"metadata": {}})), None);
+}

@@ -125,6 +125,12 @@ pub struct Query {
     /// second precision): a weak-tier fact stamped before it is about an
     /// earlier object of the same name.
     pub created_at_us: Option<i64>,
+    /// When this version was written, as far as the object says (its
+    /// newest `managedFields` time, second precision), for a relisted
+    /// object: its wait ends where a watch event seen at the write would
+    /// have stopped waiting ([`crate::attribution::grace::deadline_ms`]).
+    /// `None` for a watch event (it is seen at its write).
+    pub written_at_us: Option<i64>,
     /// What answered this object's last resolution ([`Answered`]): a weak
     /// tier may not answer a later version with it or anything before it.
     pub previous: Option<Previous>,

@@ -136,6 +136,7 @@ impl ExplainParams {
             removal: self.removal,
             observed_at_ms: now_ms,
             created_at_us: crate::attribution::index::order::stage_time_us(&self.creation_timestamp),
+            written_at_us: None,
             previous: None,
         }
     }
