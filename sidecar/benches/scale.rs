@@ -1,0 +1,412 @@
+//! Scale benchmark (issue 31; not a test), on the real processes: a whole
+//! cluster's worth of objects in testkit's fake API, mirrored by the real
+//! `watch` and `serve` into a bare remote. Prints, from one run:
+//! - **first start**: every object listed and written into an empty remote,
+//!   beside the Git writer alone writing and pushing the same files (one
+//!   window per type, as the watcher's reconciles go), in the same run;
+//! - **restart, unchanged**: a new watcher relists everything and must make
+//!   no commit, beside the LIST calls alone (the same pages, from this
+//!   process);
+//! - **restart after changes**: objects changed while no watcher ran; the
+//!   relist writes exactly those;
+//! - resident memory of both processes, and per watched object.
+//!
+//! Objects: ConfigMaps with data, Deployments, and custom resources (the
+//! rest of the types), spread over the namespaces. Run (release build):
+//! `cargo bench -p reverser-sidecar --bench scale` (100,000 objects over 100
+//! types in 20 namespaces; `-- --objects N --types T --namespaces K
+//! --changes C` to change it; `--serve-arg ARG` is passed to `serve`, e.g.
+//! `--serve-arg --author-attribution=false`).
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use rules::attribution::Tier;
+use rules::attribution::commit::{Action, Change, Identity};
+use rules::attribution::render::ObjectKey;
+use runtime::attribution::commit::{GitWriter, RemoteConfig, WriterConfig};
+use serde_json::{Value, json};
+use testkit::fakeapi::{ResourceType, Store};
+use testkit::free_port;
+use testkit::mirror::git;
+
+/// The watcher's page size (its lists page by 500).
+const PAGE: u32 = 500;
+
+struct Args {
+    objects: usize,
+    types: usize,
+    namespaces: usize,
+    changes: usize,
+    serve: Vec<String>,
+}
+
+fn args() -> Args {
+    let mut a = Args { objects: 100_000, types: 100, namespaces: 20, changes: 1_000, serve: Vec::new() };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let next = argv.get(i + 1).cloned().unwrap_or_default();
+        let number = || next.parse().unwrap_or_else(|_| panic!("{} takes a number, not {next:?}", argv[i]));
+        match argv[i].as_str() {
+            "--objects" => a.objects = number(),
+            "--types" => a.types = number(),
+            "--namespaces" => a.namespaces = number(),
+            "--changes" => a.changes = number(),
+            "--serve-arg" => a.serve.push(next.clone()),
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    assert!(a.types >= 3, "--types: at least ConfigMaps, Deployments and one custom type");
+    a
+}
+
+/// Type `t`: (group, version, plural, kind); 0 and 1 are built-ins.
+fn type_of(t: usize) -> (String, String, String, String) {
+    match t {
+        0 => ("".into(), "v1".into(), "configmaps".into(), "ConfigMap".into()),
+        1 => ("apps".into(), "v1".into(), "deployments".into(), "Deployment".into()),
+        _ => ("bench.example.com".into(), "v1".into(), format!("widget{t}s"), format!("Widget{t}")),
+    }
+}
+
+/// The `--resource` name of type `t`.
+fn resource_arg(t: usize) -> String {
+    let (group, _, plural, _) = type_of(t);
+    if group.is_empty() { plural } else { format!("{plural}.{group}") }
+}
+
+/// RFC 3339 for `ago` before now.
+fn stamp(ago: Duration) -> String {
+    let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    rules::attribution::why::history::rfc3339(now - ago.as_secs() as i64)
+}
+
+/// Object `i` (generation `g`): a realistic size for its type. Generation 1
+/// was created a week ago, generation 2 just now; the managed fields say
+/// when, as an API server records every write.
+fn object(a: &Args, i: usize, g: u32) -> (usize, Value) {
+    let t = i % a.types;
+    let ns = format!("ns-{}", (i / a.types) % a.namespaces);
+    let name = format!("obj-{i}");
+    let (group, version, _, kind) = type_of(t);
+    let api_version = if group.is_empty() { version } else { format!("{group}/{version}") };
+    let week = Duration::from_secs(7 * 24 * 3600);
+    let written = if g == 1 { stamp(week) } else { stamp(Duration::ZERO) };
+    let meta = json!({"name": name, "namespace": ns, "creationTimestamp": stamp(week),
+        "labels": {"app": format!("app-{}", i % 97), "tier": "bench"},
+        "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update",
+            "apiVersion": api_version, "time": written, "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}}]});
+    let value = match t {
+        0 => json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "data": {
+            "settings.yaml": format!("replicas: {g}\nregion: eu-west-{}\nfeatures:\n  - a\n  - b\n", i % 3),
+            "endpoint": format!("https://svc-{i}.example.internal:8443/api/v{g}"),
+            "notes": "x".repeat(400),
+        }}),
+        1 => json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {
+            "replicas": 2 + g,
+            "selector": {"matchLabels": {"app": format!("app-{}", i % 97)}},
+            "template": {"metadata": {"labels": {"app": format!("app-{}", i % 97)}}, "spec": {"containers": [{
+                "name": "main", "image": format!("registry.example.com/app:{g}.{}", i % 10),
+                "ports": [{"containerPort": 8080}],
+                "env": [{"name": "MODE", "value": "production"}, {"name": "SHARD", "value": format!("{}", i % 16)}],
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+            }]}},
+        }}),
+        _ => json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {
+            "size": i, "generation": g, "owner": format!("team-{}", i % 12), "enabled": i.is_multiple_of(2),
+        }}),
+    };
+    (t, value)
+}
+
+fn store(a: &Args) -> Store {
+    let mut store = Store::new();
+    for t in 2..a.types {
+        let (group, version, plural, kind) = type_of(t);
+        store.register(ResourceType::builtin(&group, &version, &plural, &kind, true));
+    }
+    for n in 0..a.namespaces {
+        store
+            .seed_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}))
+            .unwrap();
+    }
+    for i in 0..a.objects {
+        store.seed_object(object(a, i, 1).1).unwrap();
+    }
+    store
+}
+
+/// Files in the remote's `main` (0 before the first push).
+fn files(remote: &std::path::Path) -> usize {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(remote)
+        .args(["ls-tree", "-r", "--name-only", "main"])
+        .stderr(Stdio::null())
+        .output()
+        .expect("git runs");
+    out.stdout.iter().filter(|b| **b == b'\n').count()
+}
+
+fn commits(remote: &std::path::Path) -> usize {
+    git(remote, &["rev-list", "--count", "main"]).trim().parse().unwrap_or(0)
+}
+
+fn metric(port: u16, name: &str) -> u64 {
+    testkit::sidecar::http_get(port, "/metrics")
+        .lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+fn watcher(
+    a: &Args,
+    kubeconfig: &std::path::Path,
+    socket: &std::path::Path,
+    metrics: u16,
+    log: &std::path::Path,
+) -> Child {
+    let mut cmd = Command::new(testkit::sidecar::binary());
+    cmd.arg("watch");
+    for t in 0..a.types {
+        cmd.args(["--resource", &resource_arg(t)]);
+    }
+    cmd.args(["--commit-window", "1s", "--kubeconfig"])
+        .arg(kubeconfig)
+        .arg("--socket")
+        .arg(socket)
+        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
+        .env("REVERSER_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap())
+        .spawn()
+        .expect("watch starts")
+}
+
+fn stop(mut child: Child) {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+}
+
+/// Waits until `done`, or panics naming `what` after `within`.
+fn until(what: &str, within: Duration, log: &std::path::Path, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        if Instant::now() > deadline {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(30).collect();
+            panic!(
+                "timed out waiting for {what}; the watcher's last lines:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The baseline: the Git writer alone writing and pushing the same files,
+/// one window per type.
+fn git_only(a: &Args) -> Duration {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = tmp.path().join("remote.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let mut w = GitWriter::open(WriterConfig {
+        remote: Some(RemoteConfig::new(format!("file://{}", remote.display()))),
+        ..WriterConfig::new(tmp.path().join("clone"), "main", Identity::new("Bench", "bench@reverser.invalid"))
+    })
+    .unwrap();
+    let mut by_type: Vec<Vec<Change>> = (0..a.types).map(|_| Vec::new()).collect();
+    for i in 0..a.objects {
+        let (t, value) = object(a, i, 1);
+        let (group, version, resource, _) = type_of(t);
+        by_type[t].push(Change {
+            object: ObjectKey {
+                group,
+                version,
+                resource,
+                namespace: value["metadata"]["namespace"].as_str().unwrap().into(),
+                name: value["metadata"]["name"].as_str().unwrap().into(),
+            },
+            action: Action::Write(value),
+            author: None,
+            tier: Tier::Absent,
+            audit_id: None,
+            observed_at: SystemTime::now(),
+        });
+    }
+    let t = Instant::now();
+    for changes in &by_type {
+        w.commit(changes).unwrap();
+    }
+    let took = t.elapsed();
+    assert_eq!(files(&remote), a.objects, "the baseline wrote every file");
+    took
+}
+
+/// The LIST calls a relist makes, from this process: every type, every
+/// page of 500, over HTTP from the same fake API.
+fn lists_alone(a: &Args, kubeconfig: &std::path::Path) -> Duration {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::read_from(kubeconfig).unwrap(),
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .unwrap();
+        let client = kube::Client::try_from(config).unwrap();
+        let t = Instant::now();
+        let mut listed = 0;
+        for ty in 0..a.types {
+            let (group, version, plural, kind) = type_of(ty);
+            let ar = ApiResource {
+                api_version: if group.is_empty() { version.clone() } else { format!("{group}/{version}") },
+                group,
+                version,
+                kind,
+                plural,
+            };
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+            let mut params = ListParams::default().limit(PAGE);
+            loop {
+                let page = api.list(&params).await.unwrap();
+                listed += page.items.len();
+                match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                    Some(c) => params = params.continue_token(&c),
+                    None => break,
+                }
+            }
+        }
+        assert_eq!(listed, a.objects);
+        t.elapsed()
+    })
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    common::rss_kib(pid) as f64 / 1024.0
+}
+
+fn main() {
+    let a = args();
+    eprintln!(
+        "scale: {} objects over {} types in {} namespaces; serve {:?}",
+        a.objects, a.types, a.namespaces, a.serve
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let seeded = Instant::now();
+    let api = testkit::fakeapi::spawn(store(&a)).unwrap();
+    eprintln!("seeded the fake API in {:.1} s", seeded.elapsed().as_secs_f64());
+    let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "ns-0").unwrap();
+    let remote = dir.path().join("remote.git");
+    std::fs::create_dir_all(&remote).unwrap();
+    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    let mut serve_args: Vec<String> = vec![
+        "--audit-listen".into(),
+        "off".into(),
+        "--git-repo".into(),
+        dir.path().join("clone").display().to_string(),
+        "--git-remote".into(),
+        format!("file://{}", remote.display()),
+        "--author-attribution-max-facts".into(),
+        "2000000".into(),
+    ];
+    serve_args.extend(a.serve.iter().cloned());
+    let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
+    let serve = testkit::sidecar::Sidecar::builder("serve").args(&serve_args).start();
+    let serve_pid = serve.child.as_ref().unwrap().id();
+    let log = dir.path().join("watch.log");
+    let wm = free_port().unwrap();
+
+    // First start: an empty remote, every object listed and written.
+    let t = Instant::now();
+    let w = watcher(&a, &kubeconfig, &serve.socket, wm, &log);
+    until("every object in the remote", Duration::from_secs(3600), &log, || files(&remote) >= a.objects);
+    let first = t.elapsed();
+    let first_commits = commits(&remote);
+    std::thread::sleep(Duration::from_secs(2));
+    let (watch_rss, serve_rss) = (rss_mib(w.id()), rss_mib(serve_pid));
+    eprintln!("first start done in {:.1} s; the baseline next", first.as_secs_f64());
+    let baseline = git_only(&a);
+
+    // Restart on an unchanged cluster: the relist makes no commit.
+    stop(w);
+    let t = Instant::now();
+    let w = watcher(&a, &kubeconfig, &serve.socket, wm, &log);
+    until("every type relisted", Duration::from_secs(3600), &log, || {
+        metric(wm, "gitopsreverser_mirror_reconciles_total") >= a.types as u64
+    });
+    let relist = t.elapsed();
+    let unchanged_commits = commits(&remote) - first_commits;
+    let lists = lists_alone(&a, &kubeconfig);
+
+    // Changes while no watcher runs: the relist writes exactly those.
+    stop(w);
+    let before = git(&remote, &["rev-parse", "main"]).trim().to_owned();
+    {
+        let mut store = api.store.lock().unwrap();
+        let step = (a.objects / a.changes.max(1)).max(1);
+        for i in (0..a.objects).step_by(step).take(a.changes) {
+            let (t, value) = object(&a, i, 2);
+            let (group, _, plural, _) = type_of(t);
+            let resource = if group.is_empty() { plural } else { format!("{plural}.{group}") };
+            let ns = value["metadata"]["namespace"].as_str().unwrap().to_owned();
+            let name = value["metadata"]["name"].as_str().unwrap().to_owned();
+            store.replace(&resource, &ns, &name, value, false).unwrap();
+        }
+    }
+    let t = Instant::now();
+    let w = watcher(&a, &kubeconfig, &serve.socket, wm, &log);
+    until("the changes relisted", Duration::from_secs(3600), &log, || {
+        metric(wm, "gitopsreverser_mirror_reconciles_total") >= a.types as u64
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let changed_in = t.elapsed();
+    let diff = git(&remote, &["diff", "--name-only", &before, "main"]);
+    let changed = diff.lines().count();
+    stop(w);
+
+    println!("| what | figure |");
+    println!("|---|---|");
+    println!(
+        "| first start: {} objects, {} types, {} namespaces, listed and written into an empty remote | {:.1} s ({:.0} objects/s, {first_commits} commits) |",
+        a.objects,
+        a.types,
+        a.namespaces,
+        first.as_secs_f64(),
+        a.objects as f64 / first.as_secs_f64()
+    );
+    println!(
+        "| baseline: the Git writer alone, the same files, one window per type, pushed | {:.1} s |",
+        baseline.as_secs_f64()
+    );
+    println!(
+        "| ratio (baseline time / mirror time; target ≥ 0.8) | {:.2}x |",
+        baseline.as_secs_f64() / first.as_secs_f64()
+    );
+    println!(
+        "| restart, unchanged cluster: relist of every type | {:.1} s, {unchanged_commits} commits |",
+        relist.as_secs_f64()
+    );
+    println!("| the LIST calls alone (pages of {PAGE}) | {:.1} s |", lists.as_secs_f64());
+    println!("| ratio (relist / LISTs; target ≤ 1.5) | {:.2}x |", relist.as_secs_f64() / lists.as_secs_f64());
+    println!(
+        "| restart after {} changes made while down | {changed} files changed, in {:.1} s |",
+        a.changes,
+        changed_in.as_secs_f64()
+    );
+    println!(
+        "| resident memory after the first start: watch / serve | {watch_rss:.1} MiB / {serve_rss:.1} MiB ({:.0} / {:.0} bytes per object) |",
+        watch_rss * 1048576.0 / a.objects as f64,
+        serve_rss * 1048576.0 / a.objects as f64
+    );
+}
