@@ -408,6 +408,11 @@ fn why_errors_are_clear_and_non_zero() {
     let port = testkit::free_port().unwrap();
     let url = format!("redis://127.0.0.1:{port}");
     fail(&["cm/web", "--redis-url", &url, "--timeout", "2"], &kc, 5, "cannot read the fact stream");
+    // --timeout takes a duration, as --request-timeout does; bare seconds
+    // still work (issue 29: `--timeout 2s` was "invalid digit").
+    fail(&["cm/web", "--redis-url", &url, "--timeout", "1s"], &kc, 5, "within 1s;");
+    fail(&["cm/web", "--redis-url", &url, "--timeout", "500ms"], &kc, 5, "within 500ms;");
+    fail(&["cm/web", "--timeout", "soon"], &kc, 2, "is not a duration: use e.g. 500ms, 3s, 10m, 1h");
     // Bad kubeconfigs: absent, not YAML, pointing at nothing.
     fail(&["cm/web"], &k.dir.path().join("absent"), 1, "cannot read kubeconfig");
     let garbage = k.dir.path().join("garbage");

@@ -99,9 +99,10 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub history: usize,
 
-    /// How long to wait for the sidecar, or for the follower to catch up.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-    pub timeout: u64,
+    /// How long to wait for the sidecar, or for the follower to catch up:
+    /// a duration (500ms, 2s, 1m) or bare seconds.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = common::connection::parse_request_timeout)]
+    pub timeout: Duration,
 }
 
 /// Runs `why` and prints its report to `out`.
@@ -240,7 +241,8 @@ async fn explain(args: &Args) -> Result<Report, CliError> {
         labels,
         creation_timestamp,
     };
-    let timeout = Duration::from_secs(args.timeout.max(1));
+    // 0 would refuse every answer: at least a second, as before.
+    let timeout = if args.timeout.is_zero() { Duration::from_secs(1) } else { args.timeout };
     let (evidence, source, route_ever_fed) = if state.deleted {
         (None, None, None)
     } else if let Some(socket) = &args.socket {
@@ -282,7 +284,7 @@ async fn explain_socket(
     };
     let channel = tokio::time::timeout(timeout, runtime::proto::connect_unix(socket))
         .await
-        .map_err(|_| unreachable(format!("no connection within {}s", timeout.as_secs())))?
+        .map_err(|_| unreachable(format!("no connection within {timeout:?}")))?
         .map_err(|e| unreachable(common::chain(&e)))?;
     let mut client = AttributionClient::new(channel);
     let response = tokio::time::timeout(
@@ -290,7 +292,7 @@ async fn explain_socket(
         client.explain(runtime::proto::ExplainRequest { follow: true, ..runtime::proto::ExplainRequest::from(params) }),
     )
     .await
-    .map_err(|_| unreachable(format!("no answer within {}s", timeout.as_secs())))?
+    .map_err(|_| unreachable(format!("no answer within {timeout:?}")))?
     .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
     Ok(Explanation::try_from(response.into_inner())?)
 }
@@ -380,9 +382,9 @@ async fn explain_redis(
     task.abort();
     if !matches!(waited, Ok(Ok(_))) {
         return Err(CliError::new(format!(
-            "cannot read the fact stream {} from {redacted} within {}s; check --redis-url and that Redis is reachable",
+            "cannot read the fact stream {} from {redacted} within {timeout:?}; check --redis-url and that Redis is \
+             reachable, or give it longer with --timeout",
             scope.stream_key(&args.redis_prefix),
-            timeout.as_secs()
         ))
         .with_code(common::exit_code::UNREACHABLE));
     }
