@@ -130,7 +130,10 @@ impl Cause {
 /// The causes that fit an unresolved explanation, strongest first.
 /// `route_ever_fed` is whether any fact has ever arrived on the route (from
 /// the route health, or whether any stream of the route exists); `None`
-/// when unknown, which leaves both route causes standing.
+/// when nothing shows one did (a process that has resolved nothing on the
+/// route yet). Only a route known to be fed makes the audit policy the
+/// cause: "facts arrive on the route, but none for this type" beside "no
+/// fact has ever arrived on the route" would contradict it (issue 29).
 pub fn unresolved_causes(
     e: &Explanation,
     route: &str,
@@ -150,9 +153,8 @@ pub fn unresolved_causes(
         let never = Cause::RouteNeverResolved { route: route.to_owned() };
         let policy = Cause::AuditPolicyDropsType { resource: resource.to_owned() };
         match route_ever_fed {
-            Some(false) => vec![never],
             Some(true) => vec![policy],
-            None => vec![never, policy],
+            Some(false) | None => vec![never],
         }
     };
     // Beside whichever fits: the events did not wait for a late fact.
