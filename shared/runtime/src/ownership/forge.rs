@@ -104,7 +104,7 @@ pub fn repo_coords(project: &Project, repo: &Repository) -> Option<RepoCoords> {
 /// `d` as a flag takes it: `1s`, `1m30s`, `500ms`.
 fn shown(d: std::time::Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         return format!("{ms}ms");
     }
     let (m, s) = (ms / 60_000, ms / 1000 % 60);
@@ -130,8 +130,9 @@ fn timed_out(e: &(dyn std::error::Error + 'static)) -> bool {
 
 fn forge_err(op: &str, target: &str, e: octocrab::Error, url: &str, timeouts: Timeouts) -> ForgeError {
     if timed_out(&e) {
-        // One bound when --request-timeout set both; else say the longer,
-        // the read's (the connect bound is rarely the one reached).
+        // --request-timeout sets both bounds alike; without it, the one
+        // reached: the connect bound when connecting timed out, else the
+        // read's.
         let bound = if crate::error_chain(&e).contains("(Connect)") { timeouts.connect } else { timeouts.read };
         return ForgeError {
             op: op.to_string(),
