@@ -296,6 +296,20 @@ fn rss_mib(pid: u32) -> f64 {
     common::rss_kib(pid) as f64 / 1024.0
 }
 
+/// Where a process's resident memory is: (anonymous, file-backed) MiB,
+/// from `/proc/<pid>/status` (file-backed: mapped pack files and binaries).
+fn rss_split(pid: u32) -> (f64, f64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (kib("RssAnon:") / 1024.0, kib("RssFile:") / 1024.0)
+}
+
 fn main() {
     let a = args();
     eprintln!(
@@ -335,6 +349,7 @@ fn main() {
     let first_commits = commits(&remote);
     std::thread::sleep(Duration::from_secs(2));
     let (watch_rss, serve_rss) = (rss_mib(w.id()), rss_mib(serve_pid));
+    let (watch_split, serve_split) = (rss_split(w.id()), rss_split(serve_pid));
     eprintln!("first start done in {:.1} s; the baseline next", first.as_secs_f64());
     let baseline = git_only(&a);
 
@@ -408,5 +423,9 @@ fn main() {
         "| resident memory after the first start: watch / serve | {watch_rss:.1} MiB / {serve_rss:.1} MiB ({:.0} / {:.0} bytes per object) |",
         watch_rss * 1048576.0 / a.objects as f64,
         serve_rss * 1048576.0 / a.objects as f64
+    );
+    println!(
+        "| of which anonymous / file-backed: watch / serve | {:.1} / {:.1} MiB, {:.1} / {:.1} MiB |",
+        watch_split.0, watch_split.1, serve_split.0, serve_split.1
     );
 }

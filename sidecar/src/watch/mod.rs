@@ -247,6 +247,7 @@ pub async fn run(args: Args) -> Result<()> {
         tx,
         metrics: metrics.clone(),
         exclude_field_managers: Arc::new(args.exclude_field_managers.clone()),
+        lists: Arc::new(tokio::sync::Semaphore::new(stream::LISTS_HELD)),
     };
 
     // A rule change wakes the pass at once; the rescan is the backstop.

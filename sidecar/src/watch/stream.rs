@@ -43,7 +43,15 @@ pub struct Listed {
     /// The list's resourceVersion.
     pub revision: String,
     pub at: Instant,
+    /// One of [`Shared::lists`]: held until the window has reconciled this
+    /// list, so at most that many types' objects are in memory at once.
+    pub held: Option<tokio::sync::OwnedSemaphorePermit>,
 }
+
+/// How many types' complete lists the watcher holds at once (listed, or
+/// waiting for their reconcile): a start with 100 types listing together
+/// would otherwise hold every object of the cluster at once.
+pub const LISTS_HELD: usize = 4;
 
 /// Page size of a list.
 const PAGE: u32 = 500;
@@ -63,6 +71,8 @@ pub struct Shared {
     pub tx: mpsc::Sender<Item>,
     pub metrics: Arc<WatchMetrics>,
     pub exclude_field_managers: Arc<Vec<String>>,
+    /// [`LISTS_HELD`] permits, one per list in memory.
+    pub lists: Arc<tokio::sync::Semaphore>,
 }
 
 /// The readiness concern of one watch: `v1/configmaps in namespace shop`.
@@ -136,6 +146,8 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
     let mut backoff = Backoff::new(Duration::from_millis(200), Duration::from_secs(10)).expect("valid bounds");
     let mut outage = Outage::default();
     'relist: loop {
+        // Closed never (the semaphore lives as long as `shared`).
+        let held = shared.lists.clone().acquire_owned().await.ok();
         let (objects, revision) = match list_all(&lister).await {
             Ok(x) => x,
             Err(e) => {
@@ -151,7 +163,9 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
         outage.recovered(&format!("listing {concern}"));
         shared.readiness.ok(&concern);
         let ty_now = ty.borrow().clone();
-        let objects: Vec<Value> = objects.iter().map(|o| complete(to_value(o), &ty_now)).collect();
+        // Consumed as converted: the typed list is not kept for the life of
+        // the watch beside the JSON the window takes.
+        let objects: Vec<Value> = objects.into_iter().map(|o| complete(to_value(&o), &ty_now)).collect();
         tracing::debug!(r#type = %key, %scope, objects = objects.len(), %revision, "listed");
         let listed = Item::Listed(Listed {
             ty: ty_now,
@@ -159,6 +173,7 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
             objects,
             revision: revision.clone(),
             at: Instant::now(),
+            held,
         });
         if shared.tx.send(listed).await.is_err() {
             return;

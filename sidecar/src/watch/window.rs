@@ -314,7 +314,8 @@ async fn reconcile(
     metrics: &WatchMetrics,
     listed: Listed,
 ) -> bool {
-    let Listed { ty, scope, objects, revision, at } = listed;
+    // `_held` is released when this reconcile is done with the objects.
+    let Listed { ty, scope, objects, revision, at, held: _held } = listed;
     let namespaces = match scope {
         WatchScope::Namespace(ns) if ty.namespaced => vec![ns.clone()],
         _ => Vec::new(),
@@ -327,7 +328,8 @@ async fn reconcile(
         exclude_field_managers: settings.exclude_field_managers.clone(),
         prune: settings.live.borrow().prune,
     };
-    let encoded: Vec<Vec<u8>> = objects.iter().map(|o| serde_json::to_vec(o).unwrap_or_default()).collect();
+    // Encoded once and the objects let go: one copy of the list, not two.
+    let encoded: Vec<Vec<u8>> = objects.into_iter().map(|o| serde_json::to_vec(&o).unwrap_or_default()).collect();
     let response = until_answered("Reconcile", metrics, &settings.reported, || {
         let mut chunks: Vec<proto::ReconcileChunk> = encoded
             .chunks(RECONCILE_CHUNK)
