@@ -434,5 +434,7 @@ fn main() {
         "| of which anonymous / file-backed: watch / serve | {:.1} / {:.1} MiB, {:.1} / {:.1} MiB |",
         watch_split.0, watch_split.1, serve_split.0, serve_split.1
     );
-    println!("| anonymous memory the Git writer alone kept after writing the same files (baseline) | {writer_kept:.1} MiB |");
+    println!(
+        "| anonymous memory the Git writer alone kept after writing the same files (baseline) | {writer_kept:.1} MiB |"
+    );
 }

@@ -96,6 +96,23 @@ fn wait_for_log(path: &std::path::Path, wanted: &[&str], within: Duration) -> St
     }
 }
 
+/// Starts the command with its log (stderr) in `log`: no colour, the
+/// binary's own default log level, stdout dropped.
+trait LoggedTo {
+    fn logged_to(&mut self, log: &std::path::Path) -> std::process::Child;
+}
+
+impl LoggedTo for Command {
+    fn logged_to(&mut self, log: &std::path::Path) -> std::process::Child {
+        self.env("NO_COLOR", "1")
+            .env_remove("REVERSER_LOG")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap()
+    }
+}
+
 /// Sends SIGTERM and waits up to `within` for the exit.
 fn terminate(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
     Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
@@ -127,12 +144,7 @@ fn watch_against_a_server_that_never_answers_logs_the_bound_is_not_ready_and_sto
         .arg("--socket")
         .arg(&sidecar.socket)
         .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .env("NO_COLOR", "1")
-        .env_remove("REVERSER_LOG")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .logged_to(&log);
     // Discovery gives up after the bound, and says so naming the server.
     let text = wait_for_log(
         &log,
@@ -174,12 +186,7 @@ fn watch_for_a_git_target_on_a_server_that_never_answers_says_so_once_and_in_rea
         .arg("--socket")
         .arg(dir.path().join("s.sock"))
         .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .env("NO_COLOR", "1")
-        .env_remove("REVERSER_LOG")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .logged_to(&log);
     let said = format!(
         "reading the GitTarget shop/lab: the API server at {} did not answer within --request-timeout 1s",
         hang.url()
@@ -211,12 +218,7 @@ fn watch_for_a_git_target_that_does_not_exist_says_so_once_and_in_readyz() {
         .arg("--socket")
         .arg(dir.path().join("s.sock"))
         .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .env("NO_COLOR", "1")
-        .env_remove("REVERSER_LOG")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .logged_to(&log);
     wait_for_log(
         &log,
         &["the GitTarget shop/nope does not exist", "create it, or correct --git-target"],
@@ -252,12 +254,7 @@ fn watch_beside_a_serve_without_git_says_why_once_in_the_sidecars_words() {
         .arg("--socket")
         .arg(&sidecar.socket)
         .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
-        .env("NO_COLOR", "1")
-        .env_remove("REVERSER_LOG")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .logged_to(&log);
     wait_for_log(
         &log,
         &["failed: Git authoring is off: start the sidecar with --git-repo DIR or --git-target NS/NAME"],
@@ -287,12 +284,7 @@ fn serve_with_a_file_remote_that_does_not_exist_says_how_to_create_it() {
         .arg(dir.path().join("s.sock"))
         .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
         .current_dir(dir.path())
-        .env("NO_COLOR", "1")
-        .env_remove("REVERSER_LOG")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
+        .logged_to(&log);
     let create = format!(
         "no repository at {}; create it with `git init --bare --initial-branch=main {}`",
         missing.display(),
@@ -317,12 +309,7 @@ fn serve_with_no_fact_source_says_every_commit_will_be_unattributed() {
             .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
             .args(extra)
             .current_dir(dir.path())
-            .env("NO_COLOR", "1")
-            .env_remove("REVERSER_LOG")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap()
+            .logged_to(&log)
     };
     let mut serve = spawn(&["--audit-listen", "off"]);
     let text =
