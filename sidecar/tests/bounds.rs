@@ -70,9 +70,11 @@ async fn acquire_references_are_released_when_their_client_disconnects() {
     let mut other = AttributionClient::new(testkit::sidecar::unix_channel(&s.socket).await);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        // Each probe takes one and gives it back.
+        // Each probe takes one and gives it back. (The gone client's
+        // references may be released between the two: the release's count
+        // is not compared with the acquire's.)
         let refs = other.acquire(request()).await.unwrap().into_inner().refs;
-        assert_eq!(other.release(request()).await.unwrap().into_inner().refs, refs - 1);
+        other.release(request()).await.unwrap();
         if refs == 1 {
             break;
         }
