@@ -246,14 +246,7 @@ impl Api {
             self.ensure_following(scope);
         }
         let Attributed { intent, resolution } = match self.author_mode {
-            AuthorMode::Attributed => {
-                let mut intent = self.attributor.observe(scope, kind, meta);
-                if let Some(q) = &mut intent.query {
-                    q.written_at_us = written_at_us;
-                }
-                let resolution = self.attributor.resolve(scope, &version, &intent).await;
-                Attributed { intent, resolution }
-            }
+            AuthorMode::Attributed => self.attributor.attribute(scope, &version, kind, meta, written_at_us).await,
             AuthorMode::Configured => {
                 let intent = self.attributor.observe(scope, kind, meta);
                 let resolution = intent.query.is_some().then_some(Resolution {

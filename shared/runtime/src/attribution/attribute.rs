@@ -69,9 +69,21 @@ impl Attributor {
         Some(self.engine.resolve(scope, version, q).await)
     }
 
-    /// [`Attributor::observe`], then [`Attributor::resolve`].
-    pub async fn attribute(&self, scope: &Scope, version: &str, kind: WatchKind, meta: ObjectMeta) -> Attributed {
-        let intent = self.observe(scope, kind, meta);
+    /// [`Attributor::observe`], then [`Attributor::resolve`]. `written_at_us`:
+    /// when a relisted object's version was written (its managedFields), so
+    /// its wait ends a grace after that write; `None` for a watch event.
+    pub async fn attribute(
+        &self,
+        scope: &Scope,
+        version: &str,
+        kind: WatchKind,
+        meta: ObjectMeta,
+        written_at_us: Option<i64>,
+    ) -> Attributed {
+        let mut intent = self.observe(scope, kind, meta);
+        if let Some(q) = &mut intent.query {
+            q.written_at_us = written_at_us;
+        }
         let resolution = self.resolve(scope, version, &intent).await;
         Attributed { intent, resolution }
     }
