@@ -473,17 +473,24 @@ fn is_zero(v: &Value) -> bool {
     }
 }
 
-/// A planned write outside `spec.path` (ref: `pathScopePrecondition`).
-pub fn escapes_scope(path: &str) -> Issue {
-    Issue::new(
-        IssueKind::WriteEscapesScope,
-        path,
-        None,
-        format!(
-            "planned write path {path:?} escapes the GitTarget write scope: the operator only ever writes inside \
-             spec.path"
-        ),
-    )
+/// The refusal of a planned write to `path` (from the repository root)
+/// that leaves the folder `prefix` (`spec.path`; empty: the whole
+/// repository), absolute or through `..` (ref: `pathScopePrecondition`).
+/// Defence in depth: placement validation never makes such a path.
+pub fn escapes_scope(prefix: &str, path: &str) -> Option<Issue> {
+    let inside = prefix.is_empty() || path.strip_prefix(prefix).is_some_and(|r| r.starts_with('/'));
+    let clean = !path.starts_with('/') && !path.split('/').any(|s| s == ".." || s == "." || s.is_empty());
+    (!inside || !clean).then(|| {
+        Issue::new(
+            IssueKind::WriteEscapesScope,
+            path,
+            None,
+            format!(
+                "planned write path {path:?} escapes the GitTarget write scope: the operator only ever writes \
+                 inside spec.path"
+            ),
+        )
+    })
 }
 
 /// The parse-time refusal of an unusable `.gittargetignore` (ref:

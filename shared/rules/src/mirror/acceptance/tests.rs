@@ -165,3 +165,15 @@ fn a_refusal_picks_its_reason_and_names_the_first_file() {
          .gittargetignore"
     );
 }
+
+#[test]
+fn a_write_outside_the_folder_is_refused() {
+    // ref: plan_flush.go pathScopePrecondition.
+    assert_eq!(escapes_scope("clusters/prod", "clusters/prod/shop/a.yaml"), None);
+    assert_eq!(escapes_scope("", "shop/a.yaml"), None);
+    for outside in ["clusters/production/a.yaml", "clusters/prod/../x.yaml", "/etc/a.yaml", "clusters/prod//a.yaml"] {
+        let issue = escapes_scope("clusters/prod", outside).unwrap_or_else(|| panic!("{outside}"));
+        assert_eq!(issue.kind, IssueKind::WriteEscapesScope);
+    }
+    assert_eq!(Refusal::of(vec![escapes_scope("", "../a.yaml").unwrap()]).unwrap().reason, WRITE_BOUNDARY_REFUSED);
+}

@@ -283,11 +283,7 @@ impl Context<'_> {
     /// `spec.path` (ref: `pathScopePrecondition`, defence in depth, as
     /// placement never makes one), or hidden by `.gittargetignore`.
     fn boundary(&self, path: &str) -> Option<rules::mirror::acceptance::Issue> {
-        let inside = self.prefix.is_empty() || path.strip_prefix(self.prefix).is_some_and(|r| r.starts_with('/'));
-        if !inside || path.starts_with('/') || path.split('/').any(|s| s == ".." || s == "." || s.is_empty()) {
-            return Some(rules::mirror::acceptance::escapes_scope(path));
-        }
-        self.index.shadowed(path)
+        rules::mirror::acceptance::escapes_scope(self.prefix, path).or_else(|| self.index.shadowed(path))
     }
 
     fn set(&mut self, files: &mut Files<'_>, path: &str, text: Option<String>) {
