@@ -384,10 +384,10 @@ pub fn git_target(obs: &TargetObservation, previous: &[Condition], now: &str) ->
                 EncryptionCheck::MissingSecret(m) => Verdict::new(False, "MissingSecret", m.clone()),
                 EncryptionCheck::SecretCreateDisabled(m) => Verdict::new(False, "SecretCreateDisabled", m.clone()),
             };
-            if encryption.status == False {
+            let encryption_blocks = encryption.status == False;
+            if encryption_blocks {
                 rd.stalled(&encryption.reason, encryption.message.clone());
             }
-            let encryption_blocks = encryption.status == False;
             conds.push((ENCRYPTION_CONFIGURED, encryption));
             // The folder (ref: `gitPathAxis`): terminal, it needs a human; the
             // first stall after the control-plane gates.

@@ -6,7 +6,7 @@
 //! (`rules::mirror::acceptance`), kept per file so the gate costs the
 //! number of problems, not the size of the tree.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use git2::{Oid, Repository, Tree};
@@ -44,7 +44,7 @@ pub(super) struct DocIndex {
     /// Identities more than one file holds.
     duplicated: BTreeSet<Identity>,
     /// Files with at least one refusal, for the gate.
-    refused: BTreeMap<String, usize>,
+    refused: BTreeSet<String>,
     unparsable: usize,
 }
 
@@ -179,7 +179,7 @@ impl DocIndex {
             return None;
         }
         let mut issues: Vec<Issue> =
-            self.refused.keys().filter_map(|p| self.files.get(p)).flat_map(|f| f.issues.iter().cloned()).collect();
+            self.refused.iter().filter_map(|p| self.files.get(p)).flat_map(|f| f.issues.iter().cloned()).collect();
         for id in &self.duplicated {
             let Some(paths) = self.by_identity.get(id) else { continue };
             let doc = |p: &str| {
@@ -267,7 +267,7 @@ impl DocIndex {
         }
         self.unparsable += docs.unparsable;
         if !docs.issues.is_empty() {
-            self.refused.insert(path.to_owned(), docs.issues.len());
+            self.refused.insert(path.to_owned());
         }
         self.files.insert(path.to_owned(), docs);
     }
