@@ -30,6 +30,8 @@ pub struct ReceiverState {
     pub body_timeout: std::time::Duration,
     /// Which client certificates may post to which routes.
     pub bindings: RouteBindings,
+    /// When each misconfiguration reason was last logged ([`misconfigured`]).
+    pub warned: std::sync::Mutex<Vec<(&'static str, std::time::Instant)>>,
 }
 
 pub fn router(state: Arc<ReceiverState>) -> Router {
@@ -207,7 +209,7 @@ async fn ingest(s: &ReceiverState, list: Decoded, route_of: impl Fn(&audit::Even
             }
         }
     }
-    misconfigured(&reasons);
+    misconfigured(&s.warned, &reasons);
     let n = facts.len();
     if n > 0
         && let Err(e) = s.publisher.publish(facts).await
@@ -241,12 +243,14 @@ fn advice(reason: &str) -> Option<&'static str> {
 /// logged, at most once a minute per reason (the reply and
 /// `gitopsreverser_audit_events_total` count every one); the rest (reads,
 /// dry runs, failed requests) are what a broad audit policy sends.
-fn misconfigured(reasons: &std::collections::BTreeMap<&'static str, usize>) {
-    static LAST: std::sync::Mutex<Vec<(&'static str, std::time::Instant)>> = std::sync::Mutex::new(Vec::new());
+fn misconfigured(
+    warned: &std::sync::Mutex<Vec<(&'static str, std::time::Instant)>>,
+    reasons: &std::collections::BTreeMap<&'static str, usize>,
+) {
     let now = std::time::Instant::now();
     for (reason, count) in reasons {
         let Some(advice) = advice(reason) else { continue };
-        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        let mut last = warned.lock().unwrap_or_else(|e| e.into_inner());
         match last.iter_mut().find(|(r, _)| r == reason) {
             Some((_, at)) if now.duration_since(*at) < std::time::Duration::from_secs(60) => continue,
             Some((_, at)) => *at = now,

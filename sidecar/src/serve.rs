@@ -128,6 +128,7 @@ async fn start_receiver(
         body_limit: r.audit_body_limit,
         body_timeout: r.audit_body_timeout,
         bindings: RouteBindings::parse(&r.audit_route_bindings).map_err(Error::Config)?,
+        warned: Default::default(),
     });
     let stopping = tasks.stopping();
     let timeouts = tls::ClientTimeouts { header: r.audit_header_timeout };
