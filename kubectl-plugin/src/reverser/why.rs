@@ -284,7 +284,7 @@ async fn explain_socket(
     };
     let channel = tokio::time::timeout(timeout, runtime::proto::connect_unix(socket))
         .await
-        .map_err(|_| unreachable(format!("no connection within {timeout:?}")))?
+        .map_err(|_| unreachable(format!("no connection within {}", common::connection::humanize(timeout))))?
         .map_err(|e| unreachable(common::chain(&e)))?;
     let mut client = AttributionClient::new(channel);
     let response = tokio::time::timeout(
@@ -292,7 +292,7 @@ async fn explain_socket(
         client.explain(runtime::proto::ExplainRequest { follow: true, ..runtime::proto::ExplainRequest::from(params) }),
     )
     .await
-    .map_err(|_| unreachable(format!("no answer within {timeout:?}")))?
+    .map_err(|_| unreachable(format!("no answer within {}", common::connection::humanize(timeout))))?
     .map_err(|s| unreachable(format!("Explain failed: {}", s.message())))?;
     Ok(Explanation::try_from(response.into_inner())?)
 }
@@ -382,9 +382,10 @@ async fn explain_redis(
     task.abort();
     if !matches!(waited, Ok(Ok(_))) {
         return Err(CliError::new(format!(
-            "cannot read the fact stream {} from {redacted} within {timeout:?}; check --redis-url and that Redis is \
+            "cannot read the fact stream {} from {redacted} within {}; check --redis-url and that Redis is \
              reachable, or give it longer with --timeout",
             scope.stream_key(&args.redis_prefix),
+            common::connection::humanize(timeout),
         ))
         .with_code(common::exit_code::UNREACHABLE));
     }

@@ -154,11 +154,12 @@ async fn wait_for_mirror(
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(CliError::new(format!(
-                "the operator has not mirrored your take-over comment {id} on {} into {} within {timeout:?}, so \
+                "the operator has not mirrored your take-over comment {id} on {} into {} within {}, so \
                  the operator was not asked; run the same command again later (it reuses this comment and posts \
                  no other), or give it longer with --mirror-timeout",
                 mr.key(),
-                mr.name()
+                mr.name(),
+                common::connection::humanize(timeout)
             ))
             .with_code(exit_code::UNREACHABLE));
         }
