@@ -17,10 +17,9 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::percentile;
-use rules::attribution::commit::{Action, Change, Identity, ResolvedAuthor};
+use rules::attribution::commit::{Action, Change, ResolvedAuthor};
 use rules::attribution::render::ObjectKey;
 use rules::attribution::{ActorKind, Tier};
-use runtime::attribution::commit::{GitWriter, RemoteConfig, WriterConfig};
 use serde_json::{Value, json};
 use testkit::fakeapi::ResourceType;
 use testkit::mirror::{Mirror, NS, PREFIX, git};
@@ -50,15 +49,7 @@ fn remote_paths(remote: &std::path::Path) -> Vec<String> {
 /// a bare remote, in windows of `window` changes.
 fn git_only(n: usize, window: usize) -> f64 {
     let tmp = tempfile::tempdir().unwrap();
-    let remote = tmp.path().join("remote.git");
-    std::fs::create_dir_all(&remote).unwrap();
-    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
-    let mut w = GitWriter::open(WriterConfig {
-        remote: Some(RemoteConfig::new(format!("file://{}", remote.display()))),
-        prefix: PREFIX.into(),
-        ..WriterConfig::new(tmp.path().join("clone"), "main", Identity::new("Bench", "bench@reverser.invalid"))
-    })
-    .unwrap();
+    let (mut w, _remote) = common::pushing_writer(tmp.path(), PREFIX);
     let changes: Vec<Change> = (0..n)
         .map(|i| {
             let (t, actor) = (i % TYPES, i % ACTORS);

@@ -25,9 +25,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use rules::attribution::Tier;
-use rules::attribution::commit::{Action, Change, Identity};
+use rules::attribution::commit::{Action, Change};
 use rules::attribution::render::ObjectKey;
-use runtime::attribution::commit::{GitWriter, RemoteConfig, WriterConfig};
 use serde_json::{Value, json};
 use testkit::fakeapi::{ResourceType, Store};
 use testkit::free_port;
@@ -217,14 +216,7 @@ fn until(what: &str, within: Duration, log: &std::path::Path, mut done: impl FnM
 /// one window per type.
 fn git_only(a: &Args) -> Duration {
     let tmp = tempfile::tempdir().unwrap();
-    let remote = tmp.path().join("remote.git");
-    std::fs::create_dir_all(&remote).unwrap();
-    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
-    let mut w = GitWriter::open(WriterConfig {
-        remote: Some(RemoteConfig::new(format!("file://{}", remote.display()))),
-        ..WriterConfig::new(tmp.path().join("clone"), "main", Identity::new("Bench", "bench@reverser.invalid"))
-    })
-    .unwrap();
+    let (mut w, remote) = common::pushing_writer(tmp.path(), "");
     let mut by_type: Vec<Vec<Change>> = (0..a.types).map(|_| Vec::new()).collect();
     for i in 0..a.objects {
         let (t, value) = object(a, i, 1);
@@ -322,8 +314,7 @@ fn main() {
     eprintln!("seeded the fake API in {:.1} s", seeded.elapsed().as_secs_f64());
     let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "ns-0").unwrap();
     let remote = dir.path().join("remote.git");
-    std::fs::create_dir_all(&remote).unwrap();
-    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    testkit::mirror::init_bare(&remote);
     let mut serve_args: Vec<String> = vec![
         "--audit-listen".into(),
         "off".into(),

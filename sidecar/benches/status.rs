@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use testkit::fakeapi::{self, FakeApi, Store};
 use testkit::kubectl::Kubectl;
-use testkit::mirror::{NS, git};
+use testkit::mirror::NS;
 use testkit::{free_port, sidecar};
 
 fn api(remote: &str) -> FakeApi {
@@ -110,8 +110,7 @@ fn main() {
     let phase = Duration::from_secs(secs);
     let tmp = tempfile::tempdir().unwrap();
     let remote = tmp.path().join("remote.git");
-    std::fs::create_dir_all(&remote).unwrap();
-    git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    testkit::mirror::init_bare(&remote);
 
     let healthy = measure(&remote, "10s", false, phase);
     let limited = measure(&remote, "10s", true, phase);

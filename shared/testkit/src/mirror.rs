@@ -27,6 +27,13 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// An empty bare repository at `path` whose HEAD is `main` (a plain
+/// `git init --bare` would name `master`, which the mirror never pushes).
+pub fn init_bare(path: &Path) {
+    std::fs::create_dir_all(path).unwrap();
+    git(path, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+}
+
 pub fn cm_path(name: &str) -> String {
     format!("{PREFIX}/{NS}/configmaps/{name}.yaml")
 }
@@ -130,8 +137,7 @@ impl Mirror {
     pub fn start_held(setup: impl FnOnce(&mut Setup), serve_args: &[&str]) -> Mirror {
         let dir = tempfile::tempdir().unwrap();
         let remote = dir.path().join("remote.git");
-        std::fs::create_dir_all(&remote).unwrap();
-        git(&remote, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+        init_bare(&remote);
         let mut s = Setup::new(&remote);
         setup(&mut s);
         if !s.prefill.is_empty() {

@@ -8,6 +8,22 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// A Git writer committing into `dir/clone` and pushing `main` to a new
+/// bare remote at `dir/remote.git` (returned), under `prefix`: the Git-only
+/// baselines.
+pub fn pushing_writer(dir: &Path, prefix: &str) -> (runtime::attribution::commit::GitWriter, std::path::PathBuf) {
+    use runtime::attribution::commit::{GitWriter, Identity, RemoteConfig, WriterConfig};
+    let remote = dir.join("remote.git");
+    testkit::mirror::init_bare(&remote);
+    let writer = GitWriter::open(WriterConfig {
+        remote: Some(RemoteConfig::new(format!("file://{}", remote.display()))),
+        prefix: prefix.into(),
+        ..WriterConfig::new(dir.join("clone"), "main", Identity::new("Bench", "bench@reverser.invalid"))
+    })
+    .expect("a Git writer on a new bare remote");
+    (writer, remote)
+}
+
 pub type Tls = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
 
 /// The client side of the development certificates in `certs` (`ca.pem`,

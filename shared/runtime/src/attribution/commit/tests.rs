@@ -32,8 +32,7 @@ fn lines(s: &str) -> Vec<String> {
 /// A bare remote made by the git CLI, with `main` as its default branch.
 fn bare_remote(root: &Path, name: &str) -> PathBuf {
     let dir = root.join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    git_cli(&dir, &["init", "--quiet", "--bare", "--initial-branch=main"]);
+    testkit::mirror::init_bare(&dir);
     dir
 }
 
