@@ -725,6 +725,11 @@ fn sweep_plans_triaging_when_a_human_waits_and_never_past_max_open_tasks() {
     assert_eq!(triaging.len(), 3, "{r}");
     assert_eq!(deferred.len(), 2, "{r}");
     assert_eq!(r["capHits"][0]["cap"], "maxOpenTasks");
+    // The table says it once, on stdout; stderr does not repeat it as a warning.
+    let table = w.tatara_forge(&["sweep", "--project", "tatara"], "tok");
+    let (stdout, stderr) = (String::from_utf8_lossy(&table.stdout), String::from_utf8_lossy(&table.stderr));
+    assert_eq!(stdout.matches("cap maxOpenTasks bound this pass").count(), 1, "{stdout}");
+    assert!(!stderr.contains("cap"), "{stderr}");
 }
 
 // --- Pull requests: adopt, ignore, or review, planned ---
