@@ -7,7 +7,11 @@
 //! and a function it does not name links in `.text` as before.
 
 fn main() {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("startup.ld");
+    // Read when the script runs, not baked in when it was compiled: a build
+    // script compiled in one checkout may be reused by another sharing the
+    // target directory, and must name this checkout's file.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR for build scripts");
+    let script = std::path::Path::new(&dir).join("startup.ld");
     println!("cargo::rerun-if-changed={}", script.display());
     if std::env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "linux") {
         println!("cargo::rustc-link-arg-bin=reverser-sidecar=-Wl,-T,{}", script.display());
