@@ -133,13 +133,14 @@ async fn start_receiver(
     let stopping = tasks.stopping();
     let timeouts = tls::ClientTimeouts { header: r.audit_header_timeout };
     tasks.spawn("audit receiver", tls::serve(listener, config, receiver::router(state), timeouts, stopping));
-    tracing::info!("audit webhook  https://{local}/audit-webhook/<route> (client certificate required)");
+    // Values go in fields, so a JSON log carries them as data.
+    tracing::info!(url = %format!("https://{local}/audit-webhook/<route>"), "audit webhook listening (client certificate required)");
     if let Some(dev) = &tls.dev {
         tracing::info!(
-            "dev certs      {} (development CA; pass --tls-cert/--tls-key/--audit-client-ca in production)",
-            abs(&dev.dir)
+            dir = %abs(&dev.dir),
+            "dev certs: a development CA; pass --tls-cert/--tls-key/--audit-client-ca in production"
         );
-        tracing::info!("try it         {}", curl_hint(dev, local));
+        tracing::info!(command = %curl_hint(dev, local), "try it");
     }
     Ok(())
 }
@@ -162,7 +163,7 @@ async fn start_ops(addr: std::net::SocketAddr, router: axum::Router, tasks: &mut
             tracing::error!(error = %e, "metrics listener failed");
         }
     });
-    tracing::info!("metrics        http://{local}/metrics  (probes: /healthz /readyz)");
+    tracing::info!(url = %format!("http://{local}/metrics"), probes = "/healthz /readyz", "metrics listening");
     Ok(())
 }
 
@@ -175,15 +176,10 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let transport = Transport::build(opts, metrics.clone())?;
     let engine = Arc::new(Engine::new(args.attribution.engine_config(), Arc::new(SystemClock), metrics.clone()));
     let follower = transport.follower();
-    tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
-        transport = transport.kind().label(),
-        "reverser-sidecar serving"
-    );
     let author_mode = args.attribution.author_mode();
     if author_mode == AuthorMode::Configured {
         tracing::info!(
-            "attribution    off (--author-attribution=false): every commit is authored by the configured \
+            "attribution off (--author-attribution=false): every commit is authored by the configured \
              committer, nothing waits for an audit fact, and no audit receiver runs"
         );
     } else if transport.kind() == TransportKind::Memory && args.receiver.audit_listen == "off" {
@@ -214,9 +210,10 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         Some(target) => {
             let (config, policy, loaded) = crate::target::writer_for(&args.git, target).await?;
             tracing::info!(
-                "git target     {target} (GitProvider {}, audit route {})",
-                loaded.provider.metadata.name,
-                loaded.audit_route()
+                git_target = %target,
+                git_provider = %loaded.provider.metadata.name,
+                audit_route = %loaded.audit_route(),
+                "mirroring for a GitTarget"
             );
             (Some(config), policy, crate::live::secrets_of(&loaded))
         }
@@ -224,15 +221,11 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     };
     let git = match writer {
         Some(c) => {
-            let line = format!(
-                "git mirror     {} (branch {}{}{})",
-                abs(&c.repo_dir),
-                c.branch,
-                c.remote.as_ref().map(|r| format!(", pushing to {}", redact_url(&r.url))).unwrap_or_default(),
-                if c.prefix.is_empty() { String::new() } else { format!(", under {}/", c.prefix) },
-            );
+            let (repo, branch) = (abs(&c.repo_dir), c.branch.clone());
+            let remote = c.remote.as_ref().map(|r| redact_url(&r.url)).unwrap_or_else(|| "none".into());
+            let prefix = if c.prefix.is_empty() { "/".to_owned() } else { format!("{}/", c.prefix) };
             let w = crate::live::open_writer(c, author_mode, &metrics).await?;
-            tracing::info!("{line}");
+            tracing::info!(%repo, %branch, %remote, %prefix, "git mirror");
             Some(w)
         }
         None => None,
@@ -314,7 +307,14 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
             }
         })
         .map_err(Error::io("starting the socket API's thread"))?;
-    tracing::info!("socket         {} (gRPC reverser.v1 + grpc.health.v1)", abs(&socket));
+    // Logged once every listener is bound: a bind that fails stops the
+    // start before anything claims to serve.
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        transport = transport.kind().label(),
+        socket = %abs(&socket),
+        "reverser-sidecar serving (gRPC reverser.v1 + grpc.health.v1 on the socket)"
+    );
 
     terminated().await;
     tracing::info!("shutting down: in-flight resolutions return their best answer");

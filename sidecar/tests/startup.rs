@@ -39,7 +39,7 @@ fn the_printed_curl_posts_an_audit_event_as_is() {
     let mut logged = Vec::new();
     for line in lines.by_ref() {
         let line = line.unwrap();
-        let done = line.contains("socket ");
+        let done = line.contains("reverser-sidecar serving");
         logged.push(line);
         if done {
             break;
@@ -48,7 +48,7 @@ fn the_printed_curl_posts_an_audit_event_as_is() {
     let text = logged.join("\n");
     assert!(text.contains("reverser-sidecar serving") && text.contains("transport=\"memory\""), "{text}");
     assert!(text.contains(&format!("{}", dir.path().join("reverser.sock").display())), "{text}");
-    let curl = logged.iter().find_map(|l| l.split_once("try it").map(|(_, c)| c)).expect("a curl line").trim();
+    let curl = logged.iter().find_map(|l| l.split_once("try it command=").map(|(_, c)| c)).expect("a curl line").trim();
     let out = Command::new("sh").arg("-c").arg(curl).current_dir("/").output().unwrap();
     let _ = child.kill();
     let _ = child.wait();
@@ -56,6 +56,48 @@ fn the_printed_curl_posts_an_audit_event_as_is() {
     assert!(stdout.is_empty(), "serve writes nothing on stdout: {stdout}");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r#"{"events":1,"facts":1,"rejected":0}"#);
+}
+
+/// JSON logs carry values as fields, not as a text layout padded into the
+/// message: a log collector reads the socket, the URLs and the curl as data.
+#[test]
+fn json_logs_carry_the_banner_as_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .current_dir(dir.path())
+        .args(["serve", "--log-format", "json", "--audit-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .args(["--metrics-listen", &format!("127.0.0.1:{}", free_port().unwrap())])
+        .env("REVERSER_LOG", "info")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut logged: Vec<serde_json::Value> = Vec::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let done = v["message"].as_str().is_some_and(|m| m.starts_with("reverser-sidecar serving"));
+        logged.push(v);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let field = |message: &str, key: &str| -> String {
+        let line = logged.iter().find(|v| v["message"].as_str().is_some_and(|m| m.starts_with(message)));
+        let line = line.unwrap_or_else(|| panic!("no {message:?} line in {logged:#?}"));
+        line[key].as_str().unwrap_or_else(|| panic!("no {key} field in {line}")).to_owned()
+    };
+    for v in &logged {
+        let m = v["message"].as_str().unwrap_or_default();
+        assert!(!m.contains("  "), "a message padded for a text layout: {m:?}");
+    }
+    assert!(field("reverser-sidecar serving", "socket").ends_with("reverser.sock"));
+    assert_eq!(field("reverser-sidecar serving", "transport"), "memory");
+    assert!(field("try it", "command").starts_with("curl -sS --cacert "));
+    assert!(field("audit webhook listening", "url").ends_with("/audit-webhook/<route>"));
+    assert!(field("metrics listening", "url").ends_with("/metrics"));
 }
 
 fn readyz(port: u16) -> bool {
@@ -427,6 +469,8 @@ fn a_taken_port_names_the_flag_that_chose_it() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{flag}: {stderr}");
         assert!(stderr.contains(&format!("({flag}) on 127.0.0.1:{port}")), "{flag}: {stderr}");
+        // Nothing claims to serve before every listener is bound.
+        assert!(!stderr.contains("serving"), "{flag}: {stderr}");
     }
 }
 

@@ -623,6 +623,6 @@ async fn start_ops(
             tracing::error!(error = %e, "watcher metrics listener failed");
         }
     });
-    tracing::info!("metrics        http://{addr}/metrics");
+    tracing::info!(url = %format!("http://{addr}/metrics"), "metrics listening");
     Ok(())
 }
