@@ -16,7 +16,7 @@ use rules::mirror::commit_request::{Carried, Requested};
 use rules::mirror::config::PruneMode;
 use rules::mirror::message::CommitKind;
 use rules::mirror::reconcile::{self, Doc};
-use rules::mirror::select::{excluded_actor, last_field_manager};
+use rules::mirror::select::{SensitiveTypes, excluded_actor, last_field_manager};
 use rules::mirror::watch_rules::WatchScope;
 use runtime::attribution::commit::{
     Action as CommitAction, Change, CommitOutcome, GitError, GitWriter, ResolvedAuthor,
@@ -60,6 +60,10 @@ pub struct Api {
     git: Option<Arc<Mutex<GitWriter>>>,
     /// Replaced when the GitTarget or its GitProvider changes (`live`).
     policy: Mutex<MirrorPolicy>,
+    /// The sensitive types, while the writer has no encryption: their writes
+    /// are skipped (never written in clear text) before any attribution, so
+    /// a skipped Secret neither waits the grace nor counts as unresolved.
+    unsealed: Mutex<Option<SensitiveTypes>>,
     /// Why nothing is committed now (the GitTarget is gone, or its branch no
     /// longer allowed): Commit and Reconcile are refused with it, so the
     /// watcher keeps its window and retries.
@@ -133,6 +137,17 @@ enum Object {
 /// makes (none for noop / ignored).
 type Attributed1 = (proto::ResolveResponse, Option<Change>);
 
+/// The action of a write of a sensitive type the writer cannot seal: not
+/// attributed, not committed, counted as skipped.
+const SKIPPED: &str = "skipped";
+
+/// The sensitive types whose writes `writer` skips: all of them when it
+/// has no encryption, none otherwise.
+fn unsealed(writer: &GitWriter) -> Option<SensitiveTypes> {
+    let config = writer.config();
+    config.encryption.is_none().then(|| config.sensitive.clone())
+}
+
 /// What a window's changes came to once exclusions and prune mode applied.
 #[derive(Debug, Default)]
 struct Filtered {
@@ -145,6 +160,7 @@ impl Api {
     pub fn new(engine: Arc<Engine>, follower: AnyFollower, git: Option<GitWriter>, policy: MirrorPolicy) -> Self {
         Self {
             attributor: Attributor::new(engine),
+            unsealed: Mutex::new(git.as_ref().and_then(unsealed)),
             git: git.map(|g| Arc::new(Mutex::new(g))),
             policy: Mutex::new(policy),
             held: Mutex::new(None),
@@ -189,10 +205,12 @@ impl Api {
     /// window being committed to finish.
     pub async fn reconfigure(&self, writer: GitWriter, policy: MirrorPolicy) -> Result<(), Status> {
         let git = self.writer_unheld()?;
+        let skipped = unsealed(&writer);
         tokio::task::spawn_blocking(move || *git.lock().unwrap_or_else(|e| e.into_inner()) = writer)
             .await
             .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?;
         *self.policy.lock().unwrap_or_else(|e| e.into_inner()) = policy;
+        *self.unsealed.lock().unwrap_or_else(|e| e.into_inner()) = skipped;
         *self.held.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Ok(())
     }
@@ -226,9 +244,30 @@ impl Api {
         }
         let event = WatchEvent { kind, object: parse_object(&req.object_json)? };
         usable(&event, &req.event_type)?;
+        if keep == Object::Whole && self.skips_write(&scope, kind, &event.object) {
+            return Ok((proto::ResolveResponse { action: SKIPPED.into(), ..Default::default() }, None));
+        }
         let meta = event.meta();
         let object = (keep == Object::Whole).then_some(event.object);
         Ok(self.attribute(&scope, version, kind, meta, object, None).await)
+    }
+
+    /// Whether the event writes a sensitive type the writer cannot seal (a
+    /// terminating object is a removal, which goes ahead). Counted.
+    fn skips_write(&self, scope: &Scope, kind: WatchKind, object: &serde_json::Value) -> bool {
+        let gr = &scope.group_resource;
+        let skips = kind.is_change()
+            && !is_logically_absent(object)
+            && self
+                .unsealed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|t| t.contains(&gr.group, &gr.resource));
+        if skips {
+            self.engine().metrics().mirror_sensitive_skipped.inc();
+        }
+        skips
     }
 
     /// `object`: the whole object, when the caller commits the change it makes.
@@ -566,11 +605,13 @@ impl Attribution for Api {
             changes.extend(change);
         }
         let filtered = self.filter(changes, &req.exclude_users);
+        let skipped = resolutions.iter().filter(|r| r.action == SKIPPED).count();
         let kind = if req.per_event { CommitKind::PerEvent } else { CommitKind::Window };
         // A CommitRequest riding the window (the watcher attributed it).
         let requested =
             req.requested.map(|r| Requested { author: r.author, message: Some(r.message).filter(|m| !m.is_empty()) });
-        let outcome = self.commit_blocking(filtered.changes.clone(), kind, requested).await?;
+        let mut outcome = self.commit_blocking(filtered.changes.clone(), kind, requested).await?;
+        outcome.0.sensitive_skipped += skipped;
         Ok(Response::new(response(resolutions, outcome, &filtered)))
     }
 
@@ -642,6 +683,9 @@ impl Attribution for Api {
         // it; most are unresolved (the change predates the facts held).
         let mut events: Vec<WatchEvent> =
             plan.write.iter().map(|&i| WatchEvent { kind: WatchKind::Modified, object: keyed[i].1.clone() }).collect();
+        let before = events.len();
+        events.retain(|e| !self.skips_write(&scope, e.kind, &e.object));
+        let skipped = before - events.len();
         events.extend(dying.into_iter().map(|object| WatchEvent { kind: WatchKind::Modified, object }));
         // A document is named `<namespace>/<name>` (documents_of_type).
         events.extend(plan.remove.iter().filter_map(|p| object_of_document(p)).map(|(namespace, name)| WatchEvent {
@@ -676,7 +720,8 @@ impl Attribution for Api {
             // The watcher's form of the type (`v1/configmaps`, no leading slash
             // for the core group), so both logs name it alike.
             r#type = %rules::mirror::placement::type_key(&gr.group, &version, &gr.resource),
-            write = plan.write.len(),
+            write = plan.write.len() - skipped,
+            secrets_skipped = skipped,
             remove = plan.remove.len(),
             unchanged = plan.unchanged,
             kept = filtered.kept,
@@ -684,6 +729,7 @@ impl Attribution for Api {
         );
         let mut outcome = self.commit_blocking(filtered.changes.clone(), kind, None).await?;
         outcome.0.unchanged += plan.unchanged;
+        outcome.0.sensitive_skipped += skipped;
         Ok(Response::new(response(resolutions, outcome, &filtered)))
     }
 

@@ -179,6 +179,35 @@ fn status_only_changes_make_no_commit_and_secrets_never_reach_git() {
     assert!(m.sidecar.metrics().contains("gitopsreverser_mirror_sensitive_skipped_total 1"), "{}", m.sidecar.metrics());
 }
 
+/// A Secret the target cannot seal (no `spec.encryption`) is skipped before
+/// attribution: it waits no grace (ten minutes here) for a fact, holds up
+/// nothing else in its window, and is counted skipped, not unresolved.
+#[test]
+fn a_secret_without_encryption_is_skipped_without_waiting_for_its_author() {
+    let m = Mirror::start_with(|_| {}, &["--author-attribution-grace", "10m"], &[]);
+    m.act("nobody-audited", false, |s| {
+        s.create(
+            "secrets",
+            NS,
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": NS},
+            "data": {"password": "aHVudGVyMg=="}}),
+        )
+        .unwrap();
+    });
+    m.act("bob", true, |s| {
+        s.create("configmaps", NS, configmap("marker", "1")).unwrap();
+    });
+    m.wait("bob's marker, in the Secret's window or the next", || m.remote_has(&cm_path("marker")));
+    let metrics = m.sidecar.metrics();
+    assert!(metrics.contains("gitopsreverser_mirror_sensitive_skipped_total 1"), "{metrics}");
+    let absent_secret = metrics
+        .lines()
+        .filter(|l| l.starts_with("gitopsreverser_attribution_resolutions_total"))
+        .any(|l| l.contains("resource=\"secrets\""));
+    assert!(!absent_secret, "the skipped Secret was attributed:\n{metrics}");
+    m.wait("the watcher's line for the Secret's window", || m.watcher_log().contains("secrets_skipped=1"));
+}
+
 #[test]
 fn commits_are_signed_with_a_generated_key_that_git_verify_commit_accepts() {
     let m = Mirror::start(|s| {
