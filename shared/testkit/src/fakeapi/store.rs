@@ -120,6 +120,8 @@ pub struct Store {
     registry: Registry,
     objects: BTreeMap<Key, Value>,
     resource_version: u64,
+    /// The latest timestamp stamped (seconds): stamps follow the wall
+    /// clock, and never go back when it does.
     clock: i64,
     events: VecDeque<Event>,
     event_window: usize,
@@ -142,6 +144,11 @@ impl Default for Store {
     fn default() -> Self {
         Store::with_registry(Registry::standard())
     }
+}
+
+/// The wall clock, in whole seconds since the epoch.
+fn wall_clock() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Stamps `rv` into an object.
@@ -241,12 +248,7 @@ impl Store {
             registry,
             objects: BTreeMap::new(),
             resource_version: 1000,
-            // Timestamps start at the wall clock (kubectl shows sane ages)
-            // and advance one second per stamp, so they are unique and
-            // ordered as the writes are.
-            clock: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1_800_000_000, |d| d.as_secs() as i64),
+            clock: wall_clock(),
             events: VecDeque::new(),
             event_window: DEFAULT_EVENT_WINDOW,
             compacted: 1000,
@@ -422,13 +424,18 @@ impl Store {
         self.resource_version
     }
 
-    /// The store's clock (what creationTimestamps are read against).
+    /// The store's clock (what creationTimestamps are read against): the
+    /// wall clock, or the latest stamp should the wall clock have gone
+    /// back since.
     pub(crate) fn now(&self) -> Timestamp {
-        Timestamp::from_second(self.clock).unwrap_or(Timestamp::UNIX_EPOCH)
+        Timestamp::from_second(self.clock.max(wall_clock())).unwrap_or(Timestamp::UNIX_EPOCH)
     }
 
+    /// A timestamp for a write, as kube-apiserver stamps them: the wall
+    /// clock at second resolution (writes in one second share it), never
+    /// before an earlier stamp.
     fn tick(&mut self) -> String {
-        self.clock += 1;
+        self.clock = self.clock.max(wall_clock());
         Timestamp::from_second(self.clock).map(|t| t.to_string()).unwrap_or_default()
     }
 
@@ -1020,7 +1027,7 @@ impl Store {
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
-        let now = Timestamp::from_second(self.clock).map(|t| t.to_string()).unwrap_or_default();
+        let now = self.tick();
         let current = match self.get(resource, &ns, name) {
             Ok(c) => c,
             Err(e) if e.code == 404 && !opts.status_only => {
