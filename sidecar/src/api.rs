@@ -388,22 +388,23 @@ impl Api {
         Ok((outcome, push_error.unwrap_or_default()))
     }
 
-    /// Reconcile's first half, on the clone: the type's documents anywhere
-    /// under the target's path in the listed scopes, found by identity, and
-    /// the live objects' documents.
+    /// Reconcile's first half, on the clone: the live objects' documents,
+    /// and the type's documents anywhere under the target's path in the
+    /// listed scopes, found by identity. The objects are handed back, not
+    /// copied.
     async fn reconcile_docs(
         &self,
         (group, resource): (String, String),
         scopes: Vec<WatchScope>,
         live: Vec<(ObjectKey, serde_json::Value)>,
-    ) -> Result<(Vec<Doc>, Vec<Doc>), Status> {
+    ) -> Result<(Vec<Doc>, Vec<Doc>, Vec<(ObjectKey, serde_json::Value)>), Status> {
         let git = self.writer()?;
         tokio::task::spawn_blocking(move || {
             let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
             let kind = live.iter().find_map(|(_, o)| o.get("kind").and_then(|k| k.as_str())).map(str::to_owned);
-            let tree = writer.documents_of_type(&group, &resource, kind.as_deref(), &scopes)?;
             let docs = live.iter().map(|(k, o)| writer.document(k, o)).collect::<Result<Vec<_>, _>>()?;
-            Ok::<_, runtime::attribution::commit::GitError>((tree, docs))
+            let tree = writer.documents_of_type_beside(&group, &resource, kind.as_deref(), &scopes, &docs)?;
+            Ok::<_, runtime::attribution::commit::GitError>((tree, docs, live))
         })
         .await
         .map_err(|e| Status::internal(format!("the Git writer stopped: {e}")))?
@@ -658,8 +659,8 @@ impl Attribution for Api {
             name: rules::attribution::audit::meta_field(o, "name"),
         };
         let keyed: Vec<(ObjectKey, serde_json::Value)> = live.into_iter().map(|o| (key(&o), o)).collect();
-        let (mut tree, docs) =
-            self.reconcile_docs((gr.group.clone(), gr.resource.clone()), scopes, keyed.clone()).await?;
+        let (mut tree, docs, keyed) =
+            self.reconcile_docs((gr.group.clone(), gr.resource.clone()), scopes, keyed).await?;
         // A terminating object's document goes as an observed deletion
         // (prune mode OnEvent suffices), not as a vanished object.
         let dying: Vec<serde_json::Value> = dying

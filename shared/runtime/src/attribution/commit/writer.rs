@@ -619,6 +619,22 @@ impl GitWriter {
         kind: Option<&str>,
         scopes: &[WatchScope],
     ) -> Result<Vec<Doc>> {
+        self.documents_of_type_beside(group, resource, kind, scopes, &[])
+    }
+
+    /// [`GitWriter::documents_of_type`], given the live objects' documents
+    /// ([`GitWriter::document`]): a file whose blob is exactly a live
+    /// object's document holds that document alone, unchanged, and is not
+    /// read or parsed. An unchanged relist then costs a hash per object,
+    /// not a YAML parse and a render.
+    pub fn documents_of_type_beside(
+        &mut self,
+        group: &str,
+        resource: &str,
+        kind: Option<&str>,
+        scopes: &[WatchScope],
+        live: &[Doc],
+    ) -> Result<Vec<Doc>> {
         let type_key = (group.to_owned(), resource.to_owned());
         if let Some(k) = kind {
             self.kinds.insert(type_key.clone(), k.to_owned());
@@ -632,12 +648,25 @@ impl GitWriter {
         };
         let wanted: std::collections::HashSet<DocIdentity> =
             self.index.identities_of(group, matching, scopes).cloned().collect();
-        let mut paths: Vec<&str> = wanted.iter().filter_map(|id| self.index.find(id)).collect();
-        paths.sort_unstable();
-        paths.dedup();
+        let live: HashMap<&str, &str> = live.iter().map(|d| (d.path.as_str(), d.blob.as_str())).collect();
+        let mut at: HashMap<&str, Vec<&DocIdentity>> = HashMap::new();
+        for id in &wanted {
+            if let Some(path) = self.index.find(id) {
+                at.entry(path).or_default().push(id);
+            }
+        }
+        let mut paths: Vec<(&str, Vec<&DocIdentity>)> = at.into_iter().collect();
+        paths.sort_unstable_by_key(|(p, _)| *p);
         let mut out = Vec::with_capacity(wanted.len());
-        for path in paths {
+        for (path, ids) in paths {
             let Some(id) = entry_id(&tree, path) else { continue };
+            if let [only] = ids.as_slice() {
+                let name = format!("{}/{}", only.namespace, only.name);
+                if live.get(name.as_str()).is_some_and(|blob| id.to_string() == *blob) {
+                    out.push(Doc { path: name, blob: id.to_string() });
+                    continue;
+                }
+            }
             let Some(text) = read_blob(&self.repo, id, path)? else { continue };
             for (identity, value) in documents_in(&text) {
                 if wanted.contains(&identity) && self.index.find(&identity) == Some(path) {

@@ -151,6 +151,46 @@ fn the_documents_a_reconcile_compares_are_found_by_identity_and_digested_by_cont
     assert!(w.documents_of_type("", "secrets", None, &[]).unwrap().is_empty());
 }
 
+/// Given the live documents, the reconcile's read skips the files that are
+/// exactly a live document; its answer is the same as reading every file:
+/// for the writer's own files, a hand-formatted one, a file of two
+/// documents, and a changed object.
+#[test]
+fn documents_read_beside_the_live_ones_are_the_documents_read_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let doc = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: shop\ndata: {{key: '1'}}\n")
+    };
+    prefill(
+        tmp.path(),
+        &remote,
+        &[
+            ("clusters/prod/shop/hand.yaml", &format!("# kept by hand\n{}", doc("hand"))),
+            ("clusters/prod/shop/both.yaml", &format!("{}---\n{}", doc("a"), doc("b"))),
+        ],
+    );
+    let mut w = mirror_writer(tmp.path(), &remote, None, None);
+    w.commit(&[write(None, cm("shop", "web", "1"), "a-1", 0)]).unwrap();
+    let sorted = |mut d: Vec<Doc>| {
+        d.sort_by(|x, y| x.path.cmp(&y.path));
+        d
+    };
+    let alone = sorted(w.documents_of_type("", "configmaps", Some("ConfigMap"), &[]).unwrap());
+    assert_eq!(
+        alone.iter().map(|d| d.path.as_str()).collect::<Vec<_>>(),
+        ["shop/a", "shop/b", "shop/hand", "shop/web"]
+    );
+    for web in ["1", "2"] {
+        let live: Vec<Doc> = ["a", "b", "hand", "web"]
+            .iter()
+            .map(|n| w.document(&cm_key("shop", n), &cm("shop", n, if *n == "web" { web } else { "1" })).unwrap())
+            .collect();
+        let beside = sorted(w.documents_of_type_beside("", "configmaps", Some("ConfigMap"), &[], &live).unwrap());
+        assert_eq!(beside, alone, "live web {web}");
+    }
+}
+
 /// Commits `files` to the remote's `main` with the git CLI, as another tool.
 fn prefill(root: &Path, remote: &Path, files: &[(&str, &str)]) {
     let work = root.join("prefill");
