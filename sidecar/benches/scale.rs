@@ -41,10 +41,24 @@ struct Args {
     namespaces: usize,
     changes: usize,
     serve: Vec<String>,
+    /// Only the Git writer's baseline, in this process: what a heap
+    /// profiler runs (`heaptrack <bench> --writer-only`).
+    writer_only: bool,
+    /// Runs this as `serve` instead of the built binary: a wrapper that runs
+    /// it under a profiler (`exec heaptrack -o FILE "$REAL" "$@"`).
+    serve_binary: Option<String>,
 }
 
 fn args() -> Args {
-    let mut a = Args { objects: 100_000, types: 100, namespaces: 20, changes: 1_000, serve: Vec::new() };
+    let mut a = Args {
+        objects: 100_000,
+        types: 100,
+        namespaces: 20,
+        changes: 1_000,
+        serve: Vec::new(),
+        writer_only: false,
+        serve_binary: None,
+    };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < argv.len() {
@@ -56,6 +70,12 @@ fn args() -> Args {
             "--namespaces" => a.namespaces = number(),
             "--changes" => a.changes = number(),
             "--serve-arg" => a.serve.push(next.clone()),
+            "--serve-binary" => a.serve_binary = Some(next.clone()),
+            "--writer-only" => {
+                a.writer_only = true;
+                i += 1;
+                continue;
+            }
             _ => {
                 i += 1;
                 continue;
@@ -308,6 +328,13 @@ fn main() {
         "scale: {} objects over {} types in {} namespaces; serve {:?}",
         a.objects, a.types, a.namespaces, a.serve
     );
+    if a.writer_only {
+        let before = rss_split(std::process::id()).0;
+        let took = git_only(&a);
+        let kept = rss_split(std::process::id()).0 - before;
+        println!("the Git writer alone: {:.1} s, {kept:.1} MiB anonymous memory kept", took.as_secs_f64());
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let seeded = Instant::now();
     let api = testkit::fakeapi::spawn(store(&a)).unwrap();
@@ -327,7 +354,11 @@ fn main() {
     ];
     serve_args.extend(a.serve.iter().cloned());
     let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
-    let serve = testkit::sidecar::Sidecar::builder("serve").args(&serve_args).start();
+    let mut builder = testkit::sidecar::Sidecar::builder("serve").args(&serve_args);
+    if let Some(path) = &a.serve_binary {
+        builder = builder.binary(path);
+    }
+    let serve = builder.start();
     let serve_pid = serve.child.as_ref().unwrap().id();
     let log = dir.path().join("watch.log");
     let wm = free_port().unwrap();
