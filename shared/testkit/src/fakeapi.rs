@@ -23,6 +23,12 @@
 //!   422 for two controller owner references and for schema violations
 //!   (after pruning and defaulting), 413 past etcd's object limit, the
 //!   status subresource split, a synchronous garbage collector;
+//! - `fieldValidation` on every create, update and patch (`Strict`: 400,
+//!   or 422 for a patch; `Warn`, the default: dropped with a `Warning`
+//!   header each; `Ignore`: dropped), unknown fields being those the type
+//!   does not declare: a built-in's k8s-openapi type, a CRD's schema,
+//!   `ObjectMeta` ([`FieldValidation`]); server-side apply refuses them;
+//! - timestamps from the wall clock at second resolution;
 //! - `Status` bodies as the API server words them (404, 409, 403, 410 ...);
 //! - test hooks: seeds, writes as a user, injected faults and 403s, a
 //!   paused server, dropped watches, compaction, the pod proxy.
@@ -31,6 +37,7 @@
 
 mod apply;
 mod error;
+mod fields;
 mod protobuf;
 mod registry;
 mod schema;
@@ -42,6 +49,7 @@ mod tatara;
 mod watch;
 
 pub use error::ApiError;
+pub use fields::FieldValidation;
 pub use registry::{ALL_VERBS, Registry, ResourceType, Subresource, documents};
 pub use schema::{default_and_prune, validate_schema};
 pub use select::{Continue, LabelReq, ListOptions, Selectors, query_pairs};

@@ -54,6 +54,12 @@ impl ApiError {
             "kind": "Status", "apiVersion": "v1", "metadata": {},
             "status": "Failure", "message": self.message, "reason": self.reason, "code": self.code
         });
+        if self.reason.is_empty()
+            && let Some(o) = s.as_object_mut()
+        {
+            // StatusReasonUnknown is left out, as the API server sends it.
+            o.remove("reason");
+        }
         if self.details.as_object().is_some_and(|d| !d.is_empty()) {
             s["details"] = self.details.clone();
         }

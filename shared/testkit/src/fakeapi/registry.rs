@@ -413,8 +413,9 @@ impl Registry {
     /// `/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`: a schema
     /// per kind, found by its `x-kubernetes-group-version-kind`. A CRD's is
     /// its `openAPIV3Schema` (what the fake API validates against); a
-    /// built-in's accepts any object, as the fake API does not check its
-    /// fields either.
+    /// built-in's accepts any object (the server checks a built-in's
+    /// fields against its k8s-openapi type, and kubectl leaves that to the
+    /// server).
     pub fn openapi_v3(&self, group: &str, version: &str) -> Option<Value> {
         let mut schemas = serde_json::Map::new();
         let mut paths = serde_json::Map::new();

@@ -84,19 +84,56 @@ fn walk(schema: &Value, value: &mut Value, root: bool) {
     }
 }
 
-/// The fields of `value` pruning under `schema` would drop, as the API
-/// server names them for `fieldValidation` (`spec.bogus`,
-/// `spec.rules[0].extra`); the root's apiVersion, kind and metadata are
-/// the server's.
-pub fn unknown_fields(schema: &Value, value: &Value) -> Vec<String> {
+/// One step of a field path: an object's key or a list's index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// A field's path, written as the API server names it for
+/// `fieldValidation` (`spec.bogus`, `spec.rules[0].extra`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct FieldPath(pub Vec<Step>);
+
+impl FieldPath {
+    pub(crate) fn key(&self, k: &str) -> FieldPath {
+        let mut p = self.0.clone();
+        p.push(Step::Key(k.to_string()));
+        FieldPath(p)
+    }
+
+    pub(crate) fn index(&self, i: usize) -> FieldPath {
+        let mut p = self.0.clone();
+        p.push(Step::Index(i));
+        FieldPath(p)
+    }
+}
+
+impl std::fmt::Display for FieldPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, step) in self.0.iter().enumerate() {
+            match step {
+                Step::Key(k) if i == 0 => write!(f, "{k}")?,
+                Step::Key(k) => write!(f, ".{k}")?,
+                Step::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fields of `value` pruning under `schema` would drop; the root's
+/// apiVersion, kind and metadata are the server's (ObjectMeta, checked on
+/// its own).
+pub(crate) fn unknown_fields(schema: &Value, value: &Value) -> Vec<FieldPath> {
     let mut out = Vec::new();
-    unknown(schema, value, "", true, &mut out);
+    unknown(schema, value, &FieldPath::default(), true, &mut out);
     out
 }
 
-fn unknown(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<String>) {
+fn unknown(schema: &Value, value: &Value, path: &FieldPath, root: bool, out: &mut Vec<FieldPath>) {
     let embedded = root || schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
-    let join = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match value {
         Value::Object(obj) => {
             let Fields { props, additional, keep_unknown } = Fields::of(schema);
@@ -105,8 +142,8 @@ fn unknown(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<
                     continue;
                 }
                 match props.and_then(|p| p.get(k)).or(additional) {
-                    Some(sub) => unknown(sub, v, &join(k), false, out),
-                    None if !keep_unknown && !v.is_null() => out.push(join(k)),
+                    Some(sub) => unknown(sub, v, &path.key(k), false, out),
+                    None if !keep_unknown && !v.is_null() => out.push(path.key(k)),
                     None => {}
                 }
             }
@@ -114,7 +151,7 @@ fn unknown(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<
         Value::Array(items) => {
             if let Some(sub) = schema.get("items") {
                 for (i, v) in items.iter().enumerate() {
-                    unknown(sub, v, &format!("{path}[{i}]"), false, out);
+                    unknown(sub, v, &path.index(i), false, out);
                 }
             }
         }

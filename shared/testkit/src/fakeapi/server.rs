@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::error::ApiError;
+use super::fields::FieldValidation;
 use super::registry::ResourceType;
 use super::select::ListOptions;
 use super::store::{DEFAULT_USER, DeleteOptions, Store};
@@ -652,26 +653,19 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         Ok(v) => v,
         Err(e) => return error_reply(&e),
     };
-    // fieldValidation (Strict, Warn: the default, Ignore) on the fields a
-    // CRD's schema prunes from a written object (or merge patch).
-    let checked = matches!(verb, "create" | "update")
-        || (verb == "patch" && !req.content_type.starts_with("application/json-patch+json"));
-    let unknown = match (&t.schema, checked && req.sub.is_none()) {
-        (Some(schema), true) => super::schema::unknown_fields(schema, &parsed),
-        _ => Vec::new(),
+    // fieldValidation (Strict, Warn: the default, Ignore): what the write
+    // does with the fields its type does not declare (see `fields`).
+    let options = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        _ => "PatchOptions",
     };
-    let validation = req.query.split('&').find_map(|p| p.strip_prefix("fieldValidation=")).unwrap_or("Warn");
-    if validation == "Strict" && !unknown.is_empty() {
-        let fields = unknown.iter().map(|f| format!("unknown field {f:?}")).collect::<Vec<_>>().join(", ");
-        return error_reply(&ApiError::bad_request(format!(
-            "{} in version {:?} cannot be handled as a {}: strict decoding error: {fields}",
-            t.kind, t.version, t.kind
-        )));
-    }
-    let warnings: Vec<String> = if validation == "Warn" {
-        unknown.iter().map(|f| format!("unknown field {f:?}")).collect()
-    } else {
-        Vec::new()
+    let validation = match verb {
+        "create" | "update" | "patch" => match FieldValidation::from_query(&req.query, options) {
+            Ok(v) => v,
+            Err(e) => return error_reply(&e),
+        },
+        _ => FieldValidation::default(),
     };
     let dry_run = req.query.split('&').any(|p| p == "dryRun=All");
     let status_only = req.sub.as_deref() == Some("status");
@@ -680,7 +674,8 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         return error_reply(&ApiError::method_not_allowed(method.as_str()));
     }
     let mut guard = lock(&shared.store);
-    let mut store = guard.acting_as(&req.user, dry_run);
+    let mut store = guard.acting_as(&req.user, dry_run).with_field_validation(validation);
+    store.take_warnings();
     let check_identity = |body: &Value| -> Result<(), ApiError> {
         let body_ns = body.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
         if t.namespaced && !body_ns.is_empty() && body_ns != ns {
@@ -706,8 +701,9 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         "patch" => {
             let ct = req.content_type.split(';').next().unwrap_or("").trim();
             match ct {
-                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                    store.patch(&q, ns, name, &parsed, status_only)
+                "application/merge-patch+json" => store.patch(&q, ns, name, &parsed, status_only),
+                "application/strategic-merge-patch+json" => {
+                    store.merge_patch(&q, ns, name, &parsed, status_only, true)
                 }
                 "application/json-patch+json" => store.json_patch(&q, ns, name, &parsed, status_only),
                 "application/apply-patch+yaml" => super::apply::ApplyOptions::from_query(&req.query, status_only)
@@ -723,6 +719,7 @@ async fn resource(shared: Arc<Shared>, method: Method, mut req: ResourceRequest,
         "delete" => store.delete_with(&q, ns, name, &DeleteOptions::from_body(&parsed)).map(|o| (200, o)),
         _ => store.delete_collection(&q, req.ns.as_deref(), &opts).map(|o| (200, o)),
     };
+    let warnings = store.take_warnings();
     match result {
         Ok((code, obj)) if matches!(verb, "get" | "list") && super::table::wants_table(&req.accept) => {
             let (items, meta) = if verb == "list" {

@@ -13,8 +13,9 @@ use serde_json::{Map, Value, json};
 
 use super::apply::ApplyOptions;
 use super::error::ApiError;
+use super::fields::{self, FieldValidation};
 use super::registry::{Registry, ResourceType, documents};
-use super::schema::{default_and_prune, validate_schema};
+use super::schema::{FieldPath, default_and_prune, validate_schema};
 use super::select::{Continue, ListOptions, Selectors};
 use super::watch::{WatchFilter, bookmark, watch_event};
 
@@ -131,6 +132,11 @@ pub struct Store {
     writes: Vec<Write>,
     user: String,
     dry_run: bool,
+    /// What a write does with fields its type does not declare.
+    field_validation: FieldValidation,
+    /// The warnings of the writes so far (`unknown field "spec.x"`), until
+    /// taken.
+    warnings: Vec<String>,
     /// Run the garbage collector after every delete (the real GC is
     /// asynchronous; tests want the settled state).
     pub auto_gc: bool,
@@ -190,9 +196,34 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// How a write's body became the object, for the error `Strict` answers
+/// when the object has unknown fields.
+enum Decoded {
+    /// The body is the object (PUT, server-side apply).
+    Body,
+    /// A JSON or merge patch of the current object.
+    Patched,
+    /// A strategic merge patch (this body).
+    Strategic(Value),
+}
+
+/// A strategic merge patch without its directives (`$setElementOrder/...`,
+/// `$retainKeys`, `$patch`, `$deleteFromPrimitiveList/...`): instructions
+/// to the merge, never fields of the object.
+fn without_directives(patch: &Value) -> Value {
+    match patch {
+        Value::Object(m) => Value::Object(
+            m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), without_directives(v))).collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_directives).collect()),
+        other => other.clone(),
+    }
+}
+
 /// What an update or patch is, for its precondition and the write log.
 struct Change {
     verb: &'static str,
+    decoded: Decoded,
     status_only: bool,
     /// The resourceVersion precondition, when the body carries one.
     rv: Option<String>,
@@ -201,11 +232,21 @@ struct Change {
     managed_fields: Option<Value>,
 }
 
-/// Restores the user (and dry-run flag) a guard replaced.
+/// Restores the user (and the dry-run flag and field validation) a guard
+/// replaced.
 #[derive(Debug)]
 pub struct AsUser<'a> {
     store: &'a mut Store,
-    previous: (String, bool),
+    previous: (String, bool, FieldValidation),
+}
+
+impl AsUser<'_> {
+    /// Writes through this guard treat unknown fields as `fieldValidation`
+    /// says (`Warn` unless set).
+    pub fn with_field_validation(self, v: FieldValidation) -> Self {
+        self.store.field_validation = v;
+        self
+    }
 }
 
 impl std::ops::Deref for AsUser<'_> {
@@ -223,7 +264,7 @@ impl std::ops::DerefMut for AsUser<'_> {
 
 impl Drop for AsUser<'_> {
     fn drop(&mut self) {
-        (self.store.user, self.store.dry_run) = std::mem::take(&mut self.previous);
+        (self.store.user, self.store.dry_run, self.store.field_validation) = std::mem::take(&mut self.previous);
     }
 }
 
@@ -256,6 +297,8 @@ impl Store {
             writes: Vec::new(),
             user: DEFAULT_USER.into(),
             dry_run: false,
+            field_validation: FieldValidation::default(),
+            warnings: Vec::new(),
             auto_gc: true,
             two_controller_rejections: 0,
             conflicts: 0,
@@ -316,8 +359,41 @@ impl Store {
 
     /// Writes through this guard are `user`'s, and dry runs when `dry_run`.
     pub fn acting_as(&mut self, user: &str, dry_run: bool) -> AsUser<'_> {
-        let previous = (std::mem::replace(&mut self.user, user.into()), std::mem::replace(&mut self.dry_run, dry_run));
+        let previous = (
+            std::mem::replace(&mut self.user, user.into()),
+            std::mem::replace(&mut self.dry_run, dry_run),
+            self.field_validation,
+        );
         AsUser { store: self, previous }
+    }
+
+    /// The warnings of the writes since the last call (`unknown field
+    /// "spec.x"` for each field a `Warn` write dropped), leaving none.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// The fields of `obj` its type does not declare, as the request's
+    /// `fieldValidation` has them: `Strict` refuses the write (with the
+    /// error `refuse` makes of them and the object), `Warn` and `Ignore`
+    /// drop them (`Warn` with a warning each).
+    fn check_fields(
+        &mut self,
+        t: &ResourceType,
+        obj: &mut Value,
+        refuse: impl FnOnce(&[FieldPath], &Value) -> ApiError,
+    ) -> Result<(), ApiError> {
+        let unknown = fields::unknown_fields(t, obj);
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        match self.field_validation {
+            FieldValidation::Strict => return Err(refuse(&unknown, obj)),
+            FieldValidation::Warn => self.warnings.extend(fields::messages(&unknown)),
+            FieldValidation::Ignore => {}
+        }
+        fields::prune(obj, &unknown);
+        Ok(())
     }
 
     /// Every write so far, in order (seeds are not writes).
@@ -646,6 +722,9 @@ impl Store {
             ));
         }
         let given_rv = meta_str(&obj, "resourceVersion").map(str::to_string);
+        // Stored objects have only the fields of their type.
+        let unknown = fields::unknown_fields(&t, &obj);
+        fields::prune(&mut obj, &unknown);
         Self::normalize(&t, &mut obj);
         self.check(&t, &name, &mut obj, None)?;
         self.stamp_new(&t, &ns, &mut obj);
@@ -811,6 +890,7 @@ impl Store {
         let ns = Self::scope(&t, ns);
         let request = obj.clone();
         let mut name = Self::body_name(&t, &obj)?;
+        self.check_fields(&t, &mut obj, |unknown, _| fields::decode_error(&t, unknown))?;
         if name.is_empty()
             && let Some(prefix) = meta_str(&obj, "generateName").map(str::to_string)
         {
@@ -1000,7 +1080,12 @@ impl Store {
         let t = self.resource_type(resource)?;
         let ns = Self::scope(&t, ns);
         let current = self.get(resource, &ns, name)?;
-        let proposed = propose(&t, &current)?;
+        let mut proposed = propose(&t, &current)?;
+        self.check_fields(&t, &mut proposed, |unknown, obj| match &change.decoded {
+            Decoded::Body => fields::decode_error(&t, unknown),
+            Decoded::Patched => fields::patch_error(&obj.to_string(), unknown),
+            Decoded::Strategic(patch) => fields::patch_error(&fields::go_format(patch), unknown),
+        })?;
         let mut next = Self::split(&t, &current, proposed, change.status_only);
         if let Some(mf) = &change.managed_fields {
             next["metadata"]["managedFields"] = mf.clone();
@@ -1026,6 +1111,12 @@ impl Store {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
+        }
+        // An applied field the type does not declare has no place in the
+        // typed patch, whatever fieldValidation says.
+        let unknown = fields::unknown_fields(&t, config);
+        if !unknown.is_empty() {
+            return Err(fields::apply_error(&t, &ns, name, &unknown));
         }
         let now = self.tick();
         let current = match self.get(resource, &ns, name) {
@@ -1054,6 +1145,7 @@ impl Store {
         let rv = meta_str(config, "resourceVersion").map(str::to_string);
         let change = Change {
             verb: "patch",
+            decoded: Decoded::Body,
             status_only: opts.status_only,
             rv,
             request: config.clone(),
@@ -1073,7 +1165,14 @@ impl Store {
         status_only: bool,
     ) -> Result<Value, ApiError> {
         let rv = meta_str(&obj, "resourceVersion").map(str::to_string);
-        let change = Change { verb: "update", status_only, rv, request: obj.clone(), managed_fields: None };
+        let change = Change {
+            verb: "update",
+            decoded: Decoded::Body,
+            status_only,
+            rv,
+            request: obj.clone(),
+            managed_fields: None,
+        };
         self.update_with(resource, ns, name, change, |_, _| Ok(obj))
     }
 
@@ -1087,11 +1186,31 @@ impl Store {
         patch: &Value,
         status_only: bool,
     ) -> Result<Value, ApiError> {
+        self.merge_patch(resource, ns, name, patch, status_only, false)
+    }
+
+    /// A merge patch, or a strategic merge patch (`strategic`: merged as a
+    /// merge patch here, its `$` directives dropped; lists are not merged
+    /// by their keys).
+    pub(crate) fn merge_patch(
+        &mut self,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        patch: &Value,
+        status_only: bool,
+        strategic: bool,
+    ) -> Result<Value, ApiError> {
         let rv = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(str::to_string);
-        let change = Change { verb: "patch", status_only, rv, request: patch.clone(), managed_fields: None };
+        let (decoded, merged) = if strategic {
+            (Decoded::Strategic(patch.clone()), without_directives(patch))
+        } else {
+            (Decoded::Patched, patch.clone())
+        };
+        let change = Change { verb: "patch", decoded, status_only, rv, request: patch.clone(), managed_fields: None };
         self.update_with(resource, ns, name, change, |_, current| {
             let mut proposed = current.clone();
-            merge_patch(&mut proposed, patch);
+            merge_patch(&mut proposed, &merged);
             Ok(proposed)
         })
     }
@@ -1108,7 +1227,14 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let patch: json_patch::Patch = serde_json::from_value(ops.clone())
             .map_err(|e| ApiError::bad_request(format!("the body is not a JSON patch: {e}")))?;
-        let change = Change { verb: "patch", status_only, rv: None, request: ops.clone(), managed_fields: None };
+        let change = Change {
+            verb: "patch",
+            decoded: Decoded::Patched,
+            status_only,
+            rv: None,
+            request: ops.clone(),
+            managed_fields: None,
+        };
         self.update_with(resource, ns, name, change, |t, current| {
             let mut proposed = current.clone();
             // The API server's json-patch (evanphx/json-patch, patch.go
