@@ -554,14 +554,34 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
         w.commit_local(&[write(user("carol"), cm("small", &format!("s{i}"), "v"), "y", 1)]).unwrap();
     }
     assert_eq!(packs(&clone), 1, "small windows are written loose");
+    // A second large window's pack holds what it added, not the whole tree
+    // again: its 150 blobs, the trees they changed and its commits.
+    let second: Vec<Change> = (0..super::writer::PACK_THRESHOLD + 50)
+        .map(|i| write(user("erin"), cm("bigger", &format!("p{i}"), "v"), "e", 2))
+        .collect();
+    w.commit_local(&second).unwrap();
+    assert_eq!(packs(&clone), 2);
+    let newest = std::fs::read_dir(clone.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "idx"))
+        .max_by_key(|p| std::fs::metadata(p).unwrap().modified().unwrap())
+        .unwrap();
+    let listed = git_cli(&clone, &["verify-pack", "-v", &newest.display().to_string()]);
+    let objects =
+        listed.lines().filter(|l| l.contains(" blob ") || l.contains(" tree ") || l.contains(" commit ")).count();
+    assert!(
+        objects < 2 * (super::writer::PACK_THRESHOLD + 50),
+        "the window's pack holds {objects} objects: more than it added"
+    );
     assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
     let push = w.push().unwrap();
     assert_eq!(push.attempts, 1);
     assert_eq!(packs(&remote), 1);
-    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "22");
+    assert_eq!(git_cli(&remote, &["rev-list", "--count", "main"]).trim(), "23");
     assert_eq!(
         git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]).lines().count(),
-        super::writer::PACK_THRESHOLD + 50 + 20
+        2 * (super::writer::PACK_THRESHOLD + 50) + 20
     );
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
     // A short push afterwards is copied loose: still one pack on the remote.

@@ -421,11 +421,9 @@ impl GitWriter {
         };
         let work: &Repository = own_handle.as_ref().unwrap_or(&self.repo);
         let work_odb = work.odb().map_err(git("opening the object database"))?;
-        let mempack = if packed {
-            Some(work_odb.add_new_mempack_backend(1000).map_err(git("adding the in-memory object store"))?)
-        } else {
-            None
-        };
+        if packed {
+            work_odb.add_new_mempack_backend(1000).map_err(git("adding the in-memory object store"))?;
+        }
         let start = self.local_head()?;
         let mut head = start;
         let bootstrap_files = self.bootstrap_files();
@@ -555,9 +553,8 @@ impl GitWriter {
         {
             // Objects first, as one pack, then the ref: the branch never
             // points at something not on disk.
-            if let Some(mempack) = &mempack {
-                let mut pack = git2::Buf::new();
-                mempack.dump(work, &mut pack).map_err(git("packing the window's objects"))?;
+            if packed {
+                let pack = window_pack(work, start, id)?;
                 let odb = self.repo.odb().map_err(git("opening the object database"))?;
                 let mut writer = odb.packwriter().map_err(git("writing the window's pack"))?;
                 std::io::Write::write_all(&mut writer, &pack).map_err(|source| Error::Io {
@@ -755,6 +752,29 @@ pub(super) fn make_commit(
 
 pub(super) fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
     tree.get_path(Path::new(path)).ok().map(|e| e.id())
+}
+
+/// The pack of a window: the objects its commits added, and no others.
+/// (libgit2's mempack dump inserts each commit with its whole tree: every
+/// window's pack would hold the entire mirror again, delta-searched on
+/// every core, which made a first start on a large cluster cost memory and
+/// time growing with the square of its size.) The walk hides the window's
+/// start, so what the start already reaches is left out, as a push does.
+fn window_pack(work: &Repository, start: Option<Oid>, head: Oid) -> Result<git2::Buf> {
+    let context = || "packing the window's objects";
+    let mut walk = work.revwalk().map_err(git(context()))?;
+    walk.push(head).map_err(git(context()))?;
+    if let Some(start) = start {
+        walk.hide(start).map_err(git(context()))?;
+    }
+    let mut builder = work.packbuilder().map_err(git(context()))?;
+    // One thread: a window's delta search is small, and helper threads
+    // would each keep an allocator arena of their own.
+    builder.set_threads(1);
+    builder.insert_walk(&mut walk).map_err(git(context()))?;
+    let mut pack = git2::Buf::new();
+    builder.write_buf(&mut pack).map_err(git(context()))?;
+    Ok(pack)
 }
 
 /// A signature at `at` (the observation time), or now.
