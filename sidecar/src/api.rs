@@ -402,8 +402,7 @@ impl Api {
         tokio::task::spawn_blocking(move || {
             let mut writer = git.lock().unwrap_or_else(|e| e.into_inner());
             let kind = live.iter().find_map(|(_, o)| o.get("kind").and_then(|k| k.as_str())).map(str::to_owned);
-            let docs = live.iter().map(|(k, o)| writer.document(k, o)).collect::<Result<Vec<_>, _>>()?;
-            let tree = writer.documents_of_type_beside(&group, &resource, kind.as_deref(), &scopes, &docs)?;
+            let (tree, docs) = writer.reconcile_documents(&group, &resource, kind.as_deref(), &scopes, &live)?;
             Ok::<_, runtime::attribution::commit::GitError>((tree, docs, live))
         })
         .await

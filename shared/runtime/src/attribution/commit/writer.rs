@@ -675,6 +675,48 @@ impl GitWriter {
         Ok(out)
     }
 
+    /// Both sides of a reconcile: the type's documents in the tree (as
+    /// [`GitWriter::documents_of_type_beside`]) and the live objects'
+    /// documents. Only a live object the tree holds a document of is
+    /// rendered and digested; any other is written whatever its digest, so
+    /// its digest is left empty (a first start renders each object once,
+    /// when it is written, not twice).
+    pub fn reconcile_documents(
+        &mut self,
+        group: &str,
+        resource: &str,
+        kind: Option<&str>,
+        scopes: &[WatchScope],
+        live: &[(ObjectKey, serde_json::Value)],
+    ) -> Result<(Vec<Doc>, Vec<Doc>)> {
+        let type_key = (group.to_owned(), resource.to_owned());
+        if let Some(k) = kind {
+            self.kinds.insert(type_key.clone(), k.to_owned());
+        }
+        let head = self.local_head()?;
+        let tree = tree_of(&self.repo, head)?;
+        self.index.refresh(&self.repo, &tree)?;
+        let matching = match self.kinds.get(&type_key) {
+            Some(k) => KindMatch::Kind(k),
+            None => KindMatch::Resource(resource),
+        };
+        let held: std::collections::HashSet<String> = self
+            .index
+            .identities_of(group, matching, scopes)
+            .map(|id| format!("{}/{}", id.namespace, id.name))
+            .collect();
+        drop(tree);
+        let docs = live
+            .iter()
+            .map(|(k, o)| {
+                let path = format!("{}/{}", k.namespace, k.name);
+                if held.contains(&path) { self.document(k, o) } else { Ok(Doc { path, blob: String::new() }) }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let tree = self.documents_of_type_beside(group, resource, kind, scopes, &docs)?;
+        Ok((tree, docs))
+    }
+
     /// A live object as [`GitWriter::documents_of_type`] names and digests
     /// its document.
     pub fn document(&self, key: &ObjectKey, object: &serde_json::Value) -> Result<Doc> {

@@ -189,6 +189,15 @@ fn documents_read_beside_the_live_ones_are_the_documents_read_alone() {
         let beside = sorted(w.documents_of_type_beside("", "configmaps", Some("ConfigMap"), &[], &live).unwrap());
         assert_eq!(beside, alone, "live web {web}");
     }
+    // Both sides at once: an object the tree holds no document of is not
+    // rendered (its digest is left empty: it is written whatever it is).
+    let objects: Vec<_> = ["web", "new"].iter().map(|n| (cm_key("shop", n), cm("shop", n, "1"))).collect();
+    let (tree, live) = w.reconcile_documents("", "configmaps", Some("ConfigMap"), &[], &objects).unwrap();
+    assert_eq!(sorted(tree), alone);
+    assert_eq!(live[0], w.document(&objects[0].0, &objects[0].1).unwrap());
+    assert_eq!((live[1].path.as_str(), live[1].blob.as_str()), ("shop/new", ""));
+    let plan = rules::mirror::reconcile::plan(&live, &alone, false);
+    assert_eq!((plan.write, plan.unchanged), (vec![1], 1), "web unchanged, new written");
 }
 
 /// Commits `files` to the remote's `main` with the git CLI, as another tool.
