@@ -5,6 +5,7 @@
 //! (`rules::attribution::commit`), re-exported here.
 
 mod apply;
+mod digests;
 pub mod encryption;
 mod index;
 mod known_hosts;

@@ -81,6 +81,8 @@ pub(super) struct Context<'a> {
     /// (group, resource) → kind, as objects of the type named it: a
     /// removal names its type by resource alone.
     pub(super) kinds: &'a mut HashMap<(String, String), String>,
+    /// Where a created document's digest is remembered for the next relist.
+    pub(super) digests: &'a mut super::digests::Digests,
 }
 
 fn refused(key: &ObjectKey, message: impl Into<String>) -> Outcome {
@@ -141,6 +143,10 @@ impl Context<'_> {
                 return Ok(Outcome::Refused(issue));
             }
             let body = render(&desired);
+            // The digest a relist compares this object's document by.
+            if let Ok(digest) = Oid::hash_object(git2::ObjectType::Blob, body.as_bytes()) {
+                self.digests.remember(key, object, digest);
+            }
             let new = match files.get(&path)? {
                 Some(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
                     if self.index.has_unparsable(&path) || is_sensitive_path(&path) {

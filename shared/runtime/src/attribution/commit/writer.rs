@@ -226,6 +226,8 @@ pub struct GitWriter {
     index: DocIndex,
     /// (group, resource) → kind, learned from the objects seen.
     kinds: HashMap<(String, String), String>,
+    /// Live objects' document digests by uid and resourceVersion.
+    digests: super::digests::Digests,
 }
 
 impl std::fmt::Debug for GitWriter {
@@ -263,7 +265,8 @@ impl GitWriter {
             Repository::init_bare(dir).map_err(git(format!("initializing a bare clone at {}", dir.display())))?
         };
         let index = DocIndex::new(&config.prefix);
-        let mut writer = Self { repo, config, metrics: None, index, kinds: HashMap::new() };
+        let mut writer =
+            Self { repo, config, metrics: None, index, kinds: HashMap::new(), digests: Default::default() };
         if let Err(error) = writer.sync() {
             // An unreachable remote must not stop the mirror: windows are
             // committed in the clone and pushed once the remote answers.
@@ -446,6 +449,7 @@ impl GitWriter {
                 sensitive: &self.config.sensitive,
                 index: &mut self.index,
                 kinds: &mut self.kinds,
+                digests: &mut self.digests,
             };
             for &i in &group.changes {
                 match cx.apply(&mut files, &changes[i])? {
@@ -706,13 +710,36 @@ impl GitWriter {
             .map(|id| format!("{}/{}", id.namespace, id.name))
             .collect();
         drop(tree);
-        let docs = live
-            .iter()
-            .map(|(k, o)| {
-                let path = format!("{}/{}", k.namespace, k.name);
-                if held.contains(&path) { self.document(k, o) } else { Ok(Doc { path, blob: String::new() }) }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut seen = HashMap::with_capacity(held.len());
+        let mut docs = Vec::with_capacity(live.len());
+        for (k, o) in live {
+            let path = format!("{}/{}", k.namespace, k.name);
+            if !held.contains(&path) {
+                docs.push(Doc { path, blob: String::new() });
+                continue;
+            }
+            let digest = match self.digests.get(k, o) {
+                Some(d) => d,
+                None => Oid::hash_object(git2::ObjectType::Blob, &render_manifest(k, o)?)
+                    .map_err(git("hashing a manifest"))?,
+            };
+            if let Some(stamp) = super::digests::stamp(o) {
+                seen.insert(stamp.0, (stamp.1, digest));
+            }
+            docs.push(Doc { path, blob: digest.to_string() });
+        }
+        // A reconcile of the whole type saw every object of it.
+        if let Some((k, _)) = live.first()
+            && scopes.iter().all(|s| *s == WatchScope::Everywhere)
+        {
+            self.digests.replace_type(k, seen);
+        } else {
+            for ((k, o), d) in live.iter().zip(&docs) {
+                if let Ok(digest) = Oid::from_str(&d.blob) {
+                    self.digests.remember(k, o, digest);
+                }
+            }
+        }
         let tree = self.documents_of_type_beside(group, resource, kind, scopes, &docs)?;
         Ok((tree, docs))
     }

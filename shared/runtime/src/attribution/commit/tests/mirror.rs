@@ -198,6 +198,22 @@ fn documents_read_beside_the_live_ones_are_the_documents_read_alone() {
     assert_eq!((live[1].path.as_str(), live[1].blob.as_str()), ("shop/new", ""));
     let plan = rules::mirror::reconcile::plan(&live, &alone, false);
     assert_eq!((plan.write, plan.unchanged), (vec![1], 1), "web unchanged, new written");
+    // An object with a uid and resourceVersion is digested once per
+    // version: the same version is taken as remembered (here, on purpose,
+    // with other content), a new one is rendered again.
+    let versioned = |data: &str, rv: &str| {
+        let mut o = cm("shop", "web", data);
+        o["metadata"]["uid"] = serde_json::json!("0f8fad5b-d9cb-469f-a165-70867728950e");
+        o["metadata"]["resourceVersion"] = serde_json::json!(rv);
+        vec![(cm_key("shop", "web"), o)]
+    };
+    let mut digest = |objects: &[(ObjectKey, serde_json::Value)]| {
+        w.reconcile_documents("", "configmaps", Some("ConfigMap"), &[], objects).unwrap().1[0].blob.clone()
+    };
+    let first = digest(&versioned("1", "7"));
+    assert_eq!(first, live[0].blob);
+    assert_eq!(digest(&versioned("2", "7")), first, "remembered for resourceVersion 7");
+    assert_ne!(digest(&versioned("2", "8")), first, "a new resourceVersion is rendered");
 }
 
 /// Commits `files` to the remote's `main` with the git CLI, as another tool.

@@ -1,0 +1,101 @@
+//! The digests of live objects' documents, remembered by object uid and
+//! resourceVersion: an object whose resourceVersion has not moved renders
+//! to the same document, so a relist of an unchanged type hashes nothing
+//! again. Filled when an object's file is created and when a reconcile
+//! renders it; each type's entries are replaced by the live ones at a
+//! reconcile of the whole type, so they follow the cluster, not its past.
+
+use std::collections::HashMap;
+
+use git2::Oid;
+use rules::attribution::render::ObjectKey;
+
+/// At most this many entries a type; past it the type's entries are
+/// forgotten (only a digest is recomputed: nothing else depends on them).
+const MAX_PER_TYPE: usize = 250_000;
+
+/// An object's identity and version: (uid, resourceVersion), both as the
+/// API server writes them (a uuid, a decimal); `None` for anything else,
+/// which is then never remembered.
+pub(super) fn stamp(object: &serde_json::Value) -> Option<(u128, u64)> {
+    let meta = object.get("metadata")?;
+    let uid: String = meta.get("uid")?.as_str()?.chars().filter(|c| *c != '-').collect();
+    if uid.len() != 32 {
+        return None;
+    }
+    let uid = u128::from_str_radix(&uid, 16).ok()?;
+    let rv = meta.get("resourceVersion")?.as_str()?.parse().ok()?;
+    Some((uid, rv))
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Digests {
+    /// `group/version/resource` → uid → (resourceVersion, digest).
+    by_type: HashMap<String, HashMap<u128, (u64, Oid)>>,
+}
+
+fn type_id(key: &ObjectKey) -> String {
+    format!("{}/{}/{}", key.group, key.version, key.resource)
+}
+
+impl Digests {
+    /// The remembered digest of `object`'s document, if its version has not moved.
+    pub(super) fn get(&self, key: &ObjectKey, object: &serde_json::Value) -> Option<Oid> {
+        let (uid, rv) = stamp(object)?;
+        let (held, digest) = self.by_type.get(&type_id(key))?.get(&uid)?;
+        (*held == rv).then_some(*digest)
+    }
+
+    pub(super) fn remember(&mut self, key: &ObjectKey, object: &serde_json::Value, digest: Oid) {
+        let Some((uid, rv)) = stamp(object) else { return };
+        let of_type = self.by_type.entry(type_id(key)).or_default();
+        if of_type.len() >= MAX_PER_TYPE {
+            of_type.clear();
+        }
+        of_type.insert(uid, (rv, digest));
+    }
+
+    /// A reconcile of the whole type saw exactly these objects: the type's
+    /// entries become theirs (a vanished object's entry goes).
+    pub(super) fn replace_type(&mut self, key: &ObjectKey, live: HashMap<u128, (u64, Oid)>) {
+        self.by_type.insert(type_id(key), live);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn key() -> ObjectKey {
+        ObjectKey {
+            version: "v1".into(),
+            resource: "configmaps".into(),
+            namespace: "shop".into(),
+            name: "web".into(),
+            ..ObjectKey::default()
+        }
+    }
+
+    fn object(rv: &str) -> serde_json::Value {
+        json!({"metadata": {"name": "web", "uid": "0f8fad5b-d9cb-469f-a165-70867728950e", "resourceVersion": rv}})
+    }
+
+    #[test]
+    fn a_digest_is_remembered_until_the_resource_version_moves() {
+        let mut d = Digests::default();
+        let digest = Oid::hash_object(git2::ObjectType::Blob, b"x").unwrap();
+        assert_eq!(d.get(&key(), &object("7")), None);
+        d.remember(&key(), &object("7"), digest);
+        assert_eq!(d.get(&key(), &object("7")), Some(digest));
+        assert_eq!(d.get(&key(), &object("8")), None, "a new version renders anew");
+        let other_version = ObjectKey { version: "v2".into(), ..key() };
+        assert_eq!(d.get(&other_version, &object("7")), None, "another API version renders another document");
+        d.replace_type(&key(), HashMap::new());
+        assert_eq!(d.get(&key(), &object("7")), None, "gone from the live list, forgotten");
+        // No uid or a non-numeric version: never remembered.
+        d.remember(&key(), &json!({"metadata": {"resourceVersion": "7"}}), digest);
+        assert!(stamp(&json!({"metadata": {"uid": "x", "resourceVersion": "7"}})).is_none());
+    }
+}
