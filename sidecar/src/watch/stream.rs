@@ -39,7 +39,9 @@ pub enum Item {
 pub struct Listed {
     pub ty: Arc<WatchedType>,
     pub scope: WatchScope,
-    pub objects: Vec<Value>,
+    /// The listed objects, each already encoded as the JSON a reconcile
+    /// sends: encoded here, beside the reconcile in flight, not after it.
+    pub objects: Vec<Vec<u8>>,
     /// The list's resourceVersion.
     pub revision: String,
     pub at: Instant,
@@ -165,7 +167,10 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
         let ty_now = ty.borrow().clone();
         // Consumed as converted: the typed list is not kept for the life of
         // the watch beside the JSON the window takes.
-        let objects: Vec<Value> = objects.into_iter().map(|o| complete(to_value(&o), &ty_now)).collect();
+        let objects: Vec<Vec<u8>> = objects
+            .into_iter()
+            .map(|o| serde_json::to_vec(&complete(to_value(&o), &ty_now)).unwrap_or_default())
+            .collect();
         tracing::debug!(r#type = %key, %scope, objects = objects.len(), %revision, "listed");
         let listed = Item::Listed(Listed {
             ty: ty_now,

@@ -328,8 +328,8 @@ async fn reconcile(
         exclude_field_managers: settings.exclude_field_managers.clone(),
         prune: settings.live.borrow().prune,
     };
-    // Encoded once and the objects let go: one copy of the list, not two.
-    let encoded: Vec<Vec<u8>> = objects.into_iter().map(|o| serde_json::to_vec(&o).unwrap_or_default()).collect();
+    // Encoded by the list's own task: one copy of the list, not two.
+    let encoded = objects;
     let response = until_answered("Reconcile", metrics, &settings.reported, || {
         let mut chunks: Vec<proto::ReconcileChunk> = encoded
             .chunks(RECONCILE_CHUNK)
