@@ -20,15 +20,13 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use common::cluster::{Cluster, commits, files, metric, rss_mib, stop, type_of, until};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use rules::attribution::Tier;
 use rules::attribution::commit::{Action, Change};
 use rules::attribution::render::ObjectKey;
-use serde_json::{Value, json};
-use testkit::fakeapi::{ResourceType, Store};
 use testkit::free_port;
 use testkit::mirror::git;
 
@@ -87,148 +85,9 @@ fn args() -> Args {
     a
 }
 
-/// Type `t`: (group, version, plural, kind); 0 and 1 are built-ins.
-fn type_of(t: usize) -> (String, String, String, String) {
-    match t {
-        0 => ("".into(), "v1".into(), "configmaps".into(), "ConfigMap".into()),
-        1 => ("apps".into(), "v1".into(), "deployments".into(), "Deployment".into()),
-        _ => ("bench.example.com".into(), "v1".into(), format!("widget{t}s"), format!("Widget{t}")),
-    }
-}
-
-/// The `--resource` name of type `t`.
-fn resource_arg(t: usize) -> String {
-    let (group, _, plural, _) = type_of(t);
-    if group.is_empty() { plural } else { format!("{plural}.{group}") }
-}
-
-/// RFC 3339 for `ago` before now.
-fn stamp(ago: Duration) -> String {
-    let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    rules::attribution::why::history::rfc3339(now - ago.as_secs() as i64)
-}
-
-/// Object `i` (generation `g`): a realistic size for its type. Generation 1
-/// was created a week ago, generation 2 just now; the managed fields say
-/// when, as an API server records every write.
-fn object(a: &Args, i: usize, g: u32) -> (usize, Value) {
-    let t = i % a.types;
-    let ns = format!("ns-{}", (i / a.types) % a.namespaces);
-    let name = format!("obj-{i}");
-    let (group, version, _, kind) = type_of(t);
-    let api_version = if group.is_empty() { version } else { format!("{group}/{version}") };
-    let week = Duration::from_secs(7 * 24 * 3600);
-    let written = if g == 1 { stamp(week) } else { stamp(Duration::ZERO) };
-    let meta = json!({"name": name, "namespace": ns, "creationTimestamp": stamp(week),
-        "labels": {"app": format!("app-{}", i % 97), "tier": "bench"},
-        "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update",
-            "apiVersion": api_version, "time": written, "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}}]});
-    let value = match t {
-        0 => json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "data": {
-            "settings.yaml": format!("replicas: {g}\nregion: eu-west-{}\nfeatures:\n  - a\n  - b\n", i % 3),
-            "endpoint": format!("https://svc-{i}.example.internal:8443/api/v{g}"),
-            "notes": "x".repeat(400),
-        }}),
-        1 => json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {
-            "replicas": 2 + g,
-            "selector": {"matchLabels": {"app": format!("app-{}", i % 97)}},
-            "template": {"metadata": {"labels": {"app": format!("app-{}", i % 97)}}, "spec": {"containers": [{
-                "name": "main", "image": format!("registry.example.com/app:{g}.{}", i % 10),
-                "ports": [{"containerPort": 8080}],
-                "env": [{"name": "MODE", "value": "production"}, {"name": "SHARD", "value": format!("{}", i % 16)}],
-                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-            }]}},
-        }}),
-        _ => json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "spec": {
-            "size": i, "generation": g, "owner": format!("team-{}", i % 12), "enabled": i.is_multiple_of(2),
-        }}),
-    };
-    (t, value)
-}
-
-fn store(a: &Args) -> Store {
-    let mut store = Store::new();
-    for t in 2..a.types {
-        let (group, version, plural, kind) = type_of(t);
-        store.register(ResourceType::builtin(&group, &version, &plural, &kind, true));
-    }
-    for n in 0..a.namespaces {
-        store
-            .seed_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n}")}}))
-            .unwrap();
-    }
-    for i in 0..a.objects {
-        store.seed_object(object(a, i, 1).1).unwrap();
-    }
-    store
-}
-
-/// Files in the remote's `main` (0 before the first push).
-fn files(remote: &std::path::Path) -> usize {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(remote)
-        .args(["ls-tree", "-r", "--name-only", "main"])
-        .stderr(Stdio::null())
-        .output()
-        .expect("git runs");
-    out.stdout.iter().filter(|b| **b == b'\n').count()
-}
-
-fn commits(remote: &std::path::Path) -> usize {
-    git(remote, &["rev-list", "--count", "main"]).trim().parse().unwrap_or(0)
-}
-
-fn metric(port: u16, name: &str) -> u64 {
-    testkit::sidecar::http_get(port, "/metrics")
-        .lines()
-        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
-}
-
-fn watcher(
-    a: &Args,
-    kubeconfig: &std::path::Path,
-    socket: &std::path::Path,
-    metrics: u16,
-    log: &std::path::Path,
-) -> Child {
-    let mut cmd = Command::new(testkit::sidecar::binary());
-    cmd.arg("watch");
-    for t in 0..a.types {
-        cmd.args(["--resource", &resource_arg(t)]);
-    }
-    cmd.args(["--commit-window", "1s", "--kubeconfig"])
-        .arg(kubeconfig)
-        .arg("--socket")
-        .arg(socket)
-        .args(["--metrics-listen", &format!("127.0.0.1:{metrics}")])
-        .env("REVERSER_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap())
-        .spawn()
-        .expect("watch starts")
-}
-
-fn stop(mut child: Child) {
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let _ = child.wait();
-}
-
-/// Waits until `done`, or panics naming `what` after `within`.
-fn until(what: &str, within: Duration, log: &std::path::Path, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        if Instant::now() > deadline {
-            let text = std::fs::read_to_string(log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(30).collect();
-            panic!(
-                "timed out waiting for {what}; the watcher's last lines:\n{}",
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            );
-        }
-        std::thread::sleep(Duration::from_millis(250));
+impl Args {
+    fn cluster(&self) -> Cluster {
+        Cluster { objects: self.objects, types: self.types, namespaces: self.namespaces }
     }
 }
 
@@ -239,7 +98,7 @@ fn git_only(a: &Args) -> Duration {
     let (mut w, remote) = common::pushing_writer(tmp.path(), "");
     let mut by_type: Vec<Vec<Change>> = (0..a.types).map(|_| Vec::new()).collect();
     for i in 0..a.objects {
-        let (t, value) = object(a, i, 1);
+        let (t, value) = a.cluster().object(i, 1);
         let (group, version, resource, _) = type_of(t);
         by_type[t].push(Change {
             object: ObjectKey {
@@ -304,10 +163,6 @@ fn lists_alone(a: &Args, kubeconfig: &std::path::Path) -> Duration {
     })
 }
 
-fn rss_mib(pid: u32) -> f64 {
-    common::rss_kib(pid) as f64 / 1024.0
-}
-
 /// Where a process's resident memory is: (anonymous, file-backed) MiB,
 /// from `/proc/<pid>/status` (file-backed: mapped pack files and binaries).
 fn rss_split(pid: u32) -> (f64, f64) {
@@ -337,7 +192,7 @@ fn main() {
     }
     let dir = tempfile::tempdir().unwrap();
     let seeded = Instant::now();
-    let api = testkit::fakeapi::spawn(store(&a)).unwrap();
+    let api = testkit::fakeapi::spawn(a.cluster().store()).unwrap();
     eprintln!("seeded the fake API in {:.1} s", seeded.elapsed().as_secs_f64());
     let kubeconfig = api.write_kubeconfig(&dir.path().join("kubeconfig"), "ns-0").unwrap();
     let remote = dir.path().join("remote.git");
@@ -365,7 +220,7 @@ fn main() {
 
     // First start: an empty remote, every object listed and written.
     let t = Instant::now();
-    let w = watcher(&a, &kubeconfig, &serve.socket, wm, &log);
+    let w = a.cluster().watcher(&kubeconfig, &serve.socket, wm, &log, "1s");
     until("every object in the remote", Duration::from_secs(3600), &log, || files(&remote) >= a.objects);
     let first = t.elapsed();
     let first_commits = commits(&remote);
@@ -384,7 +239,7 @@ fn main() {
     // Restart on an unchanged cluster: the relist makes no commit.
     stop(w);
     let t = Instant::now();
-    let w = watcher(&a, &kubeconfig, &serve.socket, wm, &log);
+    let w = a.cluster().watcher(&kubeconfig, &serve.socket, wm, &log, "1s");
     until("every type relisted", Duration::from_secs(3600), &log, || {
         metric(wm, "gitopsreverser_mirror_reconciles_total") >= a.types as u64
     });
@@ -399,7 +254,7 @@ fn main() {
         let mut store = api.store.lock().unwrap();
         let step = (a.objects / a.changes.max(1)).max(1);
         for i in (0..a.objects).step_by(step).take(a.changes) {
-            let (t, value) = object(&a, i, 2);
+            let (t, value) = a.cluster().object(i, 2);
             let (group, _, plural, _) = type_of(t);
             let resource = if group.is_empty() { plural } else { format!("{plural}.{group}") };
             let ns = value["metadata"]["namespace"].as_str().unwrap().to_owned();
@@ -408,7 +263,7 @@ fn main() {
         }
     }
     let t = Instant::now();
-    let w = watcher(&a, &kubeconfig, &serve.socket, wm, &log);
+    let w = a.cluster().watcher(&kubeconfig, &serve.socket, wm, &log, "1s");
     until("the changes relisted", Duration::from_secs(3600), &log, || {
         metric(wm, "gitopsreverser_mirror_reconciles_total") >= a.types as u64
     });

@@ -1,6 +1,9 @@
 //! What the sidecar benchmarks share: an API server's keep-alive mTLS
-//! connection to an audit webhook, and reading a process's resident memory.
+//! connection to an audit webhook, reading a process's resident memory, and
+//! the scale benchmarks' cluster ([`cluster`]).
 #![allow(dead_code)]
+
+pub mod cluster;
 
 use std::path::Path;
 use std::sync::Arc;
