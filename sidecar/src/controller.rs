@@ -174,10 +174,10 @@ pub async fn run(args: Args) -> Result<()> {
         crate::target::parse_target(t)?;
     }
     tracing::info!(
-        "API server     {} (a call gives up unless answered {}); serving every GitTarget with image {}",
-        server.url,
-        bounds.describe(),
-        args.image
+        server = %server.url,
+        bound = %bounds.describe(),
+        image = %args.image,
+        "serving every GitTarget; a call to the API server gives up unless answered within the bound"
     );
     let ctx = Arc::new(Ctx {
         client: client.clone(),

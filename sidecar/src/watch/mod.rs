@@ -133,7 +133,7 @@ pub async fn run(args: Args) -> Result<()> {
     let bounds = Bounds::new(args.request_timeout);
     let (client, server) = Server::connect(args.kubeconfig.as_deref(), bounds).await?;
     let (watch_client, _) = Server::connect(args.kubeconfig.as_deref(), bounds.with_read(WATCH_SILENCE)).await?;
-    tracing::info!("API server     {} (a call gives up unless answered {})", server.url, bounds.describe());
+    tracing::info!(server = %server.url, bound = %bounds.describe(), "API server: a call gives up unless answered within the bound");
     let metrics = Arc::new(WatchMetrics::default());
     let readiness = Arc::new(Readiness::default());
     let mut tasks = Tasks::new();
