@@ -155,6 +155,11 @@ pub async fn run(
         // A request's close delay ends its wait: the window flushes for it.
         let flush_at = requests.iter().map(|r| r.finalize_at).min().map_or(flush_at, |f| f.min(flush_at));
         tokio::select! {
+            // Events already delivered go into the window before its timer
+            // is looked at: after a long Commit call the backlog waiting in
+            // the channel is older than the window's silence, and a timer
+            // taken first would send it one or two events per commit.
+            biased;
             item = rx.recv() => match item {
                 Some(Item::Event { ty, kind, object, at }) => {
                     if pending.is_empty() {
@@ -171,7 +176,8 @@ pub async fn run(
                         },
                         at,
                     });
-                    if settings.live.borrow().policy.full(pending.len()) {
+                    let policy = settings.live.borrow().policy;
+                    if policy.full(pending.len()) || Instant::now() >= first + policy.max_wait {
                         push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
                 }
