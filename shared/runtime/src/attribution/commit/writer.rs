@@ -636,19 +636,9 @@ impl GitWriter {
         scopes: &[WatchScope],
         live: &[Doc],
     ) -> Result<Vec<Doc>> {
-        let type_key = (group.to_owned(), resource.to_owned());
-        if let Some(k) = kind {
-            self.kinds.insert(type_key.clone(), k.to_owned());
-        }
+        let wanted = self.identities_of_type(group, resource, kind, scopes)?;
         let head = self.local_head()?;
         let tree = tree_of(&self.repo, head)?;
-        self.index.refresh(&self.repo, &tree)?;
-        let matching = match self.kinds.get(&type_key) {
-            Some(k) => KindMatch::Kind(k),
-            None => KindMatch::Resource(resource),
-        };
-        let wanted: std::collections::HashSet<DocIdentity> =
-            self.index.identities_of(group, matching, scopes).cloned().collect();
         let live: HashMap<&str, &str> = live.iter().map(|d| (d.path.as_str(), d.blob.as_str())).collect();
         let mut at: HashMap<&str, Vec<&DocIdentity>> = HashMap::new();
         for id in &wanted {
@@ -679,6 +669,30 @@ impl GitWriter {
         Ok(out)
     }
 
+    /// The identities of the type's documents the tree holds in `scopes`,
+    /// the index brought to the branch tip first. `kind`, when a listed
+    /// object named it, is learned for the type.
+    fn identities_of_type(
+        &mut self,
+        group: &str,
+        resource: &str,
+        kind: Option<&str>,
+        scopes: &[WatchScope],
+    ) -> Result<std::collections::HashSet<DocIdentity>> {
+        let type_key = (group.to_owned(), resource.to_owned());
+        if let Some(k) = kind {
+            self.kinds.insert(type_key.clone(), k.to_owned());
+        }
+        let head = self.local_head()?;
+        let tree = tree_of(&self.repo, head)?;
+        self.index.refresh(&self.repo, &tree)?;
+        let matching = match self.kinds.get(&type_key) {
+            Some(k) => KindMatch::Kind(k),
+            None => KindMatch::Resource(resource),
+        };
+        Ok(self.index.identities_of(group, matching, scopes).cloned().collect())
+    }
+
     /// Both sides of a reconcile: the type's documents in the tree (as
     /// [`GitWriter::documents_of_type_beside`]) and the live objects'
     /// documents. Only a live object the tree holds a document of is
@@ -693,23 +707,11 @@ impl GitWriter {
         scopes: &[WatchScope],
         live: &[(ObjectKey, serde_json::Value)],
     ) -> Result<(Vec<Doc>, Vec<Doc>)> {
-        let type_key = (group.to_owned(), resource.to_owned());
-        if let Some(k) = kind {
-            self.kinds.insert(type_key.clone(), k.to_owned());
-        }
-        let head = self.local_head()?;
-        let tree = tree_of(&self.repo, head)?;
-        self.index.refresh(&self.repo, &tree)?;
-        let matching = match self.kinds.get(&type_key) {
-            Some(k) => KindMatch::Kind(k),
-            None => KindMatch::Resource(resource),
-        };
         let held: std::collections::HashSet<String> = self
-            .index
-            .identities_of(group, matching, scopes)
+            .identities_of_type(group, resource, kind, scopes)?
+            .iter()
             .map(|id| format!("{}/{}", id.namespace, id.name))
             .collect();
-        drop(tree);
         let mut seen = HashMap::with_capacity(held.len());
         let mut docs = Vec::with_capacity(live.len());
         for (k, o) in live {
