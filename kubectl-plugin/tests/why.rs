@@ -500,7 +500,8 @@ fn the_readme_first_run_goes_from_serve_to_a_why_that_names_alice() {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some((_, curl)) = line.split_once("try it") {
+            // The curl is the `command` field of serve's `try it` line.
+            if let Some((_, curl)) = line.split_once("try it command=") {
                 let _ = tx.send(curl.trim().to_string());
             }
         }
