@@ -55,10 +55,19 @@ impl Digests {
         of_type.insert(uid, (rv, digest));
     }
 
-    /// A reconcile of the whole type saw exactly these objects: the type's
-    /// entries become theirs (a vanished object's entry goes).
-    pub(super) fn replace_type(&mut self, key: &ObjectKey, live: HashMap<u128, (u64, Oid)>) {
-        self.by_type.insert(type_id(key), live);
+    /// What a reconcile digested. A reconcile of the `whole` type saw
+    /// every object of it: the type's entries become these (a vanished
+    /// object's entry goes); a reconcile of some namespaces adds them.
+    pub(super) fn add_type(&mut self, key: &ObjectKey, seen: HashMap<u128, (u64, Oid)>, whole: bool) {
+        if whole {
+            self.by_type.insert(type_id(key), seen);
+            return;
+        }
+        let of_type = self.by_type.entry(type_id(key)).or_default();
+        if of_type.len() + seen.len() > MAX_PER_TYPE {
+            of_type.clear();
+        }
+        of_type.extend(seen);
     }
 }
 
@@ -92,7 +101,7 @@ mod tests {
         assert_eq!(d.get(&key(), &object("8")), None, "a new version renders anew");
         let other_version = ObjectKey { version: "v2".into(), ..key() };
         assert_eq!(d.get(&other_version, &object("7")), None, "another API version renders another document");
-        d.replace_type(&key(), HashMap::new());
+        d.add_type(&key(), HashMap::new(), true);
         assert_eq!(d.get(&key(), &object("7")), None, "gone from the live list, forgotten");
         // No uid or a non-numeric version: never remembered.
         d.remember(&key(), &json!({"metadata": {"resourceVersion": "7"}}), digest);

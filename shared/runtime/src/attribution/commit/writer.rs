@@ -637,11 +637,17 @@ impl GitWriter {
         live: &[Doc],
     ) -> Result<Vec<Doc>> {
         let wanted = self.identities_of_type(group, resource, kind, scopes)?;
+        self.tree_documents(&wanted, live)
+    }
+
+    /// The documents of `wanted` in the branch tip's tree, beside the live
+    /// documents (see [`GitWriter::documents_of_type_beside`]).
+    fn tree_documents(&self, wanted: &std::collections::HashSet<DocIdentity>, live: &[Doc]) -> Result<Vec<Doc>> {
         let head = self.local_head()?;
         let tree = tree_of(&self.repo, head)?;
         let live: HashMap<&str, &str> = live.iter().map(|d| (d.path.as_str(), d.blob.as_str())).collect();
         let mut at: HashMap<&str, Vec<&DocIdentity>> = HashMap::new();
-        for id in &wanted {
+        for id in wanted {
             if let Some(path) = self.index.find(id) {
                 at.entry(path).or_default().push(id);
             }
@@ -707,11 +713,9 @@ impl GitWriter {
         scopes: &[WatchScope],
         live: &[(ObjectKey, serde_json::Value)],
     ) -> Result<(Vec<Doc>, Vec<Doc>)> {
-        let held: std::collections::HashSet<String> = self
-            .identities_of_type(group, resource, kind, scopes)?
-            .iter()
-            .map(|id| format!("{}/{}", id.namespace, id.name))
-            .collect();
+        let wanted = self.identities_of_type(group, resource, kind, scopes)?;
+        let held: std::collections::HashSet<String> =
+            wanted.iter().map(|id| format!("{}/{}", id.namespace, id.name)).collect();
         let mut seen = HashMap::with_capacity(held.len());
         let mut docs = Vec::with_capacity(live.len());
         for (k, o) in live {
@@ -730,19 +734,12 @@ impl GitWriter {
             }
             docs.push(Doc { path, blob: digest.to_string() });
         }
-        // A reconcile of the whole type saw every object of it.
-        if let Some((k, _)) = live.first()
-            && scopes.iter().all(|s| *s == WatchScope::Everywhere)
-        {
-            self.digests.replace_type(k, seen);
-        } else {
-            for ((k, o), d) in live.iter().zip(&docs) {
-                if let Ok(digest) = Oid::from_str(&d.blob) {
-                    self.digests.remember(k, o, digest);
-                }
-            }
+        if let Some((k, _)) = live.first() {
+            // A reconcile of the whole type saw every object of it.
+            let whole = scopes.iter().all(|s| *s == WatchScope::Everywhere);
+            self.digests.add_type(k, seen, whole);
         }
-        let tree = self.documents_of_type_beside(group, resource, kind, scopes, &docs)?;
+        let tree = self.tree_documents(&wanted, &docs)?;
         Ok((tree, docs))
     }
 
