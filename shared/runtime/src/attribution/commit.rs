@@ -10,6 +10,7 @@ pub mod encryption;
 mod index;
 mod known_hosts;
 mod push;
+mod packs;
 pub use push::probe;
 pub mod signing;
 mod writer;

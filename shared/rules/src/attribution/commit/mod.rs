@@ -4,6 +4,7 @@
 //! - [`plan`]: the pure decisions. Which changes of one commit window go into
 //!   which commit ("one commit per author, in event order"), who authors it
 //!   and the message with its `Reverser-Tier` / `Reverser-Audit-ID` trailers.
+//! - [`repack`]: which of the clone's packs the writer merges into one.
 //! - [`identity`]: who authors it, as gitops-reverser spells it (the
 //!   resolved actor, else exactly `unknown (attribution unresolved)`).
 //! - [`GitWriter`]: the thin executor. Writes the manifest tree of a local
@@ -27,6 +28,7 @@ use crate::attribution::{ActorKind, Fact, Tier};
 
 pub mod identity;
 pub mod plan;
+pub mod repack;
 
 pub use identity::{
     AuthorMode, NOREPLY_DOMAIN, UNRESOLVED_AUTHOR_EMAIL, UNRESOLVED_AUTHOR_NAME, author_identity, commit_author,

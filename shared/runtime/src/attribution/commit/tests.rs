@@ -590,6 +590,51 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
 }
 
+/// A steady stream of large windows leaves a pack each; merged in the
+/// background as the tiers fill, the clone keeps few packs, and the windows
+/// committed while a merge runs, the history and every file stay whole.
+#[test]
+fn a_stream_of_packed_windows_is_merged_into_few_packs_and_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    let clone = tmp.path().join("clone");
+    let windows = 20;
+    let size = super::writer::PACK_THRESHOLD + 50;
+    for n in 0..windows {
+        // Half new objects, half a new version of the same ones.
+        let window: Vec<Change> = (0..size)
+            .map(|i| {
+                let name = if i % 2 == 0 { format!("o{n}-{i}") } else { format!("shared-{i}") };
+                write(user(["alice", "bob", "carol"][i % 3]), cm("steady", &name, &format!("v{n}")), "x", n as u64)
+            })
+            .collect();
+        let out = w.commit_local(&window).unwrap();
+        assert!(!out.commits.is_empty(), "window {n} committed");
+    }
+    w.repack.wait();
+    let merged = super::packs::packs(&clone).unwrap();
+    assert!(
+        merged.len() < rules::attribution::commit::repack::FAN_IN as usize,
+        "{} packs after {windows} packed windows",
+        merged.len()
+    );
+    assert!(w.repack.merges() >= 2, "{} merges", w.repack.merges());
+    // Every object is still there: the history, each tree and blob.
+    assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    let commits: usize = git_cli(&clone, &["rev-list", "--count", "main"]).trim().parse().unwrap();
+    assert_eq!(commits, 3 * windows);
+    let files = git_cli(&clone, &["ls-tree", "-r", "--name-only", "main"]).lines().count();
+    assert_eq!(files, windows * size / 2 + size / 2);
+    // The writer reads through the merged packs: one more window over the
+    // same objects commits, and a rewrite of what it holds changes nothing.
+    let again: Vec<Change> =
+        (0..size).map(|i| write(user("dave"), cm("steady", &format!("o0-{i}"), "last"), "y", 99)).collect();
+    assert_eq!(w.commit_local(&again).unwrap().commits.len(), 1);
+    assert_eq!(w.commit_local(&again).unwrap().commits.len(), 0);
+    w.repack.wait();
+    assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
 use testkit::git_http;
 
 fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, GitError> {

@@ -228,6 +228,11 @@ pub struct GitWriter {
     kinds: HashMap<(String, String), String>,
     /// Live objects' document digests by uid and resourceVersion.
     digests: super::digests::Digests,
+    /// Merges the window packs in the background.
+    pub(super) repack: super::packs::Maintainer,
+    /// Merges done when `repo` was opened: once more are done, `repo` is
+    /// reopened, letting go of the files of the packs they replaced.
+    repack_seen: u64,
 }
 
 impl std::fmt::Debug for GitWriter {
@@ -265,8 +270,18 @@ impl GitWriter {
             Repository::init_bare(dir).map_err(git(format!("initializing a bare clone at {}", dir.display())))?
         };
         let index = DocIndex::new(&config.prefix);
-        let mut writer =
-            Self { repo, config, metrics: None, index, kinds: HashMap::new(), digests: Default::default() };
+        let mut writer = Self {
+            repo,
+            config,
+            metrics: None,
+            index,
+            kinds: HashMap::new(),
+            digests: Default::default(),
+            repack: Default::default(),
+            repack_seen: 0,
+        };
+        // Packs an earlier run left are merged as the rule says, too.
+        writer.repack.request(&writer.config.repo_dir);
         if let Err(error) = writer.sync() {
             // An unreachable remote must not stop the mirror: windows are
             // committed in the clone and pushed once the remote answers.
@@ -382,6 +397,12 @@ impl GitWriter {
         kind: &CommitKind,
         requested: Option<&Requested>,
     ) -> Result<CommitOutcome> {
+        let merges = self.repack.merges();
+        if merges != self.repack_seen {
+            self.repo = Repository::open_bare(&self.config.repo_dir)
+                .map_err(git(format!("reopening the clone at {}", self.config.repo_dir.display())))?;
+            self.repack_seen = merges;
+        }
         // The gate first, on the tree the window starts from: a refused
         // folder is refused before anything is edited, so the index stays.
         let head = self.local_head()?;
@@ -566,6 +587,7 @@ impl GitWriter {
                     source,
                 })?;
                 writer.commit().map_err(git("writing the window's pack"))?;
+                self.repack.request(&self.config.repo_dir);
             }
             self.set_local_head(id, "reverser: commit")?;
         }

@@ -1,0 +1,223 @@
+//! Pack maintenance's executor: merges the clone's packs as
+//! `rules::attribution::commit::repack` decides, on a thread of its own, so
+//! a large merge never holds a commit window back.
+//!
+//! A merge is exact: the new pack holds every object of the packs it
+//! replaces, read from their indexes, and they are deleted only once it is
+//! on disk. Nothing depends on what is reachable, so no object is ever lost
+//! to a merge, whatever the branch did meanwhile. Packs with a `.keep` file
+//! are left alone, as git leaves them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use git2::{Oid, Repository};
+use rules::attribution::commit::repack::rollup;
+
+use super::{GitError as Error, Result};
+
+/// One pack in `objects/pack`.
+#[derive(Debug, Clone)]
+pub(super) struct PackFile {
+    /// `objects/pack/pack-<hash>` (no extension).
+    stem: PathBuf,
+    pub(super) objects: u64,
+}
+
+/// The packs of the clone at `repo_dir`, kept ones left out.
+pub(super) fn packs(repo_dir: &Path) -> Result<Vec<PackFile>> {
+    let dir = repo_dir.join("objects").join("pack");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(io(format!("listing {}", dir.display()), source)),
+    };
+    let mut packs = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|source| io(format!("listing {}", dir.display()), source))?.path();
+        if path.extension().is_none_or(|e| e != "idx") {
+            continue;
+        }
+        let stem = path.with_extension("");
+        if stem.with_extension("keep").exists() || !stem.with_extension("pack").exists() {
+            continue;
+        }
+        let header = read_prefix(&path, IDX_HEADER)?;
+        packs.push(PackFile { objects: u64::from(idx_count(&header, &path)?), stem });
+    }
+    Ok(packs)
+}
+
+/// Version 2 pack index: magic, version, then 256 cumulative counts by
+/// first byte (gitformat-pack(5)); the last count is the pack's objects.
+const IDX_MAGIC: [u8; 4] = [0xff, b't', b'O', b'c'];
+const IDX_HEADER: usize = 8 + 256 * 4;
+const OID_LEN: usize = 20;
+
+fn idx_count(header: &[u8], path: &Path) -> Result<u32> {
+    if header.len() < IDX_HEADER || header[..4] != IDX_MAGIC || header[4..8] != [0, 0, 0, 2] {
+        return Err(io(
+            format!("reading {}", path.display()),
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "not a version 2 pack index"),
+        ));
+    }
+    Ok(u32::from_be_bytes(header[IDX_HEADER - 4..IDX_HEADER].try_into().expect("four bytes")))
+}
+
+/// The object ids a pack index lists, in its order (sorted).
+fn idx_objects(path: &Path) -> Result<Vec<Oid>> {
+    let bytes = std::fs::read(path).map_err(|source| io(format!("reading {}", path.display()), source))?;
+    let count = idx_count(&bytes, path)? as usize;
+    let names = bytes.get(IDX_HEADER..IDX_HEADER + count * OID_LEN).ok_or_else(|| {
+        io(
+            format!("reading {}", path.display()),
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the pack index is cut short"),
+        )
+    })?;
+    names
+        .chunks_exact(OID_LEN)
+        .map(|id| Oid::from_bytes(id).map_err(super::writer::git(format!("reading {}", path.display()))))
+        .collect()
+}
+
+fn read_prefix(path: &Path, len: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::with_capacity(len);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(len as u64).read_to_end(&mut buf))
+        .map_err(|source| io(format!("reading {}", path.display()), source))?;
+    Ok(buf)
+}
+
+fn io(context: String, source: std::io::Error) -> Error {
+    Error::Io { context, source }
+}
+
+/// What one merge did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Merged {
+    pub(super) packs: usize,
+    pub(super) objects: usize,
+}
+
+/// Merges the packs the rule picks, again and again until it picks none
+/// (a merge may fill the tier above). Returns each merge done.
+pub(super) fn maintain(repo_dir: &Path) -> Result<Vec<Merged>> {
+    let mut done = Vec::new();
+    loop {
+        let packs = packs(repo_dir)?;
+        let sizes: Vec<u64> = packs.iter().map(|p| p.objects).collect();
+        let Some(picked) = rollup(&sizes) else {
+            return Ok(done);
+        };
+        let picked: Vec<&PackFile> = picked.iter().map(|&i| &packs[i]).collect();
+        done.push(merge(repo_dir, &picked)?);
+    }
+}
+
+/// Writes one pack holding every object of `packs`, then deletes them.
+fn merge(repo_dir: &Path, packs: &[&PackFile]) -> Result<Merged> {
+    let context = || format!("merging {} packs of the clone at {}", packs.len(), repo_dir.display());
+    let git = |source| super::writer::git(context())(source);
+    // A handle of its own: its object database lists the packs as they are
+    // now, and it is dropped before they are deleted.
+    let repo = Repository::open_bare(repo_dir).map_err(git)?;
+    let mut builder = repo.packbuilder().map_err(git)?;
+    // One thread: the merge runs beside the writer, on a machine it shares.
+    builder.set_threads(1);
+    for pack in packs {
+        for id in idx_objects(&pack.stem.with_extension("idx"))? {
+            builder.insert_object(id, None).map_err(git)?;
+        }
+    }
+    let objects = builder.object_count();
+    let dir = repo_dir.join("objects").join("pack");
+    builder.write(&dir, 0).map_err(git)?;
+    let written = builder.name().map(|name| dir.join(format!("pack-{name}")));
+    drop(builder);
+    drop(repo);
+    for pack in packs {
+        if written.as_deref() == Some(pack.stem.as_path()) {
+            continue; // the same objects, so the same pack
+        }
+        // The index first: a reader never finds an index without its pack.
+        for ext in ["idx", "pack", "rev", "mtimes"] {
+            let path = pack.stem.with_extension(ext);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io(format!("{}: removing {}", context(), path.display()), source)),
+            }
+        }
+    }
+    Ok(Merged { packs: packs.len(), objects })
+}
+
+/// Runs [`maintain`] on a background thread, one at a time: asking while
+/// one runs is remembered, and it runs again when done.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Maintainer {
+    state: Arc<MaintainerState>,
+}
+
+#[derive(Debug, Default)]
+struct MaintainerState {
+    running: AtomicBool,
+    again: AtomicBool,
+    /// Merges finished; the writer reopens its handle when this moves, so
+    /// deleted packs' files are let go of.
+    merges: AtomicU64,
+}
+
+impl Maintainer {
+    /// Starts a pass unless one is running (then that one makes another).
+    pub(super) fn request(&self, repo_dir: &Path) {
+        self.state.again.store(true, Ordering::SeqCst);
+        if self.state.running.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let state = Arc::clone(&self.state);
+        let dir = repo_dir.to_path_buf();
+        let spawned = std::thread::Builder::new().name("repack".into()).spawn(move || {
+            loop {
+                while state.again.swap(false, Ordering::SeqCst) {
+                    match maintain(&dir) {
+                        Ok(merged) => {
+                            for m in &merged {
+                                tracing::debug!(packs = m.packs, objects = m.objects, "merged the clone's packs");
+                            }
+                            state.merges.fetch_add(merged.len() as u64, Ordering::SeqCst);
+                        }
+                        // The packs stay as they were: lookups are slower,
+                        // nothing is lost, and the next window tries again.
+                        Err(error) => tracing::warn!(%error, "merging the clone's packs failed; they are kept"),
+                    }
+                }
+                state.running.store(false, Ordering::SeqCst);
+                // A request that came between the last check and the store
+                // above found `running` set and left: take it.
+                if !state.again.load(Ordering::SeqCst) || state.running.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+            }
+        });
+        if let Err(error) = spawned {
+            self.state.running.store(false, Ordering::SeqCst);
+            tracing::warn!(%error, "cannot start the thread that merges the clone's packs; they are kept");
+        }
+    }
+
+    /// Merges finished so far.
+    pub(super) fn merges(&self) -> u64 {
+        self.state.merges.load(Ordering::SeqCst)
+    }
+
+    /// Waits for the pass in flight, if any (tests, and a clean shutdown).
+    #[cfg(test)]
+    pub(super) fn wait(&self) {
+        while self.state.running.load(Ordering::SeqCst) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
