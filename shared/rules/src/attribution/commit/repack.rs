@@ -11,13 +11,14 @@
 //! is `floor(log_FAN_IN(objects))`, and once a tier holds [`FAN_IN`] packs
 //! they become one pack of a higher tier. Each object is rewritten once per
 //! tier it climbs (a handful over the clone's life), and the clone holds at
-//! most `FAN_IN - 1` packs per tier. git's `repack --geometric=2` keeps
+//! most `FAN_IN - 1` packs per tier (fewer than fifty for a clone of a
+//! million objects). git's `repack --geometric=2` keeps
 //! fewer packs but rewrites an object once per doubling; it can afford that
 //! by reusing deltas, which libgit2's pack builder does not (every rewrite
 //! is a fresh delta search).
 
 /// Packs of one tier merged at once; also the ratio between tiers.
-pub const FAN_IN: u64 = 8;
+pub const FAN_IN: u64 = 16;
 
 /// The tier of a pack of `objects` objects: `floor(log_FAN_IN(objects))`
 /// (an empty pack is tier 0).
@@ -53,46 +54,53 @@ pub fn rollup(objects: &[u64]) -> Option<Vec<usize>> {
 mod tests {
     use super::*;
 
+    const F: u64 = FAN_IN;
+
     #[test]
     fn tiers_are_powers_of_the_fan_in() {
         assert_eq!(tier(0), 0);
-        assert_eq!(tier(7), 0);
-        assert_eq!(tier(8), 1);
-        assert_eq!(tier(63), 1);
-        assert_eq!(tier(64), 2);
-        assert_eq!(tier(1_150), 3);
-        assert_eq!(tier(u64::MAX), 21);
+        assert_eq!(tier(F - 1), 0);
+        assert_eq!(tier(F), 1);
+        assert_eq!(tier(F * F - 1), 1);
+        assert_eq!(tier(F * F), 2);
+        assert_eq!(tier(u64::MAX), (u64::MAX.ilog2() / F.ilog2()));
     }
 
     #[test]
     fn fewer_than_fan_in_packs_of_a_tier_stay() {
+        let n = F as usize;
         assert_eq!(rollup(&[]), None);
-        assert_eq!(rollup(&[1_000; 7]), None);
-        // Eight packs, but no tier holds eight.
-        assert_eq!(rollup(&[100_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000]), None);
+        assert_eq!(rollup(&vec![1_000; n - 1]), None);
+        // FAN_IN packs, but no tier holds FAN_IN.
+        let mut packs = vec![1_000; n - 1];
+        packs.insert(0, 1_000 * F * F);
+        assert_eq!(rollup(&packs), None);
     }
 
     #[test]
     fn a_full_tier_merges_and_only_that_tier() {
-        let mut packs = vec![100_000];
-        packs.extend([1_000; 8]);
-        packs.push(50);
-        assert_eq!(rollup(&packs), Some((1..9).collect()));
+        let n = F as usize;
+        let mut packs = vec![1_000 * F * F];
+        packs.extend(vec![1_000; n]);
+        packs.push(1);
+        assert_eq!(rollup(&packs), Some((1..=n).collect()));
     }
 
     #[test]
     fn the_lowest_full_tier_goes_first() {
-        let mut packs = vec![5_000; 8];
-        packs.extend([600; 8]);
-        assert_eq!(rollup(&packs), Some((8..16).collect()));
+        let n = F as usize;
+        let mut packs = vec![1_000 * F; n];
+        packs.extend(vec![1_000; n]);
+        assert_eq!(rollup(&packs), Some((n..2 * n).collect()));
     }
 
-    /// A steady stream of equal windows, merged as the rule says after
-    /// each: the packs stay few and each object is rewritten a few times.
+    /// A steady stream of equal windows (500 changes: 1,150 objects), merged
+    /// as the rule says after each: the packs stay few, and each object is
+    /// rewritten about once per tier it climbs.
     #[test]
     fn a_steady_stream_keeps_few_packs_and_rewrites_each_object_a_few_times() {
         let window = 1_150;
-        let windows = 4_096;
+        let windows = 6_000; // 500 changes/s for 100 minutes
         let mut packs: Vec<u64> = vec![100_000];
         let mut rewritten = 0;
         let mut most = 0;
@@ -108,9 +116,9 @@ mod tests {
             most = most.max(packs.len());
         }
         let written = window * windows;
-        assert!(most <= 4 * (FAN_IN as usize - 1) + 1, "at most {most} packs");
-        // 4,096 windows are 8^4: four climbs, and the first start's pack.
+        let climbs = f64::from(tier(written) - tier(window));
         let times = rewritten as f64 / written as f64;
-        assert!(times <= 4.1, "each object rewritten {times:.1} times");
+        assert!(most < 3 * F as usize, "at most {most} packs");
+        assert!(times <= climbs + 0.1, "each object rewritten {times:.1} times, for {climbs} climbs");
     }
 }

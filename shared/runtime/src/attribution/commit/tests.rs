@@ -585,8 +585,13 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
     );
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
     // A short push afterwards is copied loose: still one pack on the remote.
+    // Only what it changed is copied (each commit beside its parent), and
+    // the remote is whole: the new version of s1 is there.
     w.commit(&[delete(user("dave"), cm_key("small", "s0"), "z", 2)]).unwrap();
+    w.commit(&[write(user("dave"), cm("small", "s1", "changed"), "z2", 3)]).unwrap();
     assert_eq!(packs(&remote), 1);
+    let shown = git_cli(&remote, &["show", "main:small/configmaps/s1.yaml"]);
+    assert!(shown.contains("changed"), "{shown}");
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
 }
 
@@ -598,7 +603,7 @@ fn a_stream_of_packed_windows_is_merged_into_few_packs_and_loses_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let mut w = writer(tmp.path(), "clone", None);
     let clone = tmp.path().join("clone");
-    let windows = 20;
+    let windows = rules::attribution::commit::repack::FAN_IN as usize + 4;
     let size = super::writer::PACK_THRESHOLD + 50;
     for n in 0..windows {
         // Half new objects, half a new version of the same ones.
@@ -618,7 +623,7 @@ fn a_stream_of_packed_windows_is_merged_into_few_packs_and_loses_nothing() {
         "{} packs after {windows} packed windows",
         merged.len()
     );
-    assert!(w.repack.merges() >= 2, "{} merges", w.repack.merges());
+    assert!(w.repack.merges() >= 1, "{} merges", w.repack.merges());
     // Every object is still there: the history, each tree and blob.
     assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
     let commits: usize = git_cli(&clone, &["rev-list", "--count", "main"]).trim().parse().unwrap();
