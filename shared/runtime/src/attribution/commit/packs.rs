@@ -17,6 +17,8 @@ use rules::attribution::commit::repack::rollup;
 
 use super::{GitError as Error, Result};
 
+mod concat;
+
 /// One pack in `objects/pack`.
 #[derive(Debug, Clone)]
 pub(super) struct PackFile {
@@ -111,6 +113,8 @@ fn io(context: String, source: std::io::Error) -> Error {
 pub(super) struct Merged {
     pub(super) packs: usize,
     pub(super) objects: usize,
+    /// Concatenated byte for byte; else rebuilt by libgit2's pack builder.
+    pub(super) concatenated: bool,
 }
 
 /// Merges the packs the rule picks, again and again until it picks none
@@ -128,9 +132,40 @@ pub(super) fn maintain(repo_dir: &Path) -> Result<Vec<Merged>> {
     }
 }
 
-/// Writes one pack holding every object of `packs`, then deletes them.
+/// Writes one pack holding every object of `packs`, then deletes them:
+/// their entries concatenated, or (when they share an object) rebuilt.
 fn merge(repo_dir: &Path, packs: &[&PackFile]) -> Result<Merged> {
     let context = || format!("merging {} packs of the clone at {}", packs.len(), repo_dir.display());
+    let dir = repo_dir.join("objects").join("pack");
+    let (written, objects, concatenated) = match concat::concatenate(&dir, packs)? {
+        Some(stem) => (stem, packs.iter().map(|p| p.objects as usize).sum(), true),
+        None => {
+            let (stem, objects) = rebuild(repo_dir, packs)?;
+            (stem, objects, false)
+        }
+    };
+    for pack in packs {
+        if written == pack.stem {
+            continue; // the same objects, so the same pack
+        }
+        // The index first: a reader never finds an index without its pack.
+        for ext in ["idx", "pack", "rev", "mtimes", "bitmap"] {
+            let path = pack.stem.with_extension(ext);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io(format!("{}: removing {}", context(), path.display()), source)),
+            }
+        }
+    }
+    Ok(Merged { packs: packs.len(), objects, concatenated })
+}
+
+/// One pack of every object of `packs`, built anew by libgit2's pack
+/// builder (a fresh delta search); returns its path without extension and
+/// its objects.
+fn rebuild(repo_dir: &Path, packs: &[&PackFile]) -> Result<(PathBuf, usize)> {
+    let context = || format!("rebuilding {} packs of the clone at {}", packs.len(), repo_dir.display());
     let git = |source| super::writer::git(context())(source);
     // A handle of its own: its object database lists the packs as they are
     // now, and it is dropped before they are deleted.
@@ -178,22 +213,7 @@ fn merge(repo_dir: &Path, packs: &[&PackFile]) -> Result<Merged> {
     drop(repo);
     // A pack is named by its trailing checksum.
     let dir = repo_dir.join("objects").join("pack");
-    let written = dir.join(format!("pack-{}", Oid::from_bytes(&trailer).map_err(git)?));
-    for pack in packs {
-        if written == pack.stem {
-            continue; // the same objects, so the same pack
-        }
-        // The index first: a reader never finds an index without its pack.
-        for ext in ["idx", "pack", "rev", "mtimes"] {
-            let path = pack.stem.with_extension(ext);
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(source) => return Err(io(format!("{}: removing {}", context(), path.display()), source)),
-            }
-        }
-    }
-    Ok(Merged { packs: packs.len(), objects })
+    Ok((dir.join(format!("pack-{}", Oid::from_bytes(&trailer).map_err(git)?)), objects))
 }
 
 /// Runs [`maintain`] on a background thread, one at a time: asking while
@@ -210,6 +230,8 @@ struct MaintainerState {
     /// Merges finished; the writer reopens its handle when this moves, so
     /// deleted packs' files are let go of.
     merges: AtomicU64,
+    /// Of those, the ones concatenated.
+    concatenated: AtomicU64,
 }
 
 impl Maintainer {
@@ -227,8 +249,16 @@ impl Maintainer {
                     match maintain(&dir) {
                         Ok(merged) => {
                             for m in &merged {
-                                tracing::debug!(packs = m.packs, objects = m.objects, "merged the clone's packs");
+                                tracing::debug!(
+                                    packs = m.packs,
+                                    objects = m.objects,
+                                    concatenated = m.concatenated,
+                                    dir = %dir.display(),
+                                    "merged packs"
+                                );
                             }
+                            let copied = merged.iter().filter(|m| m.concatenated).count();
+                            state.concatenated.fetch_add(copied as u64, Ordering::SeqCst);
                             state.merges.fetch_add(merged.len() as u64, Ordering::SeqCst);
                         }
                         // The packs stay as they were: lookups are slower,
@@ -253,6 +283,12 @@ impl Maintainer {
     /// Merges finished so far.
     pub(super) fn merges(&self) -> u64 {
         self.state.merges.load(Ordering::SeqCst)
+    }
+
+    /// Merges done by concatenation so far.
+    #[cfg(test)]
+    pub(super) fn concatenated(&self) -> u64 {
+        self.state.concatenated.load(Ordering::SeqCst)
     }
 
     /// Waits for the pass in flight, if any (tests, and a clean shutdown).

@@ -357,39 +357,51 @@ impl GitWriter {
         let context = || format!("pushing to the local remote {}", path.display());
         let remote =
             Repository::open_bare(path).map_err(git(format!("{}: it must be a bare repository", context())))?;
-        let ours: Vec<Oid> = {
-            let mut walk = self.repo.revwalk().map_err(git(context()))?;
-            // Parents first: each commit is then compared with a parent the
-            // remote already holds whole.
-            walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE).map_err(git(context()))?;
-            walk.push(head).map_err(git(context()))?;
-            if let Some(old) = expected {
-                walk.hide(old).map_err(git(context()))?;
-            }
-            walk.collect::<std::result::Result<_, _>>().map_err(git(context()))?
-        };
         let remote_odb = remote.odb().map_err(git(context()))?;
-        if ours.len() < LOOSE_PUSH_LIMIT {
-            // A few commits: copy the objects the remote lacks, loose, as
-            // receive-pack does below unpackLimit (a pack per push would
-            // leave the remote searching thousands of packs).
-            let local_odb = self.repo.odb().map_err(git(context()))?;
-            for id in ours {
-                copy_missing(&self.repo, &local_odb, &remote_odb, id).map_err(git(context()))?;
-            }
-        } else {
-            let mut buf = Buf::new();
-            let mut walk = self.repo.revwalk().map_err(git(context()))?;
-            walk.push(head).map_err(git(context()))?;
-            if let Some(old) = expected {
-                walk.hide(old).map_err(git(context()))?;
-            }
-            let mut pack = self.repo.packbuilder().map_err(git(context()))?;
-            pack.insert_walk(&mut walk).map_err(git(context()))?;
-            pack.write_buf(&mut buf).map_err(git(context()))?;
+        let write_pack = |pack: &[u8]| -> Result<()> {
             let mut writer = remote_odb.packwriter().map_err(git(context()))?;
-            writer.write_all(&buf).map_err(|source| Error::Io { context: context(), source })?;
+            writer.write_all(pack).map_err(|source| Error::Io { context: context(), source })?;
             writer.commit().map_err(git(context()))?;
+            // One pack a push: merged as the clone's are.
+            self.remote_packs.request(path);
+            Ok(())
+        };
+        match &self.window_pack {
+            // The window just packed is exactly what the remote lacks: its
+            // pack goes as it is, with no walk, no copy, no second pack.
+            Some(window) if window.head == head && window.start == expected => write_pack(&window.bytes)?,
+            _ => {
+                let ours: Vec<Oid> = {
+                    let mut walk = self.repo.revwalk().map_err(git(context()))?;
+                    // Parents first: each commit is then compared with a
+                    // parent the remote already holds whole.
+                    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE).map_err(git(context()))?;
+                    walk.push(head).map_err(git(context()))?;
+                    if let Some(old) = expected {
+                        walk.hide(old).map_err(git(context()))?;
+                    }
+                    walk.collect::<std::result::Result<_, _>>().map_err(git(context()))?
+                };
+                if ours.len() < LOOSE_PUSH_LIMIT {
+                    // A few commits: copy the objects the remote lacks,
+                    // loose, as receive-pack does below unpackLimit.
+                    let local_odb = self.repo.odb().map_err(git(context()))?;
+                    for id in ours {
+                        copy_missing(&self.repo, &local_odb, &remote_odb, id).map_err(git(context()))?;
+                    }
+                } else {
+                    let mut buf = Buf::new();
+                    let mut walk = self.repo.revwalk().map_err(git(context()))?;
+                    walk.push(head).map_err(git(context()))?;
+                    if let Some(old) = expected {
+                        walk.hide(old).map_err(git(context()))?;
+                    }
+                    let mut pack = self.repo.packbuilder().map_err(git(context()))?;
+                    pack.insert_walk(&mut walk).map_err(git(context()))?;
+                    pack.write_buf(&mut buf).map_err(git(context()))?;
+                    write_pack(&buf)?;
+                }
+            }
         }
         let name = format!("refs/heads/{}", self.config.branch);
         let moved = match expected {

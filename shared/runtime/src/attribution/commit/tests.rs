@@ -624,6 +624,7 @@ fn a_stream_of_packed_windows_is_merged_into_few_packs_and_loses_nothing() {
         merged.len()
     );
     assert!(w.repack.merges() >= 1, "{} merges", w.repack.merges());
+    assert_eq!(w.repack.concatenated(), w.repack.merges(), "packs without a shared object are concatenated");
     // Every object is still there: the history, each tree and blob.
     assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
     let commits: usize = git_cli(&clone, &["rev-list", "--count", "main"]).trim().parse().unwrap();
@@ -638,6 +639,63 @@ fn a_stream_of_packed_windows_is_merged_into_few_packs_and_loses_nothing() {
     assert_eq!(w.commit_local(&again).unwrap().commits.len(), 0);
     w.repack.wait();
     assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
+/// Windows that set objects back to what they were write some objects a
+/// second time, into a later pack: packs sharing an object are rebuilt,
+/// not concatenated (an index may not list an object twice), and stay
+/// whole.
+#[test]
+fn packs_sharing_an_object_are_rebuilt_and_stay_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    let clone = tmp.path().join("clone");
+    let size = super::writer::PACK_THRESHOLD + 20;
+    for n in 0..rules::attribution::commit::repack::FAN_IN as usize {
+        let value = ["a", "b"][n % 2];
+        let window: Vec<Change> =
+            (0..size).map(|i| write(user("alice"), cm("flip", &format!("o{i}"), value), "x", n as u64)).collect();
+        assert_eq!(w.commit_local(&window).unwrap().commits.len(), 1, "window {n}");
+    }
+    w.repack.wait();
+    assert!(w.repack.merges() >= 1, "{} merges", w.repack.merges());
+    assert_eq!(w.repack.concatenated(), 0, "packs sharing objects were concatenated");
+    assert_eq!(super::packs::packs(&clone).unwrap().len(), 1);
+    assert_eq!(git_cli(&clone, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    let shown = git_cli(&clone, &["show", "main:flip/configmaps/o7.yaml"]);
+    assert!(shown.contains("key: b"), "{shown}");
+}
+
+/// A packed window pushed to a local remote goes as the pack it was
+/// written as (no object copied loose), and the remote's packs are merged
+/// as the clone's are: the remote stays whole and equal to the clone.
+#[test]
+fn packed_windows_pushed_to_a_local_remote_go_as_their_packs_and_are_merged_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let clone = tmp.path().join("clone");
+    let windows = rules::attribution::commit::repack::FAN_IN as usize + 2;
+    let size = super::writer::PACK_THRESHOLD + 20;
+    for n in 0..windows {
+        let window: Vec<Change> = (0..size)
+            .map(|i| write(user(["alice", "bob"][i % 2]), cm("pushed", &format!("o{n}-{i}"), "v"), "x", n as u64))
+            .collect();
+        let out = w.commit(&window).unwrap();
+        assert_eq!(out.push.as_ref().map(|p| p.attempts), Some(1), "window {n} pushed");
+    }
+    w.remote_packs.wait();
+    let loose = git_cli(&remote, &["count-objects", "-v"]);
+    assert!(loose.lines().any(|l| l == "count: 0"), "objects copied loose:\n{loose}");
+    let packs = super::packs::packs(&remote).unwrap();
+    assert!(packs.len() < rules::attribution::commit::repack::FAN_IN as usize, "{} packs", packs.len());
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    assert_eq!(
+        git_cli(&remote, &["ls-tree", "-r", "main"]),
+        git_cli(&clone, &["ls-tree", "-r", "main"]),
+        "the remote holds what the clone does"
+    );
+    assert_eq!(git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]).lines().count(), windows * size);
 }
 
 use testkit::git_http;

@@ -233,6 +233,18 @@ pub struct GitWriter {
     /// Merges done when `repo` was opened: once more are done, `repo` is
     /// reopened, letting go of the files of the packs they replaced.
     repack_seen: u64,
+    /// The last window's pack, while the branch is where it left it: a
+    /// push to a local remote sends it as it is.
+    pub(super) window_pack: Option<WindowPack>,
+    /// Merges a local remote's packs (one lands per push of a window).
+    pub(super) remote_packs: super::packs::Maintainer,
+}
+
+/// A window's pack: the objects `head` reaches and `start` does not.
+pub(super) struct WindowPack {
+    pub(super) start: Option<Oid>,
+    pub(super) head: Oid,
+    pub(super) bytes: Vec<u8>,
 }
 
 impl std::fmt::Debug for GitWriter {
@@ -279,6 +291,8 @@ impl GitWriter {
             digests: Default::default(),
             repack: Default::default(),
             repack_seen: 0,
+            window_pack: None,
+            remote_packs: Default::default(),
         };
         // Packs an earlier run left are merged as the rule says, too.
         writer.repack.request(&writer.config.repo_dir);
@@ -588,6 +602,9 @@ impl GitWriter {
                 })?;
                 writer.commit().map_err(git("writing the window's pack"))?;
                 self.repack.request(&self.config.repo_dir);
+                self.window_pack = Some(WindowPack { start, head: id, bytes: pack.to_vec() });
+            } else {
+                self.window_pack = None;
             }
             self.set_local_head(id, "reverser: commit")?;
         }
