@@ -120,6 +120,7 @@ pub(super) struct Merged {
 /// Merges the packs the rule picks, again and again until it picks none
 /// (a merge may fill the tier above). Returns each merge done.
 pub(super) fn maintain(repo_dir: &Path) -> Result<Vec<Merged>> {
+    concat::remove_stale(&repo_dir.join("objects").join("pack"));
     let mut done = Vec::new();
     loop {
         let packs = packs(repo_dir)?;

@@ -70,8 +70,8 @@ pub(super) fn concatenate(dir: &Path, packs: &[&PackFile]) -> Result<Option<Path
         return Ok(None);
     };
 
-    let tmp_pack = dir.join(format!("tmp_concat_{}.pack", std::process::id()));
-    let tmp_idx = dir.join(format!("tmp_concat_{}.idx", std::process::id()));
+    let tmp_pack = dir.join(tmp_name(std::process::id(), "pack"));
+    let tmp_idx = dir.join(tmp_name(std::process::id(), "idx"));
     let written = write_pack(&tmp_pack, &sources, total32)
         .and_then(|checksum| write_index(&tmp_idx, &sources, &order, &checksum).map(|()| checksum));
     let checksum = match written {
@@ -87,6 +87,30 @@ pub(super) fn concatenate(dir: &Path, packs: &[&PackFile]) -> Result<Option<Path
     rename(&tmp_pack, &stem.with_extension("pack"))?;
     rename(&tmp_idx, &stem.with_extension("idx"))?;
     Ok(Some(stem))
+}
+
+/// Where a merge writes before its rename: named by the process, so the
+/// files a merge left when its process ended can be told from ours.
+fn tmp_name(pid: u32, ext: &str) -> String {
+    format!("{TMP_PREFIX}{pid}.{ext}")
+}
+
+const TMP_PREFIX: &str = "tmp_concat_";
+
+/// Removes what merges of processes gone (killed mid-merge) left in `dir`:
+/// nothing reads those files, and each is as large as a merged pack.
+pub(super) fn remove_stale(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let ours = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(TMP_PREFIX)).and_then(|n| n.split('.').next()) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok_and(|pid| pid != ours) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn source(pack: &PackFile) -> Result<Option<Source>> {
@@ -310,4 +334,23 @@ fn len(path: &Path) -> Result<u64> {
 
 fn rename(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to).map_err(|e| io(to, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_merge_of_a_process_gone_left_is_removed_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join(tmp_name(u32::MAX, "pack"));
+        let ours = dir.path().join(tmp_name(std::process::id(), "pack"));
+        let pack = dir.path().join("pack-0123.pack");
+        for f in [&gone, &ours, &pack] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        remove_stale(dir.path());
+        assert!(!gone.exists());
+        assert!(ours.exists() && pack.exists());
+    }
 }
