@@ -25,6 +25,8 @@ pub(super) struct PackFile {
     /// `objects/pack/pack-<hash>` (no extension).
     stem: PathBuf,
     pub(super) objects: u64,
+    /// The index's cumulative counts by first byte (`objects` is the last).
+    fanout: [u32; 256],
 }
 
 /// The packs of the clone at `repo_dir`, kept ones left out.
@@ -46,7 +48,8 @@ pub(super) fn packs(repo_dir: &Path) -> Result<Vec<PackFile>> {
             continue;
         }
         let header = read_prefix(&path, IDX_HEADER)?;
-        packs.push(PackFile { objects: u64::from(idx_count(&header, &path)?), stem });
+        let fanout = idx_fanout(&header, &path)?;
+        packs.push(PackFile { objects: u64::from(fanout[255]), fanout, stem });
     }
     Ok(packs)
 }
@@ -69,20 +72,31 @@ fn keep_tail(tail: &mut [u8; OID_LEN], bytes: &[u8]) {
     }
 }
 
-fn idx_count(header: &[u8], path: &Path) -> Result<u32> {
+fn idx_fanout(header: &[u8], path: &Path) -> Result<[u32; 256]> {
     if header.len() < IDX_HEADER || header[..4] != IDX_MAGIC || header[4..8] != [0, 0, 0, 2] {
         return Err(io(
             format!("reading {}", path.display()),
             std::io::Error::new(std::io::ErrorKind::InvalidData, "not a version 2 pack index"),
         ));
     }
-    Ok(u32::from_be_bytes(header[IDX_HEADER - 4..IDX_HEADER].try_into().expect("four bytes")))
+    let mut fanout = [0u32; 256];
+    for (i, n) in fanout.iter_mut().enumerate() {
+        *n = u32::from_be_bytes(header[8 + 4 * i..12 + 4 * i].try_into().expect("four bytes"));
+    }
+    Ok(fanout)
+}
+
+/// Where the pack whose trailing checksum is `checksum` lives in `dir`
+/// (without extension): git names a pack by it.
+fn named(dir: &Path, checksum: &[u8; OID_LEN]) -> PathBuf {
+    let hex: String = checksum.iter().map(|b| format!("{b:02x}")).collect();
+    dir.join(format!("pack-{hex}"))
 }
 
 /// The object ids a pack index lists, in its order (sorted).
 fn idx_objects(path: &Path) -> Result<Vec<Oid>> {
     let bytes = std::fs::read(path).map_err(|source| io(format!("reading {}", path.display()), source))?;
-    let count = idx_count(&bytes, path)? as usize;
+    let count = idx_fanout(&bytes, path)?[255] as usize;
     let names = bytes.get(IDX_HEADER..IDX_HEADER + count * OID_LEN).ok_or_else(|| {
         io(
             format!("reading {}", path.display()),
@@ -212,9 +226,7 @@ fn rebuild(repo_dir: &Path, packs: &[&PackFile]) -> Result<(PathBuf, usize)> {
     drop(odb);
     drop(builder);
     drop(repo);
-    // A pack is named by its trailing checksum.
-    let dir = repo_dir.join("objects").join("pack");
-    Ok((dir.join(format!("pack-{}", Oid::from_bytes(&trailer).map_err(git)?)), objects))
+    Ok((named(&repo_dir.join("objects").join("pack"), &trailer), objects))
 }
 
 /// Runs [`maintain`] on a background thread, one at a time: asking while

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use git2::build::TreeUpdateBuilder;
 use git2::{
-    Buf, Cred, CredentialType, ErrorCode, FetchOptions, FileMode, Oid, PushOptions, RemoteCallbacks, Repository, Sort,
+    Cred, CredentialType, ErrorCode, FetchOptions, FileMode, Oid, PushOptions, RemoteCallbacks, Repository, Sort,
 };
 
 use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, make_commit, signature};
@@ -390,16 +390,7 @@ impl GitWriter {
                         copy_missing(&self.repo, &local_odb, &remote_odb, id).map_err(git(context()))?;
                     }
                 } else {
-                    let mut buf = Buf::new();
-                    let mut walk = self.repo.revwalk().map_err(git(context()))?;
-                    walk.push(head).map_err(git(context()))?;
-                    if let Some(old) = expected {
-                        walk.hide(old).map_err(git(context()))?;
-                    }
-                    let mut pack = self.repo.packbuilder().map_err(git(context()))?;
-                    pack.insert_walk(&mut walk).map_err(git(context()))?;
-                    pack.write_buf(&mut buf).map_err(git(context()))?;
-                    write_pack(&buf)?;
+                    write_pack(&super::writer::window_pack(&self.repo, expected, head)?)?;
                 }
             }
         }

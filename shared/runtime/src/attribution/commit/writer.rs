@@ -861,13 +861,14 @@ pub(super) fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
     tree.get_path(Path::new(path)).ok().map(|e| e.id())
 }
 
-/// The pack of a window: the objects its commits added, and no others.
+/// The pack of a window (or of a push): the objects `head` reaches and
+/// `start` does not, and no others.
 /// (libgit2's mempack dump inserts each commit with its whole tree: every
 /// window's pack would hold the entire mirror again, delta-searched on
 /// every core, which made a first start on a large cluster cost memory and
 /// time growing with the square of its size.) The walk hides the window's
 /// start, so what the start already reaches is left out, as a push does.
-fn window_pack(work: &Repository, start: Option<Oid>, head: Oid) -> Result<git2::Buf> {
+pub(super) fn window_pack(work: &Repository, start: Option<Oid>, head: Oid) -> Result<git2::Buf> {
     let context = || "packing the window's objects";
     let mut walk = work.revwalk().map_err(git(context()))?;
     walk.push(head).map_err(git(context()))?;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use sha1::{Digest, Sha1};
 
-use super::{IDX_HEADER, IDX_MAGIC, OID_LEN, PackFile};
+use super::{IDX_HEADER, IDX_MAGIC, OID_LEN, PackFile, named};
 use crate::attribution::commit::{GitError as Error, Result};
 
 const PACK_HEADER: u64 = 12;
@@ -82,7 +82,7 @@ pub(super) fn concatenate(dir: &Path, packs: &[&PackFile]) -> Result<Option<Path
             return Err(e);
         }
     };
-    let stem = dir.join(format!("pack-{}", hex(&checksum)));
+    let stem = named(dir, &checksum);
     // The pack first: a reader never finds an index without its pack.
     rename(&tmp_pack, &stem.with_extension("pack"))?;
     rename(&tmp_idx, &stem.with_extension("idx"))?;
@@ -118,17 +118,10 @@ fn source(pack: &PackFile) -> Result<Option<Source>> {
     let pack_path = pack.stem.with_extension("pack");
     let idx_len = len(&idx)?;
     let pack_len = len(&pack_path)?;
+    // The header (a version 2 index) was read and checked when the pack
+    // was listed.
+    let (fanout, count) = (pack.fanout, pack.objects);
     let mut f = open(&idx)?;
-    let mut header = vec![0u8; IDX_HEADER];
-    f.read_exact(&mut header).map_err(|e| io(&idx, e))?;
-    if header[..4] != IDX_MAGIC || header[4..8] != [0, 0, 0, 2] {
-        return Ok(None);
-    }
-    let mut fanout = [0u32; 256];
-    for (i, f) in fanout.iter_mut().enumerate() {
-        *f = be32(&header[8 + 4 * i..]);
-    }
-    let count = u64::from(fanout[255]);
     let fixed = IDX_HEADER as u64 + count * (OID_LEN as u64 + 8) + 2 * TRAILER;
     let Some(large_bytes) = idx_len.checked_sub(fixed).filter(|b| b % 8 == 0) else {
         return Ok(None);
@@ -310,10 +303,6 @@ impl Write for Hashed {
 
 fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes(b[..4].try_into().expect("four bytes"))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {
