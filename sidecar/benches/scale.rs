@@ -57,30 +57,22 @@ fn args() -> Args {
         writer_only: false,
         serve_binary: None,
     };
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let mut i = 0;
-    while i < argv.len() {
-        let next = argv.get(i + 1).cloned().unwrap_or_default();
-        let number = || next.parse().unwrap_or_else(|_| panic!("{} takes a number, not {next:?}", argv[i]));
-        match argv[i].as_str() {
-            "--objects" => a.objects = number(),
-            "--types" => a.types = number(),
-            "--namespaces" => a.namespaces = number(),
-            "--changes" => a.changes = number(),
-            "--serve-arg" => a.serve.push(next.clone()),
-            "--serve-binary" => a.serve_binary = Some(next.clone()),
+    common::each_flag(|flag, next| {
+        match flag {
+            "--objects" => a.objects = common::number(flag, next),
+            "--types" => a.types = common::number(flag, next),
+            "--namespaces" => a.namespaces = common::number(flag, next),
+            "--changes" => a.changes = common::number(flag, next),
+            "--serve-arg" => a.serve.push(next.to_owned()),
+            "--serve-binary" => a.serve_binary = Some(next.to_owned()),
             "--writer-only" => {
                 a.writer_only = true;
-                i += 1;
-                continue;
+                return false;
             }
-            _ => {
-                i += 1;
-                continue;
-            }
+            _ => return false,
         }
-        i += 2;
-    }
+        true
+    });
     assert!(a.types >= 3, "--types: at least ConfigMaps, Deployments and one custom type");
     a
 }

@@ -54,27 +54,23 @@ struct Args {
 fn args() -> Args {
     let mut a =
         Args { minutes: 60, events_per_sec: 5_000, resolves_per_sec: 1_000, evicting: false, maxmemory: "16mb".into() };
-    let argv: Vec<String> = std::env::args().collect();
-    let mut i = 1;
-    while i < argv.len() {
-        let value = || argv.get(i + 1).and_then(|v| v.parse().ok()).expect("a number after the flag");
-        match argv[i].as_str() {
-            "--minutes" => a.minutes = value(),
-            "--events-per-sec" => a.events_per_sec = value(),
-            "--resolves-per-sec" => a.resolves_per_sec = value(),
-            "--maxmemory" => a.maxmemory = argv.get(i + 1).cloned().expect("a size after --maxmemory"),
+    common::each_flag(|flag, next| {
+        match flag {
+            "--minutes" => a.minutes = common::number(flag, next),
+            "--events-per-sec" => a.events_per_sec = common::number(flag, next),
+            "--resolves-per-sec" => a.resolves_per_sec = common::number(flag, next),
+            "--maxmemory" => {
+                assert!(!next.is_empty(), "--maxmemory takes a size");
+                a.maxmemory = next.to_owned();
+            }
             "--evicting" => {
                 a.evicting = true;
-                i += 1;
-                continue;
+                return false;
             }
-            _ => {
-                i += 1;
-                continue;
-            }
+            _ => return false,
         }
-        i += 2;
-    }
+        true
+    });
     a
 }
 

@@ -100,12 +100,8 @@ fn args() -> Args {
         keep: false,
         sample: Duration::from_secs(60),
     };
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let mut i = 0;
-    while i < argv.len() {
-        let next = argv.get(i + 1).cloned().unwrap_or_default();
-        let flag = argv[i].as_str();
-        let number = || next.parse::<f64>().unwrap_or_else(|_| panic!("{flag} takes a number, not {next:?}"));
+    common::each_flag(|flag, next| {
+        let number = || common::number::<f64>(flag, next);
         match flag {
             "--objects" => a.cluster.objects = number() as usize,
             "--types" => a.cluster.types = number() as usize,
@@ -113,28 +109,23 @@ fn args() -> Args {
             "--rate" => a.rate = number(),
             "--minutes" => a.minutes = number(),
             "--window" => {
-                a.window_d = duration(&next);
-                a.window = next.clone();
+                a.window_d = duration(next);
+                a.window = next.to_owned();
             }
-            "--audit-max-wait" => a.audit_max_wait = duration(&next),
-            "--grace" => a.grace = next.clone(),
+            "--audit-max-wait" => a.audit_max_wait = duration(next),
+            "--grace" => a.grace = next.to_owned(),
             "--relist-type" => a.relist_type = number() as usize,
-            "--serve-arg" => a.serve.push(next.clone()),
-            "--serve-log" => a.serve_log = next.clone(),
+            "--serve-arg" => a.serve.push(next.to_owned()),
+            "--serve-log" => a.serve_log = next.to_owned(),
             "--sample-secs" => a.sample = Duration::from_secs_f64(number()),
             "--keep" => {
                 a.keep = true;
-                i += 1;
-                continue;
+                return false;
             }
-            _ => {
-                // cargo bench's own `--bench`, and anything else.
-                i += 1;
-                continue;
-            }
+            _ => return false,
         }
-        i += 2;
-    }
+        true
+    });
     assert!(a.cluster.types >= 3, "--types: at least ConfigMaps, Deployments and one custom type");
     assert!(a.cluster.objects >= a.cluster.types, "--objects: at least one per type");
     assert!(a.relist_type < a.cluster.types, "--relist-type: one of the {} types", a.cluster.types);

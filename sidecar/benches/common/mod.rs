@@ -11,6 +11,23 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// Walks the bench's own arguments (those after the executable):
+/// `on(flag, next)` says whether the flag took `next` as its value. A flag
+/// it does not know (cargo bench's `--bench`) takes none and is passed over.
+pub fn each_flag(mut on: impl FnMut(&str, &str) -> bool) {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let next = argv.get(i + 1).map(String::as_str).unwrap_or_default();
+        i += if on(&argv[i], next) { 2 } else { 1 };
+    }
+}
+
+/// The number `value` after `flag`; says which flag when it is not one.
+pub fn number<T: std::str::FromStr>(flag: &str, value: &str) -> T {
+    value.parse().unwrap_or_else(|_| panic!("{flag} takes a number, not {value:?}"))
+}
+
 /// A Git writer committing into `dir/clone` and pushing `main` to a new
 /// bare remote at `dir/remote.git` (returned), under `prefix`: the Git-only
 /// baselines.
