@@ -21,7 +21,8 @@
 //! --rate R --minutes M --window 1s --audit-max-wait 1s --grace 3s
 //! --relist-type T` to change it; `--serve-arg ARG` is passed to `serve`,
 //! `--serve-log FILTER` is its log filter, `--sample-secs S` how often
-//! memory is sampled (60), `--keep` keeps the scratch directory (the
+//! memory is sampled (60), `--serve-binary PATH` runs PATH as `serve` (a
+//! profiling wrapper), `--keep` keeps the scratch directory (the
 //! watcher's log, the remote).
 
 mod common;
@@ -69,6 +70,8 @@ struct Args {
     keep: bool,
     /// How often resident memory is sampled.
     sample: Duration,
+    /// Run this as `serve` (a wrapper that profiles it, say).
+    serve_binary: Option<String>,
 }
 
 /// `500ms`, `1s`, `1.5s`, `2m`.
@@ -99,6 +102,7 @@ fn args() -> Args {
         serve_log: "warn".into(),
         keep: false,
         sample: Duration::from_secs(60),
+        serve_binary: None,
     };
     common::each_flag(|flag, next| {
         let number = || common::number::<f64>(flag, next);
@@ -118,6 +122,7 @@ fn args() -> Args {
             "--serve-arg" => a.serve.push(next.to_owned()),
             "--serve-log" => a.serve_log = next.to_owned(),
             "--sample-secs" => a.sample = Duration::from_secs_f64(number()),
+            "--serve-binary" => a.serve_binary = Some(next.to_owned()),
             "--keep" => {
                 a.keep = true;
                 return false;
@@ -442,7 +447,11 @@ fn main() {
     serve_args.extend(a.serve.iter().cloned());
     let serve_args: Vec<&str> = serve_args.iter().map(String::as_str).collect();
     // With its audit receiver on (mTLS, development certificates).
-    let serve = testkit::sidecar::Sidecar::builder("serve").args(&serve_args).log(&a.serve_log).start();
+    let mut builder = testkit::sidecar::Sidecar::builder("serve").args(&serve_args).log(&a.serve_log);
+    if let Some(path) = &a.serve_binary {
+        builder = builder.binary(path);
+    }
+    let serve = builder.start();
     let serve_pid = serve.child.as_ref().unwrap().id();
     let log = dir.path().join("watch.log");
 

@@ -13,6 +13,7 @@ mod packs;
 mod push;
 pub use push::probe;
 pub mod signing;
+mod window;
 mod writer;
 
 pub use rules::attribution::commit::*;

@@ -18,6 +18,7 @@ use rules::attribution::commit::repack::rollup;
 use super::{GitError as Error, Result};
 
 mod concat;
+pub(super) mod whole;
 
 /// One pack in `objects/pack`.
 #[derive(Debug, Clone)]

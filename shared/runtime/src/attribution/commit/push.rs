@@ -362,14 +362,17 @@ impl GitWriter {
             let mut writer = remote_odb.packwriter().map_err(git(context()))?;
             writer.write_all(pack).map_err(|source| Error::Io { context: context(), source })?;
             writer.commit().map_err(git(context()))?;
-            // One pack a push: merged as the clone's are.
-            self.remote_packs.request(path);
             Ok(())
         };
         match &self.window_pack {
             // The window just packed is exactly what the remote lacks: its
-            // pack goes as it is, with no walk, no copy, no second pack.
-            Some(window) if window.head == head && window.start == expected => write_pack(&window.bytes)?,
+            // pack and index go as they are, with no walk, no copy, no
+            // second pack.
+            Some(window) if window.head == head && window.start == expected => {
+                super::window::install(path, &window.pack)?;
+                // One pack a push: merged as the clone's are.
+                self.remote_packs.request(path);
+            }
             _ => {
                 let ours: Vec<Oid> = {
                     let mut walk = self.repo.revwalk().map_err(git(context()))?;
@@ -390,7 +393,8 @@ impl GitWriter {
                         copy_missing(&self.repo, &local_odb, &remote_odb, id).map_err(git(context()))?;
                     }
                 } else {
-                    write_pack(&super::writer::window_pack(&self.repo, expected, head)?)?;
+                    write_pack(&super::window::walked_pack(&self.repo, expected, head)?)?;
+                    self.remote_packs.request(path);
                 }
             }
         }

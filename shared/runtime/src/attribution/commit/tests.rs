@@ -698,6 +698,50 @@ fn packed_windows_pushed_to_a_local_remote_go_as_their_packs_and_are_merged_ther
     assert_eq!(git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]).lines().count(), windows * size);
 }
 
+/// A window's pack holds what the window wrote and its start does not hold
+/// at the same path: a file one author changes and another writes back as
+/// it was is not packed again (nor the trees above it), and the remote,
+/// which holds the start, ends whole.
+#[test]
+fn a_window_pack_leaves_out_what_its_start_holds_at_the_same_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let clone = tmp.path().join("clone");
+    w.commit(&[write(user("alice"), cm("back", "x", "v1"), "a0", 0)]).unwrap();
+    let path = git_cli(&clone, &["ls-tree", "-r", "--name-only", "main"]).trim().to_owned();
+    let dir = path.rsplit_once('/').map(|(d, _)| d.to_owned()).unwrap();
+    let at_start = |p: &str| git_cli(&clone, &["rev-parse", &format!("main:{p}")]).trim().to_owned();
+    let (blob, tree) = (at_start(&path), at_start(&dir));
+
+    let mut window = vec![write(user("alice"), cm("back", "x", "v2"), "a1", 1)];
+    window.extend(
+        (0..super::writer::PACK_THRESHOLD).map(|i| write(user("alice"), cm("other", &format!("o{i}"), "v"), "a", 1)),
+    );
+    window.push(write(user("bob"), cm("back", "x", "v1"), "b1", 2));
+    let out = w.commit(&window).unwrap();
+    assert_eq!(out.commits.len(), 2, "{out:?}");
+    assert_eq!(at_start(&path), blob, "the file is back as it was");
+
+    let head = git_cli(&clone, &["rev-parse", "main"]).trim().to_owned();
+    let listed: Vec<String> = std::fs::read_dir(clone.join("objects/pack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "idx"))
+        .map(|idx| {
+            let out =
+                Command::new("git").args(["show-index"]).stdin(std::fs::File::open(&idx).unwrap()).output().unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .filter(|ids| ids.contains(&head))
+        .collect();
+    assert_eq!(listed.len(), 1, "one pack holds the window");
+    assert!(!listed[0].contains(&blob), "the blob the start holds at that path was packed again");
+    assert!(!listed[0].contains(&tree), "the tree the start holds at that path was packed again");
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    assert_eq!(git_cli(&remote, &["rev-parse", &format!("main:{path}")]).trim(), blob);
+}
+
 use testkit::git_http;
 
 fn token_writer(root: &Path, clone: &str, url: &str, token: &str) -> Result<GitWriter, GitError> {

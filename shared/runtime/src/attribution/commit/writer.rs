@@ -25,6 +25,7 @@ use rules::mirror::watch_rules::WatchScope;
 use super::apply::{Context, Files, Outcome, digest, documents_in};
 use super::index::{DocIndex, KindMatch, read_blob};
 use super::signing::{SIGNATURE_FIELD, SshSigner};
+use super::window::{WindowObjects, WindowPack};
 use super::{GitError as Error, Result};
 use crate::metrics::{CommitLabels, Metrics};
 
@@ -238,13 +239,6 @@ pub struct GitWriter {
     pub(super) window_pack: Option<WindowPack>,
     /// Merges a local remote's packs (one lands per push of a window).
     pub(super) remote_packs: super::packs::Maintainer,
-}
-
-/// A window's pack: the objects `head` reaches and `start` does not.
-pub(super) struct WindowPack {
-    pub(super) start: Option<Oid>,
-    pub(super) head: Oid,
-    pub(super) bytes: Vec<u8>,
 }
 
 impl std::fmt::Debug for GitWriter {
@@ -464,6 +458,12 @@ impl GitWriter {
         }
         let start = self.local_head()?;
         let mut head = start;
+        // What the window writes, for its pack.
+        let mut fresh = match (packed, start) {
+            (false, _) => None,
+            (true, None) => Some(WindowObjects::new(None)),
+            (true, Some(_)) => Some(WindowObjects::new(Some(tree_of(work, start)?))),
+        };
         let bootstrap_files = self.bootstrap_files();
         let groups: Vec<CommitGroup> =
             if *kind == CommitKind::PerEvent { plan_each(changes) } else { plan_commits(changes) };
@@ -537,11 +537,13 @@ impl GitWriter {
             }
             // The target's first write stages the bootstrap files; one that
             // exists is never overwritten.
+            let mut staged = Vec::new();
             for (name, content) in &bootstrap_files {
                 let path = under(&self.config.prefix, name);
                 if !files.exists(&path) {
                     let id = work.blob(content.as_bytes()).map_err(git(format!("writing {path}")))?;
                     update.upsert(&path, id, FileMode::Blob);
+                    staged.push(path);
                 }
             }
             let tree_id = update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?;
@@ -575,6 +577,13 @@ impl GitWriter {
                 other => other,
             })?;
             self.index.describe(tree_id);
+            if let Some(fresh) = &mut fresh {
+                fresh.commit(
+                    id,
+                    &tree,
+                    files.overlay.keys().map(String::as_str).chain(staged.iter().map(String::as_str)),
+                );
+            }
             tracing::debug!(commit = %id, author = %author.name, changes = applied.len(), "committed");
             if let Some(metrics) = &self.metrics {
                 let kind = group.author.as_ref().map_or("none", |a| a.actor_kind.label());
@@ -592,17 +601,11 @@ impl GitWriter {
         {
             // Objects first, as one pack, then the ref: the branch never
             // points at something not on disk.
-            if packed {
-                let pack = window_pack(work, start, id)?;
-                let odb = self.repo.odb().map_err(git("opening the object database"))?;
-                let mut writer = odb.packwriter().map_err(git("writing the window's pack"))?;
-                std::io::Write::write_all(&mut writer, &pack).map_err(|source| Error::Io {
-                    context: format!("writing the window's pack into {}", self.config.repo_dir.display()),
-                    source,
-                })?;
-                writer.commit().map_err(git("writing the window's pack"))?;
+            if let Some(fresh) = &fresh {
+                let pack = fresh.pack(&work_odb)?;
+                super::window::install(&self.config.repo_dir, &pack)?;
                 self.repack.request(&self.config.repo_dir);
-                self.window_pack = Some(WindowPack { start, head: id, bytes: pack.to_vec() });
+                self.window_pack = Some(WindowPack { start, head: id, pack });
             } else {
                 self.window_pack = None;
             }
@@ -859,30 +862,6 @@ pub(super) fn make_commit(
 
 pub(super) fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
     tree.get_path(Path::new(path)).ok().map(|e| e.id())
-}
-
-/// The pack of a window (or of a push): the objects `head` reaches and
-/// `start` does not, and no others.
-/// (libgit2's mempack dump inserts each commit with its whole tree: every
-/// window's pack would hold the entire mirror again, delta-searched on
-/// every core, which made a first start on a large cluster cost memory and
-/// time growing with the square of its size.) The walk hides the window's
-/// start, so what the start already reaches is left out, as a push does.
-pub(super) fn window_pack(work: &Repository, start: Option<Oid>, head: Oid) -> Result<git2::Buf> {
-    let context = || "packing the window's objects";
-    let mut walk = work.revwalk().map_err(git(context()))?;
-    walk.push(head).map_err(git(context()))?;
-    if let Some(start) = start {
-        walk.hide(start).map_err(git(context()))?;
-    }
-    let mut builder = work.packbuilder().map_err(git(context()))?;
-    // One thread: a window's delta search is small, and helper threads
-    // would each keep an allocator arena of their own.
-    builder.set_threads(1);
-    builder.insert_walk(&mut walk).map_err(git(context()))?;
-    let mut pack = git2::Buf::new();
-    builder.write_buf(&mut pack).map_err(git(context()))?;
-    Ok(pack)
 }
 
 /// A signature at `at` (the observation time), or now.

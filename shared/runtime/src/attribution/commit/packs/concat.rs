@@ -97,14 +97,19 @@ fn tmp_name(pid: u32, ext: &str) -> String {
 
 const TMP_PREFIX: &str = "tmp_concat_";
 
-/// Removes what merges of processes gone (killed mid-merge) left in `dir`:
-/// nothing reads those files, and each is as large as a merged pack.
+/// Removes what merges and window packs of processes gone (killed
+/// mid-write) left in `dir`: nothing reads those files, and a merge's is as
+/// large as a merged pack.
 pub(super) fn remove_stale(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let ours = std::process::id();
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(TMP_PREFIX)).and_then(|n| n.split('.').next()) else {
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| [TMP_PREFIX, super::whole::TMP_PREFIX].iter().find_map(|p| n.strip_prefix(p)))
+            .and_then(|n| n.split('.').next())
+        else {
             continue;
         };
         if pid.parse::<u32>().is_ok_and(|pid| pid != ours) {
@@ -333,13 +338,14 @@ mod tests {
     fn what_a_merge_of_a_process_gone_left_is_removed_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         let gone = dir.path().join(tmp_name(u32::MAX, "pack"));
+        let gone_window = dir.path().join(super::super::whole::tmp_name(u32::MAX, "idx"));
         let ours = dir.path().join(tmp_name(std::process::id(), "pack"));
         let pack = dir.path().join("pack-0123.pack");
-        for f in [&gone, &ours, &pack] {
+        for f in [&gone, &gone_window, &ours, &pack] {
             std::fs::write(f, b"x").unwrap();
         }
         remove_stale(dir.path());
-        assert!(!gone.exists());
+        assert!(!gone.exists() && !gone_window.exists());
         assert!(ours.exists() && pack.exists());
     }
 }
