@@ -46,6 +46,13 @@ impl Digests {
         (*held == rv).then_some(*digest)
     }
 
+    /// The digest remembered for `object`'s uid, whatever version it was
+    /// remembered at: the document last rendered for the object.
+    pub(super) fn held(&self, key: &ObjectKey, object: &serde_json::Value) -> Option<Oid> {
+        let (uid, _) = stamp(object)?;
+        self.by_type.get(&type_id(key))?.get(&uid).map(|(_, digest)| *digest)
+    }
+
     pub(super) fn remember(&mut self, key: &ObjectKey, object: &serde_json::Value, digest: Oid) {
         let Some((uid, rv)) = stamp(object) else { return };
         let of_type = self.by_type.entry(type_id(key)).or_default();
@@ -99,10 +106,12 @@ mod tests {
         d.remember(&key(), &object("7"), digest);
         assert_eq!(d.get(&key(), &object("7")), Some(digest));
         assert_eq!(d.get(&key(), &object("8")), None, "a new version renders anew");
+        assert_eq!(d.held(&key(), &object("8")), Some(digest), "the last document rendered for the object");
         let other_version = ObjectKey { version: "v2".into(), ..key() };
         assert_eq!(d.get(&other_version, &object("7")), None, "another API version renders another document");
         d.add_type(&key(), HashMap::new(), true);
         assert_eq!(d.get(&key(), &object("7")), None, "gone from the live list, forgotten");
+        assert_eq!(d.held(&key(), &object("7")), None);
         // No uid or a non-numeric version: never remembered.
         d.remember(&key(), &json!({"metadata": {"resourceVersion": "7"}}), digest);
         assert!(stamp(&json!({"metadata": {"uid": "x", "resourceVersion": "7"}})).is_none());

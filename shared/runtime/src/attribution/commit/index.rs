@@ -260,6 +260,22 @@ impl DocIndex {
         self.set_entry(path, EntryKind::File, text);
     }
 
+    /// `path`, which holds only `id`'s document, now holds only its next
+    /// version (`text`, one document of `id`): when the gate had nothing to
+    /// say of the file, the index reads the same and the text is not parsed
+    /// again; otherwise it is read as any file is.
+    pub(super) fn set_single(&mut self, path: &str, id: &Identity, text: &str) {
+        let same = !rules::mirror::placement::is_sensitive_path(path)
+            && self.files.get(path).is_some_and(|f| {
+                f.unparsable == 0
+                    && f.issues.is_empty()
+                    && matches!(f.identities.as_slice(), [Some(held)] if held == id)
+            });
+        if !same {
+            self.set_file(path, Some(text));
+        }
+    }
+
     fn set_entry(&mut self, path: &str, kind: EntryKind, text: Option<&str>) {
         if let Some(old) = self.files.remove(path) {
             self.unparsable -= old.unparsable;

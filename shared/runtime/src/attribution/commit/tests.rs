@@ -99,6 +99,47 @@ fn delete(author: Option<ResolvedAuthor>, key: ObjectKey, audit: &str, secs: u64
 
 const LOG: &str = "--format=%an|%ae|%cn|%ce|%s";
 
+/// A file that is exactly the document last rendered for its object is
+/// replaced whole by the next version's (no parse of the old one); a file
+/// someone edited in Git is edited in place, keeping their edit, and an
+/// equal object is no change either way.
+#[test]
+fn an_unedited_document_is_replaced_whole_and_an_edited_one_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let path = "shop/configmaps/web.yaml";
+    let object = |value: &str, rv: &str| {
+        let mut o = cm("shop", "web", value);
+        o["metadata"]["uid"] = json!("0f8fad5b-d9cb-469f-a165-70867728950e");
+        o["metadata"]["resourceVersion"] = json!(rv);
+        o
+    };
+    let doc = |value: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: shop\ndata:\n  key: '{value}'\n")
+    };
+    let show = || git_cli(&remote, &["show", &format!("main:{path}")]);
+    w.commit(&[write(user("alice"), object("1", "1"), "a-1", 0)]).unwrap();
+    let out = w.commit(&[write(user("alice"), object("2", "2"), "a-2", 1)]).unwrap();
+    assert_eq!(out.commits.len(), 1);
+    assert_eq!(show(), doc("2"));
+    let again = w.commit(&[write(user("bob"), object("2", "3"), "b-1", 2)]).unwrap();
+    assert!(again.commits.is_empty() && again.unchanged == 1, "{again:?}");
+
+    // Someone adds a comment in Git; the next version keeps it.
+    let work = tmp.path().join("work");
+    git_cli(tmp.path(), &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
+    std::fs::write(work.join(path), format!("# kept by hand\n{}", doc("2"))).unwrap();
+    git_cli(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-am", "comment"]);
+    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    w.sync().unwrap();
+    w.commit(&[write(user("carol"), object("3", "4"), "c-1", 3)]).unwrap();
+    assert_eq!(show(), format!("# kept by hand\n{}", doc("3")));
+    let again = w.commit(&[write(user("carol"), object("3", "5"), "c-2", 4)]).unwrap();
+    assert!(again.commits.is_empty() && again.unchanged == 1, "{again:?}");
+    assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+}
+
 #[test]
 fn create_update_delete_produce_the_expected_files_and_authors() {
     let tmp = tempfile::tempdir().unwrap();
