@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use git2::{Oid, Repository, Tree};
 use rules::mirror::acceptance::{self, EntryKind, Issue, Refusal, Role, YamlFile};
@@ -23,28 +24,30 @@ use super::writer::git;
 /// in it.
 #[derive(Debug, Clone, Default)]
 struct FileDocs {
-    /// Each document's identity (`None`: empty, foreign or unparsable).
-    identities: Vec<Option<Identity>>,
+    /// Each document's identity (`None`: empty, foreign or unparsable),
+    /// shared with [`DocIndex::by_identity`]'s key: one copy an object.
+    identities: Vec<Option<Arc<Identity>>>,
     unparsable: usize,
     issues: Vec<Issue>,
 }
 
 /// The files holding one identity, in path order. Almost always one: a
 /// sorted `Vec` holds it in one small allocation where a `BTreeSet` took a
-/// node of eleven (about 300 bytes per object of a large mirror).
+/// node of eleven (about 300 bytes per object of a large mirror). Each path
+/// is shared with [`DocIndex::files`]'s key.
 #[derive(Debug, Default)]
-struct Paths(Vec<String>);
+struct Paths(Vec<Arc<str>>);
 
 impl Paths {
-    fn insert(&mut self, path: &str) {
-        if let Err(at) = self.0.binary_search_by(|p| p.as_str().cmp(path)) {
-            self.0.insert(at, path.to_owned());
+    fn insert(&mut self, path: &Arc<str>) {
+        if let Err(at) = self.0.binary_search_by(|p| (**p).cmp(path)) {
+            self.0.insert(at, path.clone());
             self.0.shrink_to_fit();
         }
     }
 
     fn remove(&mut self, path: &str) {
-        if let Ok(at) = self.0.binary_search_by(|p| p.as_str().cmp(path)) {
+        if let Ok(at) = self.0.binary_search_by(|p| (**p).cmp(path)) {
             self.0.remove(at);
         }
     }
@@ -53,12 +56,12 @@ impl Paths {
         self.0.len()
     }
 
-    fn first(&self) -> Option<&String> {
-        self.0.first()
+    fn first(&self) -> Option<&str> {
+        self.0.first().map(|p| &**p)
     }
 
-    fn iter(&self) -> std::slice::Iter<'_, String> {
-        self.0.iter()
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|p| &**p)
     }
 }
 
@@ -70,15 +73,15 @@ pub(super) struct DocIndex {
     ignore: TargetIgnore,
     /// Why the `.gittargetignore` cannot be used, when it cannot.
     ignore_error: Option<rules::mirror::bootstrap::BootstrapError>,
-    files: HashMap<String, FileDocs>,
+    files: HashMap<Arc<str>, FileDocs>,
     /// Every file holding an identity; the first in path order is the one
     /// edited (the acceptance gate refuses a folder holding a second).
     /// Ordered by group and kind first, so a type's identities are one
     /// range (a relist asks once per type; a scan of the whole index each
     /// time was most of a 100-type relist's time).
-    by_identity: BTreeMap<Identity, Paths>,
+    by_identity: BTreeMap<Arc<Identity>, Paths>,
     /// Identities more than one file holds.
-    duplicated: BTreeSet<Identity>,
+    duplicated: BTreeSet<Arc<Identity>>,
     /// Files with at least one refusal, for the gate.
     refused: BTreeSet<String>,
     unparsable: usize,
@@ -214,8 +217,12 @@ impl DocIndex {
         if self.refused.is_empty() && self.duplicated.is_empty() && self.ignore_error.is_none() {
             return None;
         }
-        let mut issues: Vec<Issue> =
-            self.refused.iter().filter_map(|p| self.files.get(p)).flat_map(|f| f.issues.iter().cloned()).collect();
+        let mut issues: Vec<Issue> = self
+            .refused
+            .iter()
+            .filter_map(|p| self.files.get(p.as_str()))
+            .flat_map(|f| f.issues.iter().cloned())
+            .collect();
         for id in &self.duplicated {
             let Some(paths) = self.by_identity.get(id) else { continue };
             let doc = |p: &str| {
@@ -269,7 +276,7 @@ impl DocIndex {
             && self.files.get(path).is_some_and(|f| {
                 f.unparsable == 0
                     && f.issues.is_empty()
-                    && matches!(f.identities.as_slice(), [Some(held)] if held == id)
+                    && matches!(f.identities.as_slice(), [Some(held)] if **held == *id)
             });
         if !same {
             self.set_file(path, Some(text));
@@ -281,15 +288,15 @@ impl DocIndex {
             self.unparsable -= old.unparsable;
             self.refused.remove(path);
             for id in old.identities.into_iter().flatten() {
-                if let Some(paths) = self.by_identity.get_mut(&id) {
+                if let Some(paths) = self.by_identity.get_mut(&*id) {
                     paths.remove(path);
                     match paths.len() {
                         0 => {
-                            self.by_identity.remove(&id);
-                            self.duplicated.remove(&id);
+                            self.by_identity.remove(&*id);
+                            self.duplicated.remove(&*id);
                         }
                         1 => {
-                            self.duplicated.remove(&id);
+                            self.duplicated.remove(&*id);
                         }
                         _ => {}
                     }
@@ -309,28 +316,36 @@ impl DocIndex {
     }
 
     fn insert(&mut self, path: &str, docs: YamlFile) {
-        // Held for every file of the mirror: no spare capacity.
-        let (mut identities, mut issues) = (docs.identities, docs.issues);
-        identities.shrink_to_fit();
+        // Held for every file of the mirror: no spare capacity, and each
+        // identity and path once.
+        let path: Arc<str> = Arc::from(path);
+        let identities: Vec<Option<Arc<Identity>>> = docs
+            .identities
+            .into_iter()
+            .map(|d| {
+                d.map(|id| self.by_identity.get_key_value(&id).map_or_else(|| Arc::new(id), |(held, _)| held.clone()))
+            })
+            .collect();
+        let mut issues = docs.issues;
         issues.shrink_to_fit();
         let docs = FileDocs { identities, unparsable: docs.unparsable, issues };
         for id in docs.identities.iter().flatten() {
             let paths = self.by_identity.entry(id.clone()).or_default();
-            paths.insert(path);
+            paths.insert(&path);
             if paths.len() > 1 {
                 self.duplicated.insert(id.clone());
             }
         }
         self.unparsable += docs.unparsable;
         if !docs.issues.is_empty() {
-            self.refused.insert(path.to_owned());
+            self.refused.insert(path.to_string());
         }
-        self.files.insert(path.to_owned(), docs);
+        self.files.insert(path, docs);
     }
 
     /// The file holding the object's document.
     pub(super) fn find(&self, id: &Identity) -> Option<&str> {
-        self.by_identity.get(id).and_then(|p| p.first()).map(String::as_str)
+        self.by_identity.get(id).and_then(|p| p.first())
     }
 
     /// Whether a file holds a document that does not parse.
@@ -363,7 +378,7 @@ impl DocIndex {
             KindMatch::Kind(k) => id.group == group && id.kind == k,
             KindMatch::Resource(_) => id.group == group,
         };
-        self.by_identity.range(from..).map(|(id, _)| id).take_while(move |id| same_type(id)).filter(move |id| {
+        self.by_identity.range(from..).map(|(id, _)| &**id).take_while(move |id| same_type(id)).filter(move |id| {
             kind.matches(&id.kind)
                 && (scopes.is_empty()
                     || scopes.iter().any(|s| match s {
