@@ -55,3 +55,65 @@ fn a_log_past_the_ttl_is_dropped_and_a_new_one_numbers_on() {
     assert_eq!((read.gap, read.entries.len()), (0, 1), "the new entry is read, and the dropped ones are no gap");
     assert!(read.entries[0].seq > cursor);
 }
+
+/// Polls until `pred` holds (the follower records what it applied right
+/// after handing it to the sink).
+async fn eventually(what: &str, pred: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !pred() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// What every live follower applied leaves the log (its facts are in each
+/// follower's index); what one of them has not applied stays, and a scope
+/// released and acquired again is re-warmed from what came meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_every_follower_applied_leave_the_log() {
+    use super::super::conformance::{Recorder, fact, scope, start, wait_caught_up};
+    let t = MemoryTransport::new(1, TransportConfig::default(), Arc::new(Metrics::new())).unwrap();
+    let (a, b) = (scope("r", "", "configmaps"), scope("r", "", "secrets"));
+    let p = t.publisher();
+    let f1 = t.follower();
+    f1.acquire(&a);
+    let rec = Arc::new(Recorder::default());
+    let _run = start(&f1, rec.clone());
+    wait_caught_up(&f1).await;
+    for i in 0..3 {
+        p.publish(vec![(a.clone(), fact("alice", &format!("a{i}")))]).await.unwrap();
+    }
+    rec.wait_for_name("a2").await;
+    eventually("the applied entries to leave the log", || t.retained(&a) == 0).await;
+
+    // A second follower that does not read `a` yet: `a` is kept for it.
+    let f2 = t.follower();
+    p.publish(vec![(a.clone(), fact("alice", "a3"))]).await.unwrap();
+    rec.wait_for_name("a3").await;
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    assert_eq!(t.retained(&a), 1, "f2 has not applied it");
+    f2.acquire(&a);
+    let rec2 = Arc::new(Recorder::default());
+    let run2 = start(&f2, rec2.clone());
+    rec2.wait_for_name("a3").await;
+    eventually("both followers to have applied a3", || t.retained(&a) == 0).await;
+    drop(run2);
+    drop(f2);
+    eventually("f2 to be gone from the hub", || t.hub.logs().followers.len() == 1).await;
+
+    // Released: what comes meanwhile is kept and re-warmed on return.
+    f1.acquire(&b);
+    p.publish(vec![(b.clone(), fact("bob", "b0"))]).await.unwrap();
+    rec.wait_for_name("b0").await;
+    f1.release(&b);
+    tokio::time::timeout(std::time::Duration::from_secs(10), f1.settled()).await.unwrap();
+    p.publish(vec![(b.clone(), fact("bob", "b1"))]).await.unwrap();
+    p.publish(vec![(a.clone(), fact("alice", "sentinel"))]).await.unwrap();
+    rec.wait_for_name("sentinel").await;
+    assert_eq!(t.retained(&b), 1, "b1 waits for a follower of b");
+    f1.acquire(&b);
+    rec.wait_for_name("b1").await;
+    let names = rec.names();
+    assert_eq!(names.iter().filter(|n| *n == "b0").count(), 1, "b0 was applied once: {names:?}");
+    eventually("b1 to leave the log", || t.retained(&b) == 0).await;
+}
