@@ -87,6 +87,15 @@ fn idx_fanout(header: &[u8], path: &Path) -> Result<[u32; 256]> {
     Ok(fanout)
 }
 
+/// A name for a temporary file of this process in `objects/pack` (less its
+/// extension), unique within the process: two writers of one process may
+/// write into one local remote. What a process gone left is removed by
+/// `concat::remove_stale`, which reads the pid back.
+fn tmp_stem(prefix: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
 /// Where the pack whose trailing checksum is `checksum` lives in `dir`
 /// (without extension): git names a pack by it.
 fn named(dir: &Path, checksum: &[u8; OID_LEN]) -> PathBuf {

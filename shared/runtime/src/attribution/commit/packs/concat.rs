@@ -70,8 +70,9 @@ pub(super) fn concatenate(dir: &Path, packs: &[&PackFile]) -> Result<Option<Path
         return Ok(None);
     };
 
-    let tmp_pack = dir.join(tmp_name(std::process::id(), "pack"));
-    let tmp_idx = dir.join(tmp_name(std::process::id(), "idx"));
+    let stem = super::tmp_stem(TMP_PREFIX);
+    let tmp_pack = dir.join(format!("{stem}.pack"));
+    let tmp_idx = dir.join(format!("{stem}.idx"));
     let written = write_pack(&tmp_pack, &sources, total32)
         .and_then(|checksum| write_index(&tmp_idx, &sources, &order, &checksum).map(|()| checksum));
     let checksum = match written {
@@ -91,10 +92,6 @@ pub(super) fn concatenate(dir: &Path, packs: &[&PackFile]) -> Result<Option<Path
 
 /// Where a merge writes before its rename: named by the process, so the
 /// files a merge left when its process ended can be told from ours.
-fn tmp_name(pid: u32, ext: &str) -> String {
-    format!("{TMP_PREFIX}{pid}.{ext}")
-}
-
 const TMP_PREFIX: &str = "tmp_concat_";
 
 /// Removes what merges and window packs of processes gone (killed
@@ -108,7 +105,7 @@ pub(super) fn remove_stale(dir: &Path) {
         let Some(pid) = name
             .to_str()
             .and_then(|n| [TMP_PREFIX, super::whole::TMP_PREFIX].iter().find_map(|p| n.strip_prefix(p)))
-            .and_then(|n| n.split('.').next())
+            .and_then(|n| n.split(['_', '.']).next())
         else {
             continue;
         };
@@ -337,9 +334,9 @@ mod tests {
     #[test]
     fn what_a_merge_of_a_process_gone_left_is_removed_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
-        let gone = dir.path().join(tmp_name(u32::MAX, "pack"));
-        let gone_window = dir.path().join(super::super::whole::tmp_name(u32::MAX, "idx"));
-        let ours = dir.path().join(tmp_name(std::process::id(), "pack"));
+        let gone = dir.path().join(format!("{TMP_PREFIX}{}_0.pack", u32::MAX));
+        let gone_window = dir.path().join(format!("{}{}_3.idx", super::super::whole::TMP_PREFIX, u32::MAX));
+        let ours = dir.path().join(format!("{}.pack", super::super::tmp_stem(TMP_PREFIX)));
         let pack = dir.path().join("pack-0123.pack");
         for f in [&gone, &gone_window, &ours, &pack] {
             std::fs::write(f, b"x").unwrap();

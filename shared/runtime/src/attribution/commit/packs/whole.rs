@@ -136,11 +136,6 @@ pub(crate) fn build<'a>(objects: impl IntoIterator<Item = (Oid, ObjectType, &'a 
     Ok(Whole { pack, idx, checksum, objects: entries.len() })
 }
 
-/// The temporary files of a window pack being installed by process `pid`.
-pub(super) fn tmp_name(pid: u32, ext: &str) -> String {
-    format!("{TMP_PREFIX}{pid}.{ext}")
-}
-
 pub(super) const TMP_PREFIX: &str = "tmp_whole_";
 
 /// Puts `whole` into the object database at `objects_dir` (`objects/`):
@@ -151,8 +146,9 @@ pub(crate) fn install(objects_dir: &Path, whole: &Whole) -> Result<PathBuf> {
     let dir = objects_dir.join("pack");
     std::fs::create_dir_all(&dir).map_err(|e| io(&format!("creating {}", dir.display()), e))?;
     let stem = named(&dir, &whole.checksum);
+    let tmp_stem = super::tmp_stem(TMP_PREFIX);
     for (ext, bytes) in [("pack", &whole.pack), ("idx", &whole.idx)] {
-        let tmp = dir.join(tmp_name(std::process::id(), ext));
+        let tmp = dir.join(format!("{tmp_stem}.{ext}"));
         let target = stem.with_extension(ext);
         std::fs::write(&tmp, bytes)
             .and_then(|()| std::fs::rename(&tmp, &target))
