@@ -87,6 +87,21 @@ fn idx_fanout(header: &[u8], path: &Path) -> Result<[u32; 256]> {
     Ok(fanout)
 }
 
+/// An index offset with this bit set is a position in the 64-bit table.
+const LARGE_OFFSET: u32 = 0x8000_0000;
+
+/// `offset` as a version 2 index's offset entry: itself below 2 GiB, else
+/// its position in the 64-bit table, to which it is appended.
+fn idx_offset(offset: u64, large: &mut Vec<u64>) -> u32 {
+    match u32::try_from(offset) {
+        Ok(small) if small & LARGE_OFFSET == 0 => small,
+        _ => {
+            large.push(offset);
+            LARGE_OFFSET | u32::try_from(large.len() - 1).expect("fewer than 2^31 large offsets")
+        }
+    }
+}
+
 /// A name for a temporary file of this process in `objects/pack` (less its
 /// extension), unique within the process: two writers of one process may
 /// write into one local remote. What a process gone left is removed by
@@ -337,5 +352,15 @@ mod tests {
             }
             assert_eq!(tail[..], stream[80..], "pieces of {split}");
         }
+    }
+
+    #[test]
+    fn offsets_past_2_gib_go_to_the_64_bit_table_in_order() {
+        let mut large = Vec::new();
+        assert_eq!(idx_offset(12, &mut large), 12);
+        assert_eq!(idx_offset(0x7fff_ffff, &mut large), 0x7fff_ffff);
+        assert_eq!(idx_offset(0x8000_0000, &mut large), LARGE_OFFSET);
+        assert_eq!(idx_offset(5 << 32, &mut large), LARGE_OFFSET | 1);
+        assert_eq!(large, [0x8000_0000, 5 << 32]);
     }
 }

@@ -21,13 +21,11 @@ use std::path::{Path, PathBuf};
 
 use sha1::{Digest, Sha1};
 
-use super::{IDX_HEADER, IDX_MAGIC, OID_LEN, PackFile, named};
+use super::{IDX_HEADER, IDX_MAGIC, LARGE_OFFSET as LARGE, OID_LEN, PackFile, idx_offset, named};
 use crate::attribution::commit::{GitError as Error, Result};
 
 const PACK_HEADER: u64 = 12;
 const TRAILER: u64 = OID_LEN as u64;
-/// An index offset with this bit set is a position in the 64-bit table.
-const LARGE: u32 = 0x8000_0000;
 
 /// One old pack, as the merge reads it.
 struct Source {
@@ -254,14 +252,7 @@ fn write_index(path: &Path, sources: &[Source], order: &[u8], pack_checksum: &[u
         } else {
             u64::from(raw)
         };
-        let new = old - PACK_HEADER + s.base;
-        let entry = match u32::try_from(new) {
-            Ok(small) if small & LARGE == 0 => small,
-            _ => {
-                large_out.push(new);
-                LARGE | u32::try_from(large_out.len() - 1).expect("fewer than 2^31 large offsets")
-            }
-        };
+        let entry = idx_offset(old - PACK_HEADER + s.base, &mut large_out);
         w(&mut out, &entry.to_be_bytes())?;
     }
     for offset in large_out {

@@ -23,11 +23,8 @@ use flate2::write::ZlibEncoder;
 use git2::{ObjectType, Oid};
 use sha1::{Digest, Sha1};
 
-use super::{IDX_MAGIC, OID_LEN, named};
+use super::{IDX_MAGIC, OID_LEN, idx_offset, io, named};
 use crate::attribution::commit::{GitError as Error, Result};
-
-/// An index offset with this bit set is a position in the 64-bit table.
-const LARGE: u32 = 0x8000_0000;
 
 /// A pack and its index, in memory.
 #[derive(Clone, PartialEq, Eq)]
@@ -87,8 +84,8 @@ pub(crate) fn build<'a>(objects: impl IntoIterator<Item = (Oid, ObjectType, &'a 
         let at = pack.len();
         entry_header(&mut pack, kind, data.len());
         let mut z = ZlibEncoder::new(pack, Compression::fast());
-        z.write_all(data).map_err(|e| io("compressing an object of the window's pack", e))?;
-        pack = z.finish().map_err(|e| io("compressing an object of the window's pack", e))?;
+        z.write_all(data).map_err(|e| io("compressing an object of the window's pack".into(), e))?;
+        pack = z.finish().map_err(|e| io("compressing an object of the window's pack".into(), e))?;
         let mut crc = flate2::Crc::new();
         crc.update(&pack[at..]);
         let id: [u8; OID_LEN] = id.as_bytes().try_into().map_err(|_| invalid(format!("object {id} is not SHA-1")))?;
@@ -118,14 +115,7 @@ pub(crate) fn build<'a>(objects: impl IntoIterator<Item = (Oid, ObjectType, &'a 
     }
     let mut large: Vec<u64> = Vec::new();
     for &(_, _, offset) in &entries {
-        let entry = match u32::try_from(offset) {
-            Ok(small) if small & LARGE == 0 => small,
-            _ => {
-                large.push(offset);
-                LARGE | (large.len() - 1) as u32
-            }
-        };
-        idx.extend_from_slice(&entry.to_be_bytes());
+        idx.extend_from_slice(&idx_offset(offset, &mut large).to_be_bytes());
     }
     for offset in large {
         idx.extend_from_slice(&offset.to_be_bytes());
@@ -144,7 +134,7 @@ pub(super) const TMP_PREFIX: &str = "tmp_whole_";
 /// extension.
 pub(crate) fn install(objects_dir: &Path, whole: &Whole) -> Result<PathBuf> {
     let dir = objects_dir.join("pack");
-    std::fs::create_dir_all(&dir).map_err(|e| io(&format!("creating {}", dir.display()), e))?;
+    std::fs::create_dir_all(&dir).map_err(|e| io(format!("creating {}", dir.display()), e))?;
     let stem = named(&dir, &whole.checksum);
     let tmp_stem = super::tmp_stem(TMP_PREFIX);
     for (ext, bytes) in [("pack", &whole.pack), ("idx", &whole.idx)] {
@@ -152,17 +142,13 @@ pub(crate) fn install(objects_dir: &Path, whole: &Whole) -> Result<PathBuf> {
         let target = stem.with_extension(ext);
         std::fs::write(&tmp, bytes)
             .and_then(|()| std::fs::rename(&tmp, &target))
-            .map_err(|e| io(&format!("writing {}", target.display()), e))?;
+            .map_err(|e| io(format!("writing {}", target.display()), e))?;
     }
     Ok(stem)
 }
 
-fn io(context: &str, source: std::io::Error) -> Error {
-    Error::Io { context: context.to_owned(), source }
-}
-
 fn invalid(why: String) -> Error {
-    io("writing the window's pack", std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
+    io("writing the window's pack".into(), std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
 }
 
 #[cfg(test)]
