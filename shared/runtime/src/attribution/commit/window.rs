@@ -67,14 +67,20 @@ impl<'r> WindowObjects<'r> {
     }
 
     fn add(&mut self, id: Oid, kind: ObjectType, path: &str) {
+        // Gathered already (a path a later commit of the window touches
+        // again): no walk of the start's tree for it.
+        if self.seen.contains(&id) {
+            return;
+        }
         let at_start = match &self.start {
             None => false,
             Some(start) if path.is_empty() => start.id() == id,
             Some(start) => start.get_path(Path::new(path)).is_ok_and(|e| e.id() == id),
         };
-        if at_start || !self.seen.insert(id) {
+        if at_start {
             return;
         }
+        self.seen.insert(id);
         match kind {
             ObjectType::Blob => self.blobs.push(id),
             _ => self.trees.push(id),
