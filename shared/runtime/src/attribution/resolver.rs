@@ -218,6 +218,9 @@ impl Engine {
         for _ in evictions_before.total..evictions_after.total {
             self.metrics.eviction("total");
         }
+        for _ in evictions_before.span..evictions_after.span {
+            self.metrics.eviction("span");
+        }
         let evicted =
             (evictions_after.per_type - evictions_before.per_type) + (evictions_after.total - evictions_before.total);
         if evicted > 0 {

@@ -197,6 +197,10 @@ pub struct Candidate {
 pub struct Evictions {
     pub per_type: u64,
     pub total: u64,
+    /// Oldest facts dropped because what is held would span more arrivals
+    /// or time than a slot counts (4 billion, 49 days: see [`store`]). Only
+    /// a removal fact kept past its TTL by its sticky pointer lives so long.
+    pub span: u64,
 }
 
 /// What filing one fact did.
@@ -504,8 +508,16 @@ impl Index {
             self.duplicates += 1;
             return Filed { keys: Vec::new(), duplicate: true };
         }
+        let seq = self.next_seq + 1;
+        while !self.store.fits(seq, at_ms) && !self.store.rebase(seq, at_ms) {
+            // An empty store fits anything, so this ends.
+            self.evict_globally_oldest();
+            self.evictions.span += 1;
+        }
+        let (st, h) = (&mut self.store, &self.hashes);
+        let s = &mut self.scopes[id as usize];
         let selector = if fact.is_collection() { Selector::parse(&fact.label_selector).ok() } else { None };
-        let f = st.alloc(&fact, at_ms, self.next_seq + 1, selector);
+        let f = st.alloc(&fact, at_ms, seq, selector);
         let keys = s.file(st, h, f, &fact);
         if keys.is_empty() {
             st.free(f);

@@ -1,5 +1,5 @@
 //! The compact fact store behind the index: every held fact is one fixed
-//! 64-byte slot plus one item in a byte slab for what is never joined on.
+//! 56-byte slot plus one item in a byte slab for what is never joined on.
 //!
 //! A million facts is the default cap and a sidecar runs beside every
 //! watcher, so a fact is held as small as it round-trips:
@@ -9,9 +9,11 @@
 //!   canonical decimal resourceVersion a `u64`, a stageTimestamp that
 //!   prints back identically a count of microseconds; anything else is kept
 //!   as its text, so every fact reads back exactly as it was filed;
-//! - the slot ([`Slot`], 64 bytes, in one `Vec`) holds what the joins read
+//! - the slot ([`Slot`], 56 bytes, in one `Vec`) holds what the joins read
 //!   (uid, resourceVersion, namespace, author, verb, arrival order and
 //!   time) and the link of its scope's arrival queue ([`super::queue`]);
+//!   arrival order and time are 32-bit offsets from the store's [`Base`]
+//!   (what every held fact spans fits: 4 billion arrivals, 49 days);
 //! - the name, auditID, stageTimestamp, display name and email (and any
 //!   uid or resourceVersion kept as text) are the fact's cold part, one
 //!   byte string read for the name tier, for ordering and for `Explain`. It
@@ -297,14 +299,15 @@ struct Cold<'a> {
     name: &'a str,
 }
 
-/// One held fact's fixed part: what the joins read. 64 bytes with no
-/// padding (asserted below), so a million facts are 64 MB of slots.
+/// One held fact's fixed part: what the joins read. 56 bytes with no
+/// padding (asserted below), so a million facts are 56 MB of slots.
 #[derive(Debug)]
 pub(super) struct Slot {
-    /// Arrival order, from 1; 0 marks a free slot.
-    seq: u64,
-    /// When the fact was appended to its stream (the clock it ages on).
-    at_ms: u64,
+    /// Arrival order less [`Base::seq`], from 1; 0 marks a free slot.
+    seq: u32,
+    /// When the fact was appended to its stream (the clock it ages on),
+    /// less [`Base::ms`].
+    at_ms: u32,
     /// The resourceVersion when `RV_NUM`.
     rv: u64,
     /// The uid when `UID_UUID`.
@@ -321,7 +324,7 @@ pub(super) struct Slot {
     cold: Item,
 }
 
-const _: () = assert!(size_of::<Slot>() == 64 && align_of::<Slot>() == 8);
+const _: () = assert!(size_of::<Slot>() == 56 && align_of::<Slot>() == 8);
 
 impl Slot {
     const FREE: Slot = Slot {
@@ -342,11 +345,27 @@ impl Slot {
     }
 }
 
+/// What a slot's arrival order and append time count from. Every held
+/// fact's are at most `u32::MAX` past these ([`Store::fits`]); when a new
+/// fact's are not, [`Store::rebase`] moves the base up to what is held.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Base {
+    /// One less than the oldest held fact's arrival order (at most).
+    seq: u64,
+    /// At most the earliest held fact's append time.
+    ms: u64,
+}
+
+/// How far before a fact's append time a base is set, so a fact from
+/// another stream appended a little earlier still fits without a rebase.
+const MS_SLACK: u64 = 3_600_000;
+
 /// A held fact as the index reads it: its slot and, on demand, its cold part.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SlotRef<'a> {
     slot: &'a Slot,
     slab: &'a Slab,
+    base: Base,
 }
 
 impl<'a> SlotRef<'a> {
@@ -356,12 +375,12 @@ impl<'a> SlotRef<'a> {
 
     /// Arrival order: unique per held fact.
     pub fn seq(&self) -> u64 {
-        self.slot.seq
+        self.base.seq + u64::from(self.slot.seq)
     }
 
     /// When the fact was appended to its stream.
     pub fn at_ms(&self) -> u64 {
-        self.slot.at_ms
+        self.base.ms + u64::from(self.slot.at_ms)
     }
 
     /// The interned namespace.
@@ -549,6 +568,9 @@ const SCRATCH_KEPT: usize = 4096;
 pub(super) struct Store {
     slots: Vec<Slot>,
     free: Vec<Fid>,
+    base: Base,
+    /// Slots in use (`slots.len() - free.len()`).
+    held: usize,
     cold: Slab,
     strings: Interner,
     extras: HashMap<Fid, Extra>,
@@ -560,7 +582,42 @@ pub(super) struct Store {
 
 impl Store {
     pub fn get(&self, fid: Fid) -> SlotRef<'_> {
-        SlotRef { slot: &self.slots[fid as usize], slab: &self.cold }
+        SlotRef { slot: &self.slots[fid as usize], slab: &self.cold, base: self.base }
+    }
+
+    /// Whether a fact of arrival order `seq` appended at `at_ms` can be
+    /// held against the current base ([`Store::alloc`] requires it).
+    pub fn fits(&self, seq: u64, at_ms: u64) -> bool {
+        let fits = |v: u64, base: u64, floor: u64| v >= floor && v - base <= u64::from(u32::MAX);
+        self.held == 0 || (fits(seq, self.base.seq, self.base.seq + 1) && fits(at_ms, self.base.ms, self.base.ms))
+    }
+
+    /// Moves the base to what the held facts and the new one span, so the
+    /// new one [`fits`](Store::fits). O(slots), and due at most once per
+    /// 4 billion arrivals or 49 days less what is held. `false` (nothing
+    /// changed) when they span more than 32 bits: the caller evicts the
+    /// oldest fact and asks again; an empty store always fits.
+    pub fn rebase(&mut self, seq: u64, at_ms: u64) -> bool {
+        let held = || self.slots.iter().filter(|s| s.seq != 0);
+        let (mut lo_seq, mut lo_ms, mut hi_ms) = (seq, at_ms, at_ms);
+        for s in held() {
+            let r = SlotRef { slot: s, slab: &self.cold, base: self.base };
+            lo_seq = lo_seq.min(r.seq());
+            lo_ms = lo_ms.min(r.at_ms());
+            hi_ms = hi_ms.max(r.at_ms());
+        }
+        let span = u64::from(u32::MAX);
+        if seq - lo_seq >= span || hi_ms - lo_ms > span {
+            return false;
+        }
+        let base = Base { seq: lo_seq - 1, ms: lo_ms - MS_SLACK.min(span - (hi_ms - lo_ms)).min(lo_ms) };
+        let old = self.base;
+        for s in self.slots.iter_mut().filter(|s| s.seq != 0) {
+            s.seq = (old.seq + u64::from(s.seq) - base.seq) as u32;
+            s.at_ms = (old.ms + u64::from(s.at_ms) - base.ms) as u32;
+        }
+        self.base = base;
+        true
     }
 
     /// The fact after `fid` in its scope queue.
@@ -582,7 +639,13 @@ impl Store {
     }
 
     /// Holds `f`; `selector` is the parsed selector of a collection fact.
+    /// `seq` is above every held fact's; the caller has made it and `at_ms`
+    /// [`fit`](Store::fits).
     pub fn alloc(&mut self, f: &Fact, at_ms: u64, seq: u64, selector: Option<Selector>) -> Fid {
+        if self.held == 0 {
+            self.base = Base { seq: seq - 1, ms: at_ms.saturating_sub(MS_SLACK) };
+        }
+        assert!(self.fits(seq, at_ms), "fact {seq} at {at_ms} ms does not fit the store's base {:?}", self.base);
         let mut flags = 0u16;
         let mut cold = std::mem::take(&mut self.scratch);
         cold.clear();
@@ -647,8 +710,8 @@ impl Store {
             flags |= EXTRA;
         }
         let slot = Slot {
-            seq,
-            at_ms,
+            seq: (seq - self.base.seq) as u32,
+            at_ms: (at_ms - self.base.ms) as u32,
             rv,
             uid,
             author: self.strings.intern(&f.author),
@@ -674,13 +737,14 @@ impl Store {
         if let Some(e) = extra {
             self.extras.insert(fid, e);
         }
+        self.held += 1;
         fid
     }
 
     /// Lets the slot go (every table must have forgotten it already).
     pub fn free(&mut self, fid: Fid) {
         let s = std::mem::replace(&mut self.slots[fid as usize], Slot::FREE);
-        let c = SlotRef { slot: &s, slab: &self.cold }.cold();
+        let c = SlotRef { slot: &s, slab: &self.cold, base: self.base }.cold();
         for id in [s.author, s.namespace, s.verb, c.display, c.email] {
             self.strings.release(id);
         }
@@ -689,6 +753,7 @@ impl Store {
             self.extras.remove(&fid);
         }
         self.free.push(fid);
+        self.held -= 1;
     }
 
     /// The fact as it was filed.

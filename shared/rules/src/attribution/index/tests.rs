@@ -208,7 +208,7 @@ fn per_type_cap_evicts_oldest_and_counts() {
         ix.insert(&scope(), fact("a", "update", &format!("u{i}"), "1", "cm"), i);
     }
     assert_eq!(ix.len(), 2);
-    assert_eq!(ix.evictions(), Evictions { per_type: 1, total: 0 });
+    assert_eq!(ix.evictions(), Evictions { per_type: 1, total: 0, span: 0 });
     assert_eq!(answer(&ix, &write_q("u0", "1"), 5).0, Tier::Absent, "the oldest went");
     assert_eq!(answer(&ix, &write_q("u2", "1"), 5).0, Tier::Exact);
 }
@@ -221,7 +221,7 @@ fn total_cap_evicts_the_globally_oldest_and_counts() {
     ix.insert(&other, fact("a", "update", "u1", "1", "cm"), 1);
     ix.insert(&scope(), fact("a", "delete", "u2", "1", "cm"), 2);
     assert_eq!(ix.len(), 2);
-    assert_eq!(ix.evictions(), Evictions { per_type: 0, total: 1 });
+    assert_eq!(ix.evictions(), Evictions { per_type: 0, total: 1, span: 0 });
     assert_eq!(answer(&ix, &write_q("u0", "1"), 5).0, Tier::Absent);
     assert_eq!(ix.lookup(&other, &write_q("u1", "1"), 5).best.map(|m| m.tier), Some(Tier::Exact));
     // The caps bound the sticky pointer too: it is evicted with its fact.
@@ -461,3 +461,65 @@ mod reordering {
 }
 
 mod weak;
+
+const DAY_MS: u64 = 86_400_000;
+
+/// The append time a held fact reads back with, through a lookup.
+fn held_at(ix: &Index, uid: &str, now: u64) -> Option<u64> {
+    ix.lookup(&scope(), &write_q(uid, "1"), now).best.map(|m| m.fact.at_ms)
+}
+
+// A slot counts arrival order and append time in 32 bits from the store's
+// base: time moving on re-bases what is held, exactly.
+#[test]
+fn append_times_far_apart_read_back_exactly_and_a_span_too_long_drops_the_oldest() {
+    let mut ix = Index::new(IndexConfig { ttl_ms: 1_000 * DAY_MS, ..IndexConfig::default() });
+    let t0 = 1_800_000_000_000;
+    ix.insert(&scope(), fact("a", "update", "u0", "1", "cm"), t0);
+    // 30 and 45 days later: past 2^32 ms from the first base, within it of each other.
+    ix.insert(&scope(), fact("b", "update", "u1", "1", "cm"), t0 + 30 * DAY_MS);
+    ix.insert(&scope(), fact("c", "update", "u2", "1", "cm"), t0 + 45 * DAY_MS);
+    let now = t0 + 46 * DAY_MS;
+    assert_eq!(held_at(&ix, "u0", now), Some(t0));
+    assert_eq!(held_at(&ix, "u1", now), Some(t0 + 30 * DAY_MS));
+    assert_eq!(held_at(&ix, "u2", now), Some(t0 + 45 * DAY_MS));
+    assert_eq!(ix.evictions(), Evictions::default());
+    // 60 days after the first: the first no longer fits beside it and goes.
+    ix.insert(&scope(), fact("d", "update", "u3", "1", "cm"), t0 + 60 * DAY_MS);
+    let now = t0 + 61 * DAY_MS;
+    assert_eq!(held_at(&ix, "u0", now), None);
+    assert_eq!(held_at(&ix, "u1", now), Some(t0 + 30 * DAY_MS));
+    assert_eq!(held_at(&ix, "u3", now), Some(t0 + 60 * DAY_MS));
+    assert_eq!(ix.evictions(), Evictions { span: 1, ..Evictions::default() });
+    assert_eq!(ix.len(), 3);
+    // A fact appended a little before the base (another stream's clock) fits.
+    ix.insert(&scope(), fact("e", "update", "u4", "1", "cm"), t0 + 30 * DAY_MS - 1_000);
+    assert_eq!(held_at(&ix, "u4", now), Some(t0 + 30 * DAY_MS - 1_000));
+    assert_eq!(ix.len(), 4);
+}
+
+#[test]
+fn arrival_order_past_32_bits_re_bases_and_keeps_the_order() {
+    let mut ix = Index::new(IndexConfig { max_facts: 3, ..IndexConfig::default() });
+    let other = Scope::new("lab", GroupResource::new("apps", "deployments"));
+    ix.insert(&scope(), fact("a", "update", "u0", "1", "cm"), 0);
+    // As if four billion facts had come and gone while u0 stayed.
+    ix.next_seq = u64::from(u32::MAX) - 2;
+    ix.insert(&scope(), fact("b", "update", "u1", "1", "cm"), 1);
+    ix.insert(&scope(), fact("c", "update", "u2", "1", "cm"), 2);
+    assert_eq!(ix.evictions(), Evictions::default());
+    // The next one's order would be 2^32 past u0's: u0 goes, the rest re-base.
+    ix.insert(&other, fact("d", "update", "u3", "1", "cm"), 3);
+    assert_eq!(ix.evictions(), Evictions { span: 1, ..Evictions::default() });
+    assert_eq!(answer(&ix, &write_q("u0", "1"), 5).0, Tier::Absent);
+    for (uid, author) in [("u1", "b"), ("u2", "c")] {
+        assert_eq!(answer(&ix, &write_q(uid, "1"), 5).1.as_deref(), Some(author));
+    }
+    // Arrival order across scopes still decides the total cap's eviction:
+    // u1, the oldest held, goes; u3 in the other scope stays.
+    ix.insert(&scope(), fact("e", "update", "u4", "1", "cm"), 4);
+    assert_eq!(ix.evictions(), Evictions { span: 1, total: 1, ..Evictions::default() });
+    assert_eq!(answer(&ix, &write_q("u1", "1"), 5).0, Tier::Absent);
+    assert_eq!(answer(&ix, &write_q("u2", "1"), 5).0, Tier::Exact);
+    assert_eq!(ix.lookup(&other, &write_q("u3", "1"), 5).best.map(|m| m.tier), Some(Tier::Exact));
+}
