@@ -604,13 +604,14 @@ impl Attribution for Api {
             resolutions.push(answer);
             changes.extend(change);
         }
-        let filtered = self.filter(changes, &req.exclude_users);
+        let mut filtered = self.filter(changes, &req.exclude_users);
         let skipped = resolutions.iter().filter(|r| r.action == SKIPPED).count();
         let kind = if req.per_event { CommitKind::PerEvent } else { CommitKind::Window };
         // A CommitRequest riding the window (the watcher attributed it).
         let requested =
             req.requested.map(|r| Requested { author: r.author, message: Some(r.message).filter(|m| !m.is_empty()) });
-        let mut outcome = self.commit_blocking(filtered.changes.clone(), kind, requested).await?;
+        // The changes go to the writer; the response reads only the counts.
+        let mut outcome = self.commit_blocking(std::mem::take(&mut filtered.changes), kind, requested).await?;
         outcome.0.sensitive_skipped += skipped;
         Ok(Response::new(response(resolutions, outcome, &filtered)))
     }
@@ -658,7 +659,7 @@ impl Attribution for Api {
             name: rules::attribution::audit::meta_field(o, "name"),
         };
         let keyed: Vec<(ObjectKey, serde_json::Value)> = live.into_iter().map(|o| (key(&o), o)).collect();
-        let (mut tree, docs, keyed) =
+        let (mut tree, docs, mut keyed) =
             self.reconcile_docs((gr.group.clone(), gr.resource.clone()), scopes, keyed).await?;
         // A terminating object's document goes as an observed deletion
         // (prune mode OnEvent suffices), not as a vanished object.
@@ -673,16 +674,23 @@ impl Attribution for Api {
             })
             .collect();
         let mut plan = reconcile::plan(&docs, &tree, self.policy().removes_on_reconcile(header.prune));
-        // What the forward leg last wrote stays as Git has it.
-        plan.write.retain(|&i| {
-            let manager = last_field_manager(&keyed[i].1);
-            !manager.is_some_and(|m| header.exclude_field_managers.iter().any(|x| x == m))
-        });
+        // What the forward leg last wrote stays as Git has it (no managed
+        // fields read when no manager is excluded).
+        if !header.exclude_field_managers.is_empty() {
+            plan.write.retain(|&i| {
+                let manager = last_field_manager(&keyed[i].1);
+                !manager.is_some_and(|m| header.exclude_field_managers.iter().any(|x| x == m))
+            });
+        }
 
         // Every event of the reconcile is attributed as the engine resolves
         // it; most are unresolved (the change predates the facts held).
-        let mut events: Vec<WatchEvent> =
-            plan.write.iter().map(|&i| WatchEvent { kind: WatchKind::Modified, object: keyed[i].1.clone() }).collect();
+        // Each object moves into its event (a plan writes an object once).
+        let mut events: Vec<WatchEvent> = plan
+            .write
+            .iter()
+            .map(|&i| WatchEvent { kind: WatchKind::Modified, object: std::mem::take(&mut keyed[i].1) })
+            .collect();
         let before = events.len();
         events.retain(|e| !self.skips_write(&scope, e.kind, &e.object));
         let skipped = before - events.len();
@@ -727,7 +735,7 @@ impl Attribution for Api {
             kept = filtered.kept,
             "reconcile"
         );
-        let mut outcome = self.commit_blocking(filtered.changes.clone(), kind, None).await?;
+        let mut outcome = self.commit_blocking(std::mem::take(&mut filtered.changes), kind, None).await?;
         outcome.0.unchanged += plan.unchanged;
         outcome.0.sensitive_skipped += skipped;
         Ok(Response::new(response(resolutions, outcome, &filtered)))
