@@ -329,7 +329,7 @@ impl Engine {
             self.config.grace.as_millis() as u64,
             q.written_at_us,
         );
-        match self.answer_now(scope, version, q, start) {
+        match self.answer_now(scope, version, q, start, deadline_ms) {
             Some(r) => r,
             // Boxed: only a resolution that waits carries the wait's state
             // (waiter, timer, shutdown signal); the common one answers at once.
@@ -338,11 +338,22 @@ impl Engine {
     }
 
     /// The answer without waiting, when waiting could not change it: the
-    /// first read settles, or the adaptive grace skips the wait.
-    fn answer_now(&self, scope: &Scope, version: &str, q: &Query, start: Duration) -> Option<Resolution> {
+    /// first read settles, the wait ended before it began, or the adaptive
+    /// grace skips the wait.
+    fn answer_now(
+        &self,
+        scope: &Scope,
+        version: &str,
+        q: &Query,
+        start: Duration,
+        deadline_ms: u64,
+    ) -> Option<Resolution> {
         // Fast path: a read that settles needs no waiter (nothing to wait for).
         let first = self.read_for(scope, q);
-        if first.settled {
+        // A relisted object written long ago (a first start's every object)
+        // has a deadline already past: what the index holds is the answer,
+        // with no waiter and no timer to set up and tear down.
+        if first.settled || deadline_ms <= self.clock.now_ms() {
             return Some(self.finish(scope, version, q, first.best, start));
         }
         if self.streaks().is_some_and(|s| s.wait(scope) == Wait::Skip) {

@@ -113,6 +113,12 @@ impl WaiterRegistry {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Resolvers that ever registered: one that answered without waiting
+    /// registered none.
+    pub fn registrations(&self) -> u64 {
+        self.next_id.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

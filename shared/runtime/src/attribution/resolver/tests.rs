@@ -128,6 +128,31 @@ async fn a_waiting_removal_blocks_no_write() {
     assert_eq!(e.waiters().len(), 0);
 }
 
+// A relisted object written long before (grace::deadline_ms): its wait
+// ended before it was asked, so it answers on the first poll with what the
+// index holds, as the wait would have ended on.
+#[tokio::test(start_paused = true)]
+async fn a_resolution_whose_wait_ended_before_it_began_answers_at_once() {
+    use futures::FutureExt;
+    let e = engine();
+    // The engine's clock counts from its start: move it past a week.
+    tokio::time::advance(Duration::from_secs(8 * 86_400)).await;
+    apply(&e, fact("writer", "update", "u1", "1"));
+    let week_ago_us = (e.clock().now_ms() as i64 - 7 * 86_400_000) * 1000;
+    // A removal with only a write fact: a read that does not settle.
+    let query = Query { written_at_us: Some(week_ago_us), ..q("u1", "2", true) };
+    let r = e.resolve(&scope(), "v1", &query).now_or_never().expect("answered on the first poll");
+    assert_eq!((r.tier, r.author(), r.waited), (Tier::Latest, Some("writer"), Duration::ZERO));
+    let absent = Query { written_at_us: Some(week_ago_us), ..q("u2", "1", false) };
+    let r = e.resolve(&scope(), "v1", &absent).now_or_never().expect("answered on the first poll");
+    assert_eq!(r.tier, Tier::Absent);
+    assert_eq!(e.waiters().registrations(), 0, "neither set up a wait");
+    // Written just now: the same removal still waits out its grace.
+    let now_us = e.clock().now_ms() as i64 * 1000;
+    let fresh = Query { written_at_us: Some(now_us), ..q("u1", "2", true) };
+    assert!(e.resolve(&scope(), "v1", &fresh).now_or_never().is_none(), "a fresh write waits");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_resolution_unregisters() {
     let e = engine();
