@@ -425,7 +425,7 @@ impl Metrics {
         );
         registry.register(
             format!("{p}_attribution_fact_index_evictions"),
-            "whether the caps are binding",
+            "facts evicted before their TTL, by reason: per_type and total (the caps bind), span (held past 49 days)",
             self.fact_index_evictions.clone(),
         );
         registry.register(
