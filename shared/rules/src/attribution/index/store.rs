@@ -569,8 +569,6 @@ pub(super) struct Store {
     slots: Vec<Slot>,
     free: Vec<Fid>,
     base: Base,
-    /// Slots in use (`slots.len() - free.len()`).
-    held: usize,
     cold: Slab,
     strings: Interner,
     extras: HashMap<Fid, Extra>,
@@ -585,11 +583,16 @@ impl Store {
         SlotRef { slot: &self.slots[fid as usize], slab: &self.cold, base: self.base }
     }
 
+    /// Slots in use.
+    fn held(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
     /// Whether a fact of arrival order `seq` appended at `at_ms` can be
     /// held against the current base ([`Store::alloc`] requires it).
     pub fn fits(&self, seq: u64, at_ms: u64) -> bool {
         let fits = |v: u64, base: u64, floor: u64| v >= floor && v - base <= u64::from(u32::MAX);
-        self.held == 0 || (fits(seq, self.base.seq, self.base.seq + 1) && fits(at_ms, self.base.ms, self.base.ms))
+        self.held() == 0 || (fits(seq, self.base.seq, self.base.seq + 1) && fits(at_ms, self.base.ms, self.base.ms))
     }
 
     /// Moves the base to what the held facts and the new one span, so the
@@ -598,9 +601,8 @@ impl Store {
     /// changed) when they span more than 32 bits: the caller evicts the
     /// oldest fact and asks again; an empty store always fits.
     pub fn rebase(&mut self, seq: u64, at_ms: u64) -> bool {
-        let held = || self.slots.iter().filter(|s| s.seq != 0);
         let (mut lo_seq, mut lo_ms, mut hi_ms) = (seq, at_ms, at_ms);
-        for s in held() {
+        for s in self.slots.iter().filter(|s| s.seq != 0) {
             let r = SlotRef { slot: s, slab: &self.cold, base: self.base };
             lo_seq = lo_seq.min(r.seq());
             lo_ms = lo_ms.min(r.at_ms());
@@ -642,7 +644,7 @@ impl Store {
     /// `seq` is above every held fact's; the caller has made it and `at_ms`
     /// [`fit`](Store::fits).
     pub fn alloc(&mut self, f: &Fact, at_ms: u64, seq: u64, selector: Option<Selector>) -> Fid {
-        if self.held == 0 {
+        if self.held() == 0 {
             self.base = Base { seq: seq - 1, ms: at_ms.saturating_sub(MS_SLACK) };
         }
         assert!(self.fits(seq, at_ms), "fact {seq} at {at_ms} ms does not fit the store's base {:?}", self.base);
@@ -737,7 +739,6 @@ impl Store {
         if let Some(e) = extra {
             self.extras.insert(fid, e);
         }
-        self.held += 1;
         fid
     }
 
@@ -753,7 +754,6 @@ impl Store {
             self.extras.remove(&fid);
         }
         self.free.push(fid);
-        self.held -= 1;
     }
 
     /// The fact as it was filed.
