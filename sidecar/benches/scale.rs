@@ -24,7 +24,7 @@ mod common;
 
 use std::time::{Duration, Instant, SystemTime};
 
-use common::cluster::{Cluster, commits, files, metric, rss_mib, stop, type_of, until};
+use common::cluster::{Cluster, commits, files, metric, rss_mib, rss_split, stop, type_of, until};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use rules::attribution::Tier;
 use rules::attribution::commit::{Action, Change};
@@ -161,20 +161,6 @@ fn lists_alone(a: &Args, kubeconfig: &std::path::Path) -> Duration {
         assert_eq!(listed, a.objects);
         t.elapsed()
     })
-}
-
-/// Where a process's resident memory is: (anonymous, file-backed) MiB,
-/// from `/proc/<pid>/status` (file-backed: mapped pack files and binaries).
-fn rss_split(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (kib("RssAnon:") / 1024.0, kib("RssFile:") / 1024.0)
 }
 
 /// A `serve` writing into a new empty bare remote under `dir`.

@@ -533,6 +533,7 @@ fn main() {
     };
     let rss = |at: Duration| (at.as_secs_f64() / 60.0, cluster::rss_mib(w_pid), cluster::rss_mib(serve_pid));
     let mut samples = vec![rss(Duration::ZERO)];
+    let serve_split_start = cluster::rss_split(serve_pid);
     let storm_offset = steady / 2;
     let relisting = resource_arg(a.relist_type);
     let (_, _, plural, _) = type_of(a.relist_type);
@@ -584,6 +585,11 @@ fn main() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let cpu_after = (cpu_ticks(w_pid), cpu_ticks(serve_pid), cpu_ticks(me));
+    // What serve holds at the end: its pages by kind (what it allocated
+    // and the clone's packs it maps), and the facts its index holds (each
+    // kept for the TTL).
+    let serve_split = cluster::rss_split(serve_pid);
+    let facts_held = cluster::metric(serve.metrics_port, "gitopsreverser_attribution_fact_index_entries");
     let (storm_at, gone_before, _) = storm.expect("the relist storm ran");
     let gone = cluster::metric(wm, &gone_metric) - gone_before;
     let restarts = cluster::metric(wm, "gitopsreverser_mirror_watch_restarts_total");
@@ -714,6 +720,10 @@ fn main() {
         "| resident memory per watched object at the end: watch / serve | {:.0} / {:.0} bytes | |",
         last.1 * 1048576.0 / c.objects as f64,
         last.2 * 1048576.0 / c.objects as f64
+    );
+    println!(
+        "| serve's resident memory by kind, steady phase start → end: anonymous / file-backed (the clone's mapped packs, the binary); facts its index holds at the end | {:.1} → {:.1} / {:.1} → {:.1} MiB; {facts_held} facts | |",
+        serve_split_start.0, serve_split.0, serve_split_start.1, serve_split.1
     );
     println!(
         "| relist storm: {relisting} gets 410 Expired at {:.0} s (every watch connection dropped, that type's resume answered 410; {gone} gone restart(s), {restarts} watch restarts in all) | relisted and reconciled in {} | |",
