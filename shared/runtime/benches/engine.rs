@@ -22,12 +22,7 @@ use runtime::attribution::{Engine, EngineConfig};
 use runtime::metrics::Metrics;
 
 fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    testkit::process::rss_kib(std::process::id()).map_or(0, |kb| kb * 1024)
 }
 
 fn uid(i: usize) -> String {

@@ -29,10 +29,16 @@ pub fn binary(name: &str, package: &str) -> PathBuf {
 /// `/proc/<pid>/status`), measured from outside it; `None` when it cannot
 /// be read (the process is gone).
 pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS")
+}
+
+/// A memory field of `/proc/<pid>/status` in KiB (`VmRSS`, `RssAnon`,
+/// `RssFile`, ...); `None` when it cannot be read.
+pub fn status_kib(pid: u32, field: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
@@ -96,5 +102,21 @@ impl Hang {
     /// `http://ADDR`, for a kubeconfig's server.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_fields_read_by_their_whole_name() {
+        let me = std::process::id();
+        let (rss, anon, file) = (rss_kib(me).unwrap(), status_kib(me, "RssAnon").unwrap(), status_kib(me, "RssFile"));
+        assert!(anon > 0 && anon <= rss, "RssAnon {anon} KiB within VmRSS {rss} KiB");
+        assert!(file.is_some_and(|f| f <= rss));
+        // A prefix of a field's name is no field.
+        assert_eq!(status_kib(me, "Rss"), None);
+        assert_eq!(status_kib(u32::MAX, "VmRSS"), None, "no such process");
     }
 }

@@ -197,15 +197,8 @@ pub fn until(what: &str, within: Duration, log: &Path, mut done: impl FnMut() ->
 /// Where a process's resident memory is: (anonymous, file-backed) MiB,
 /// from `/proc/<pid>/status` (file-backed: mapped pack files and binaries).
 pub fn rss_split(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (kib("RssAnon:") / 1024.0, kib("RssFile:") / 1024.0)
+    let mib = |field| testkit::process::status_kib(pid, field).unwrap_or(0) as f64 / 1024.0;
+    (mib("RssAnon"), mib("RssFile"))
 }
 
 /// Resident memory of `pid`, MiB.
