@@ -156,7 +156,7 @@ impl Context<'_> {
             if let Ok(digest) = Oid::hash_object(git2::ObjectType::Blob, body.as_bytes()) {
                 self.digests.remember(key, object, digest);
             }
-            let new = match files.get(&path)? {
+            match files.get(&path)? {
                 Some(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
                     if self.index.has_unparsable(&path) || is_sensitive_path(&path) {
                         return Ok(refused(
@@ -170,11 +170,13 @@ impl Context<'_> {
                         Ok(t) => t,
                         Err(o) => return Ok(o),
                     };
-                    append(&old, &body)
+                    self.set(files, &path, Some(append(&old, &body)));
                 }
-                _ => body,
-            };
-            self.set(files, &path, Some(new));
+                _ => {
+                    self.index.set_rendered(&path, &desired, &body);
+                    files.overlay.insert(path.clone(), Some(body.into_bytes()));
+                }
+            }
             return Ok(Outcome::Applied { effect: Effect::Create, path });
         };
         // The file is exactly the document last rendered for this object

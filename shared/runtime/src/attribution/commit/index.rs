@@ -65,6 +65,11 @@ impl Paths {
     }
 }
 
+/// One file as [`DocIndex::snapshot`] shows it: path, each document's
+/// identity, unparsable documents, the gate's issues.
+#[cfg(test)]
+pub(super) type FileSnapshot = (String, Vec<Option<Identity>>, usize, Vec<Issue>);
+
 #[derive(Debug, Default)]
 pub(super) struct DocIndex {
     /// The tree this describes; `None` before the first build.
@@ -141,6 +146,25 @@ impl DocIndex {
     /// edits through [`DocIndex::set_file`]).
     pub(super) fn describe(&mut self, tree: Oid) {
         self.tree = Some(tree);
+    }
+
+    /// Everything the index holds, in order: each file's documents, problems
+    /// and unparsable count, then each identity's files. Two indexes of one
+    /// tree compare equal by it.
+    #[cfg(test)]
+    pub(super) fn snapshot(&self) -> (Vec<FileSnapshot>, Vec<(Identity, Vec<String>)>) {
+        let mut files: Vec<_> = self
+            .files
+            .iter()
+            .map(|(p, f)| {
+                let ids = f.identities.iter().map(|i| i.as_deref().cloned()).collect();
+                (p.to_string(), ids, f.unparsable, f.issues.clone())
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let ids =
+            self.by_identity.iter().map(|(i, p)| ((**i).clone(), p.iter().map(str::to_owned).collect())).collect();
+        (files, ids)
     }
 
     /// Forgets everything: the next refresh reads the tree afresh.
@@ -280,6 +304,24 @@ impl DocIndex {
             });
         if !same {
             self.set_file(path, Some(text));
+        }
+    }
+
+    /// `path`, a file that held nothing, now holds only the document just
+    /// rendered of `object` (`text`): indexed by the identity the object
+    /// declares, which is what reading `text` back would find, without
+    /// parsing it (a YAML parse per created file was a fifth of the writer's
+    /// time in a first start: issue 31). A path the gate reads otherwise (a
+    /// sealed file, anything not a managed manifest) is read as any file is.
+    pub(super) fn set_rendered(&mut self, path: &str, object: &serde_json::Value, text: &str) {
+        let identity = Identity::of(object);
+        let managed = matches!(self.role(path, EntryKind::File), Some(Role::Managed));
+        match identity {
+            Some(identity) if managed && !rules::mirror::placement::is_sensitive_path(path) => {
+                self.set_entry(path, EntryKind::File, None);
+                self.insert(path, YamlFile { identities: vec![Some(identity)], ..YamlFile::default() });
+            }
+            _ => self.set_file(path, Some(text)),
         }
     }
 

@@ -140,6 +140,51 @@ fn an_unedited_document_is_replaced_whole_and_an_edited_one_in_place() {
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
 }
 
+/// A file the writer creates is indexed by the identity its object
+/// declares, not read back: the index then reads exactly as one built from
+/// the committed tree, for names YAML would take for something else, a
+/// cluster-scoped object, a custom resource, and an object whose metadata
+/// names another namespace than its key.
+#[test]
+fn created_files_are_indexed_as_reading_them_back_would() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut w = writer(tmp.path(), "clone", None);
+    let mut changes: Vec<Change> = ["1e3", "true", "null", "0x1f", "yes", "on", "007", "a.b-c", "~", "-"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| write(user("alice"), cm("shop", name, "v"), &format!("a-{i}"), i as u64))
+        .collect();
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "uid": "u-2"}});
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "shop", "uid": "u-3"}, "spec": {"size": 1}});
+    let elsewhere = cm("other", "moved", "v");
+    for (group, resource, namespace, object) in [
+        ("", "namespaces", "", namespace),
+        ("example.com", "widgets", "shop", widget),
+        ("", "configmaps", "shop", elsewhere),
+    ] {
+        let name = object["metadata"]["name"].as_str().unwrap().to_owned();
+        let mut change = write(user("bob"), object, "b", 20);
+        change.object = ObjectKey {
+            group: group.into(),
+            version: "v1".into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            name,
+        };
+        changes.push(change);
+    }
+    let out = w.commit_local(&changes).unwrap();
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    let head = w.local_head().unwrap();
+    let tree = w.tree_of(head).unwrap();
+    let mut read_back = super::index::DocIndex::new("");
+    read_back.refresh(&w.repo, &tree).unwrap();
+    let (files, identities) = read_back.snapshot();
+    assert_eq!(files.len(), changes.len(), "{files:?}");
+    assert_eq!(w.index.snapshot(), (files, identities));
+}
+
 #[test]
 fn create_update_delete_produce_the_expected_files_and_authors() {
     let tmp = tempfile::tempdir().unwrap();

@@ -224,7 +224,7 @@ pub struct GitWriter {
     pub(super) config: WriterConfig,
     metrics: Option<Arc<Metrics>>,
     /// Every document under the prefix by identity.
-    index: DocIndex,
+    pub(super) index: DocIndex,
     /// (group, resource) → kind, learned from the objects seen.
     kinds: HashMap<(String, String), String>,
     /// Live objects' document digests by uid and resourceVersion.
