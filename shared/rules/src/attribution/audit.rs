@@ -335,7 +335,14 @@ fn value_string(v: &Value) -> String {
 
 /// Reads `metadata.<field>` of a body as a string (numbers accepted).
 pub fn meta_field(obj: &Value, field: &str) -> String {
-    obj.get("metadata").and_then(|m| m.get(field)).map(value_string).unwrap_or_default()
+    metadata(obj, field).map(value_string).unwrap_or_default()
+}
+
+/// `metadata.<field>` of an object, as it is. (`Value::pointer` allocates
+/// twice per step to unescape it; this is read once per object of every
+/// list and event.)
+pub fn metadata<'v>(obj: &'v Value, field: &str) -> Option<&'v Value> {
+    obj.get("metadata")?.get(field)
 }
 
 impl EventList {

@@ -40,8 +40,7 @@ pub fn deadline_ms(asked_ms: u64, grace_ms: u64, written_at_us: Option<i64>) -> 
 /// microseconds: when its current version was written, to the second.
 /// `None` without managed fields (a client that records none).
 pub fn written_at_us(object: &serde_json::Value) -> Option<i64> {
-    object
-        .pointer("/metadata/managedFields")?
+    super::audit::metadata(object, "managedFields")?
         .as_array()?
         .iter()
         .filter_map(|f| f.get("time")?.as_str())

@@ -40,7 +40,7 @@ impl ObjectKey {
 /// logically absent from the intent tree. Offered for the caller routing
 /// events (the routing decision itself arrives here already made).
 pub fn is_logically_absent(object: &Value) -> bool {
-    object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+    crate::attribution::audit::metadata(object, "deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
 /// Stable YAML: the same object gives the same bytes, whatever order its keys

@@ -205,7 +205,7 @@ impl ObjectMeta {
                 .and_then(Value::as_object)
                 .map(|l| l.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect())
                 .unwrap_or_default(),
-            deleting: object.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()),
+            deleting: super::audit::metadata(object, "deletionTimestamp").is_some_and(|v| !v.is_null()),
             creation_timestamp: meta_field(object, "creationTimestamp"),
         }
     }

@@ -35,8 +35,9 @@ impl Identity {
     pub fn of(object: &Value) -> Option<Identity> {
         let api_version = object.get("apiVersion")?.as_str()?;
         let kind = object.get("kind")?.as_str()?;
-        let name = object.pointer("/metadata/name")?.as_str()?;
-        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+        let meta = object.get("metadata")?;
+        let name = meta.get("name")?.as_str()?;
+        let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         if kind.is_empty() || name.is_empty() {
             return None;

@@ -28,7 +28,7 @@ pub fn operation(event: &WatchEvent) -> Option<Operation> {
 /// entry with the latest `time` (RFC 3339, so it sorts as text); among equal
 /// times the last listed. `None` when the object carries no managedFields.
 pub fn last_field_manager(object: &Value) -> Option<&str> {
-    let entries = object.pointer("/metadata/managedFields")?.as_array()?;
+    let entries = crate::attribution::audit::metadata(object, "managedFields")?.as_array()?;
     let mut best: Option<(&str, &str)> = None;
     for e in entries {
         let Some(manager) = e.get("manager").and_then(Value::as_str) else {
