@@ -19,6 +19,7 @@ use rules::mirror::watch_rules::WatchScope;
 
 use super::encryption::Encryptor;
 use super::index::{DocIndex, KindMatch};
+use super::window::Blobs;
 use super::writer::git;
 use super::{GitError as Error, Result};
 
@@ -26,13 +27,16 @@ use super::{GitError as Error, Result};
 pub(super) struct Files<'r> {
     repo: &'r Repository,
     base: &'r Tree<'r>,
+    /// The blobs of a packed window written so far, which the object
+    /// database does not hold until the window's pack is installed.
+    blobs: Option<&'r Blobs>,
     /// Path → new bytes (`None`: removed).
     pub(super) overlay: HashMap<String, Option<Vec<u8>>>,
 }
 
 impl<'r> Files<'r> {
-    pub(super) fn new(repo: &'r Repository, base: &'r Tree<'r>) -> Self {
-        Files { repo, base, overlay: HashMap::new() }
+    pub(super) fn new(repo: &'r Repository, base: &'r Tree<'r>, blobs: Option<&'r Blobs>) -> Self {
+        Files { repo, base, blobs, overlay: HashMap::new() }
     }
 
     pub(super) fn get(&self, path: &str) -> Result<Option<Vec<u8>>> {
@@ -42,6 +46,9 @@ impl<'r> Files<'r> {
         match super::writer::entry_id(self.base, path) {
             None => Ok(None),
             Some(id) => {
+                if let Some(bytes) = self.blobs.and_then(|b| b.get(&id)) {
+                    return Ok(Some(bytes.clone()));
+                }
                 let blob = self.repo.find_blob(id).map_err(git(format!("reading {path}")))?;
                 Ok(Some(blob.content().to_vec()))
             }

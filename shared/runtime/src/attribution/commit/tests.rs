@@ -681,6 +681,54 @@ fn large_windows_and_long_pushes_travel_as_packs_and_stay_whole() {
     assert_eq!(git_cli(&remote, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
 }
 
+/// In a packed window the writer keeps the blobs it hashed until the
+/// window's pack is installed: a later commit of the window reads back
+/// what an earlier one wrote (a removal of an object the window created,
+/// an in-place edit of a hand-edited file the window changed already), and
+/// the clone and the remote stay whole.
+#[test]
+fn a_packed_window_reads_back_the_files_its_earlier_commits_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let remote = bare_remote(tmp.path(), "remote.git");
+    let mut w = writer(tmp.path(), "clone", Some(&remote));
+    let kept = "shop/configmaps/kept.yaml";
+    let doc = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: shop\ndata:\n  key: '{value}'\n"
+        )
+    };
+    w.commit(&[write(user("alice"), cm("shop", "kept", "1"), "k", 0)]).unwrap();
+    let work = tmp.path().join("work");
+    git_cli(tmp.path(), &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
+    std::fs::write(work.join(kept), format!("# kept by hand\n{}", doc("1"))).unwrap();
+    git_cli(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-am", "comment"]);
+    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    w.sync().unwrap();
+
+    let mut window = vec![
+        write(user("alice"), cm("shop", "doomed", "1"), "a-1", 1),
+        write(user("alice"), cm("shop", "kept", "2"), "a-2", 1),
+    ];
+    window.extend(
+        (0..super::writer::PACK_THRESHOLD).map(|i| write(user("alice"), cm("fill", &format!("f{i}"), "v"), "a", 1)),
+    );
+    window.push(delete(user("bob"), cm_key("shop", "doomed"), "b-1", 2));
+    window.push(write(user("bob"), cm("shop", "kept", "3"), "b-2", 2));
+    let out = w.commit(&window).unwrap();
+    assert_eq!(out.commits.len(), 2, "{out:?}");
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    assert_eq!(git_cli(&remote, &["show", &format!("main:{kept}")]), format!("# kept by hand\n{}", doc("3")));
+    let files = git_cli(&remote, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(!files.contains("doomed"), "{files}");
+    assert_eq!(files.lines().count(), 1 + super::writer::PACK_THRESHOLD);
+    // The first commit of the window holds the file the second removed.
+    let first = git_cli(&remote, &["show", "main~1:shop/configmaps/doomed.yaml"]);
+    assert!(first.contains("name: doomed"), "{first}");
+    for repo in [tmp.path().join("clone"), remote] {
+        assert_eq!(git_cli(&repo, &["fsck", "--strict", "--no-progress", "--no-dangling"]), "");
+    }
+}
+
 /// A steady stream of large windows leaves a pack each; merged in the
 /// background as the tiers fill, the clone keeps few packs, and the windows
 /// committed while a merge runs, the history and every file stay whole.

@@ -10,7 +10,7 @@
 //! share it, which the merges handle (they rebuild such packs), where
 //! leaving it out on a guess could leave the remote without it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use git2::{ObjectType, Odb, Oid, Repository, Tree};
@@ -18,6 +18,10 @@ use git2::{ObjectType, Odb, Oid, Repository, Tree};
 use super::packs::whole::{self, Whole};
 use super::writer::git;
 use super::{GitError as Error, Result};
+
+/// A packed window's blobs by id: hashed by the writer and kept here for
+/// the window's pack, not written to the object database.
+pub(super) type Blobs = HashMap<Oid, Vec<u8>>;
 
 /// A window's pack: the objects `head` reaches and `start` does not.
 pub(super) struct WindowPack {
@@ -87,18 +91,31 @@ impl<'r> WindowObjects<'r> {
         }
     }
 
-    /// The pack of the gathered objects, read from `odb`: commits, then
-    /// trees, then blobs, as git orders a pack.
-    pub(super) fn pack(&self, odb: &Odb<'_>) -> Result<Whole> {
+    /// The pack of the gathered objects, read from `odb` or, for the blobs
+    /// the writer kept, from `blobs`: commits, then trees, then blobs, as
+    /// git orders a pack.
+    pub(super) fn pack(&self, odb: &Odb<'_>, blobs: Option<&Blobs>) -> Result<Whole> {
         let context = || "reading the window's objects to pack them";
-        let objects = self
-            .commits
+        let read = |id: &Oid| odb.read(*id).map_err(git(context()));
+        let objects = self.commits.iter().chain(&self.trees).map(read).collect::<Result<Vec<_>>>()?;
+        let kept: Vec<(Oid, &[u8])> = self
+            .blobs
             .iter()
-            .chain(&self.trees)
-            .chain(&self.blobs)
-            .map(|id| odb.read(*id).map_err(git(context())))
+            .filter_map(|id| blobs.and_then(|b| b.get(id)).map(|bytes| (*id, bytes.as_slice())))
+            .collect();
+        let read_blobs = self
+            .blobs
+            .iter()
+            .filter(|id| !blobs.is_some_and(|b| b.contains_key(id)))
+            .map(read)
             .collect::<Result<Vec<_>>>()?;
-        whole::build(objects.iter().map(|o| (o.id(), o.kind(), o.data())))
+        whole::build(
+            objects
+                .iter()
+                .map(|o| (o.id(), o.kind(), o.data()))
+                .chain(kept.into_iter().map(|(id, bytes)| (id, ObjectType::Blob, bytes)))
+                .chain(read_blobs.iter().map(|o| (o.id(), o.kind(), o.data()))),
+        )
     }
 }
 
