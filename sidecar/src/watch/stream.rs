@@ -86,7 +86,7 @@ fn api(client: &kube::Client, ty: &WatchedType, scope: &WatchScope) -> Api<Dynam
     let ar = ApiResource {
         group: ty.group.clone(),
         version: ty.version.clone(),
-        api_version: if ty.group.is_empty() { ty.version.clone() } else { format!("{}/{}", ty.group, ty.version) },
+        api_version: ty.api_version(),
         kind: ty.kind.clone(),
         plural: ty.resource.clone(),
     };
@@ -100,11 +100,73 @@ fn api(client: &kube::Client, ty: &WatchedType, scope: &WatchScope) -> Api<Dynam
 /// come without `apiVersion` and `kind`.
 fn complete(mut object: Value, ty: &WatchedType) -> Value {
     if let Some(map) = object.as_object_mut() {
-        let api_version = if ty.group.is_empty() { ty.version.clone() } else { format!("{}/{}", ty.group, ty.version) };
-        map.entry("apiVersion").or_insert(Value::String(api_version));
+        map.entry("apiVersion").or_insert(Value::String(ty.api_version()));
         map.entry("kind").or_insert(Value::String(ty.kind.clone()));
     }
     object
+}
+
+/// Which of `apiVersion` and `kind` a JSON object names at its top level;
+/// every value skipped unparsed.
+struct Named {
+    api_version: bool,
+    kind: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for Named {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Named;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Named, A::Error> {
+                let mut named = Named { api_version: false, kind: false };
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "apiVersion" => named.api_version = true,
+                        "kind" => named.kind = true,
+                        _ => {}
+                    }
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                Ok(named)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A listed object's JSON as [`complete`] would make it, from the text the
+/// API server sent: `apiVersion` and `kind` put first when the object does
+/// not name them (list items do not), everything else as it came. Not a JSON
+/// object: read whole and completed.
+fn complete_json(item: &str, ty: &WatchedType) -> Vec<u8> {
+    let Ok(named) = serde_json::from_str::<Named>(item) else {
+        let object = serde_json::from_str(item).unwrap_or(Value::Null);
+        return serde_json::to_vec(&complete(object, ty)).unwrap_or_default();
+    };
+    let body = item.trim_start().strip_prefix('{').unwrap_or_default();
+    let mut out = Vec::with_capacity(item.len() + 64);
+    out.push(b'{');
+    let mut field = |name: &str, value: &str| {
+        out.extend_from_slice(serde_json::to_string(name).unwrap_or_default().as_bytes());
+        out.push(b':');
+        out.extend_from_slice(serde_json::to_string(value).unwrap_or_default().as_bytes());
+        out.push(b',');
+    };
+    if !named.api_version {
+        field("apiVersion", &ty.api_version());
+    }
+    if !named.kind {
+        field("kind", &ty.kind);
+    }
+    if body.trim_start().starts_with('}') && out.last() == Some(&b',') {
+        out.pop();
+    }
+    out.extend_from_slice(body.as_bytes());
+    out
 }
 
 fn to_value(object: &DynamicObject) -> Value {
@@ -121,15 +183,28 @@ fn is_gone(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 410)
 }
 
-/// Lists every object (all pages); returns them and the list's
-/// resourceVersion.
-async fn list_all(api: &Api<DynamicObject>) -> kube::Result<(Vec<DynamicObject>, String)> {
+/// One page of a list, its items as the API server sent them.
+#[derive(serde::Deserialize)]
+struct RawPage {
+    #[serde(default)]
+    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta,
+    #[serde(default)]
+    items: Vec<Box<serde_json::value::RawValue>>,
+}
+
+/// Lists every object (all pages); returns each as the JSON a reconcile
+/// sends ([`complete_json`]) and the list's resourceVersion. The items are
+/// not decoded into typed objects and encoded again: that was most of the
+/// watcher's time in a first start (issue 31).
+async fn list_all(client: &kube::Client, url: &str, ty: &WatchedType) -> kube::Result<(Vec<Vec<u8>>, String)> {
     let mut objects = Vec::new();
     let mut params = ListParams::default().limit(PAGE);
     loop {
-        let page = api.list(&params).await?;
+        let mut request = kube::core::Request::new(url).list(&params).map_err(kube::Error::BuildRequest)?;
+        request.extensions_mut().insert("list");
+        let page: RawPage = client.request(request).await?;
         let revision = page.metadata.resource_version.clone().unwrap_or_default();
-        objects.extend(page.items);
+        objects.extend(page.items.iter().map(|item| complete_json(item.get(), ty)));
         match page.metadata.continue_.filter(|c| !c.is_empty()) {
             Some(token) => params = params.continue_token(&token),
             None => return Ok((objects, revision)),
@@ -150,7 +225,8 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
     'relist: loop {
         // Closed never (the semaphore lives as long as `shared`).
         let held = shared.lists.clone().acquire_owned().await.ok();
-        let (objects, revision) = match list_all(&lister).await {
+        let listed_as = ty.borrow().clone();
+        let (objects, revision) = match list_all(&shared.client, lister.resource_url(), &listed_as).await {
             Ok(x) => x,
             Err(e) => {
                 let pause = backoff.next_delay();
@@ -165,12 +241,6 @@ pub async fn run(shared: Shared, mut ty: watch::Receiver<Arc<WatchedType>>, scop
         outage.recovered(&format!("listing {concern}"));
         shared.readiness.ok(&concern);
         let ty_now = ty.borrow().clone();
-        // Consumed as converted: the typed list is not kept for the life of
-        // the watch beside the JSON the window takes.
-        let objects: Vec<Vec<u8>> = objects
-            .into_iter()
-            .map(|o| serde_json::to_vec(&complete(to_value(&o), &ty_now)).unwrap_or_default())
-            .collect();
         tracing::debug!(r#type = %key, %scope, objects = objects.len(), %revision, "listed");
         let listed = Item::Listed(Listed {
             ty: ty_now,
@@ -285,4 +355,53 @@ fn admit(shared: &Shared, ty: &Arc<WatchedType>, kind: WatchKind, object: Value)
         return None;
     }
     Some(Item::Event { ty: ty.clone(), kind, object: event.object, at: Instant::now() })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn deployments() -> WatchedType {
+        WatchedType {
+            group: "apps".into(),
+            version: "v1".into(),
+            resource: "deployments".into(),
+            kind: "Deployment".into(),
+            namespaced: true,
+            scopes: BTreeMap::new(),
+        }
+    }
+
+    /// A listed item's text, completed, reads as the object `complete`
+    /// makes of it, for every shape: items without `apiVersion` and `kind`
+    /// (as list items come), with one, with both, with them null or spelt
+    /// with escapes, an empty object, and JSON that is no object.
+    #[test]
+    fn a_listed_item_is_completed_as_the_object_would_be() {
+        let ty = deployments();
+        for item in [
+            r#"{"metadata":{"name":"web","namespace":"shop"},"spec":{"replicas":2}}"#,
+            r#"{"apiVersion":"apps/v1beta1","metadata":{"name":"web"}}"#,
+            r#"{"kind":"Other","metadata":{"name":"web"}}"#,
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}"#,
+            r#"{"apiVersion":null,"kind":"Deployment"}"#,
+            r#"{"api\u0056ersion":"x/v1","metadata":{"name":"web"}}"#,
+            r#"{}"#,
+            "  {  }  ",
+            " {\n \"metadata\": {\"name\": \"web\"}\n}",
+            r#"[1,2]"#,
+            r#""text""#,
+        ] {
+            let completed = complete_json(item, &ty);
+            let read: Value = serde_json::from_slice(&completed)
+                .unwrap_or_else(|e| panic!("{item}: {e}: {}", String::from_utf8_lossy(&completed)));
+            let expected = complete(serde_json::from_str(item).unwrap(), &ty);
+            assert_eq!(read, expected, "{item} → {}", String::from_utf8_lossy(&completed));
+        }
+        // An item that names both is passed on byte for byte.
+        let both = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"}}"#;
+        assert_eq!(complete_json(both, &ty), both.as_bytes());
+    }
 }

@@ -133,6 +133,11 @@ impl WatchedType {
         type_key(&self.group, &self.version, &self.resource)
     }
 
+    /// `group/version` (core: `v1`): the `apiVersion` its objects carry.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
     /// The watches to run: one per namespace, or one everywhere (which then
     /// covers every namespace, so the per-namespace ones are dropped).
     pub fn watches(&self) -> Vec<WatchScope> {
