@@ -99,6 +99,16 @@ fn delete(author: Option<ResolvedAuthor>, key: ObjectKey, audit: &str, secs: u64
 
 const LOG: &str = "--format=%an|%ae|%cn|%ce|%s";
 
+/// Someone edits `path` in Git: a clone of `remote` at `work`, the file set
+/// to `text`, committed and pushed.
+fn edit_in_git(remote: &Path, work: &Path, path: &str, text: &str) {
+    let parent = work.parent().expect("the clone goes in a directory");
+    git_cli(parent, &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
+    std::fs::write(work.join(path), text).unwrap();
+    git_cli(work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-am", "edit"]);
+    git_cli(work, &["push", "--quiet", "origin", "HEAD:main"]);
+}
+
 /// A file that is exactly the document last rendered for its object is
 /// replaced whole by the next version's (no parse of the old one); a file
 /// someone edited in Git is edited in place, keeping their edit, and an
@@ -127,11 +137,7 @@ fn an_unedited_document_is_replaced_whole_and_an_edited_one_in_place() {
     assert!(again.commits.is_empty() && again.unchanged == 1, "{again:?}");
 
     // Someone adds a comment in Git; the next version keeps it.
-    let work = tmp.path().join("work");
-    git_cli(tmp.path(), &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
-    std::fs::write(work.join(path), format!("# kept by hand\n{}", doc("2"))).unwrap();
-    git_cli(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-am", "comment"]);
-    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    edit_in_git(&remote, &tmp.path().join("work"), path, &format!("# kept by hand\n{}", doc("2")));
     w.sync().unwrap();
     w.commit(&[write(user("carol"), object("3", "4"), "c-1", 3)]).unwrap();
     assert_eq!(show(), format!("# kept by hand\n{}", doc("3")));
@@ -698,11 +704,7 @@ fn a_packed_window_reads_back_the_files_its_earlier_commits_wrote() {
         )
     };
     w.commit(&[write(user("alice"), cm("shop", "kept", "1"), "k", 0)]).unwrap();
-    let work = tmp.path().join("work");
-    git_cli(tmp.path(), &["clone", "--quiet", &remote.display().to_string(), &work.display().to_string()]);
-    std::fs::write(work.join(kept), format!("# kept by hand\n{}", doc("1"))).unwrap();
-    git_cli(&work, &["-c", "user.name=o", "-c", "user.email=o@x.invalid", "commit", "--quiet", "-am", "comment"]);
-    git_cli(&work, &["push", "--quiet", "origin", "HEAD:main"]);
+    edit_in_git(&remote, &tmp.path().join("work"), kept, &format!("# kept by hand\n{}", doc("1")));
     w.sync().unwrap();
 
     let mut window = vec![
