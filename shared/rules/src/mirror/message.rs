@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use super::config::MessageSpec;
 use super::template::{Template, TemplateError, TemplateKind, Value};
+use super::watch_rules::api_version;
 use crate::attribution::commit::plan::{Applied, Effect, commit_details, commit_message};
 use crate::attribution::commit::{Action, ResolvedAuthor};
 
@@ -187,10 +188,6 @@ fn operation(a: &Applied<'_>) -> &'static str {
         (Effect::Delete, _) | (_, Action::Delete) => "DELETE",
         (Effect::Update, _) => "UPDATE",
     }
-}
-
-fn api_version(group: &str, version: &str) -> String {
-    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
 }
 
 #[cfg(test)]

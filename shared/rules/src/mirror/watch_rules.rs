@@ -135,7 +135,7 @@ impl WatchedType {
 
     /// `group/version` (core: `v1`): the `apiVersion` its objects carry.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        api_version(&self.group, &self.version)
     }
 
     /// The watches to run: one per namespace, or one everywhere (which then
@@ -421,6 +421,11 @@ pub fn close_matches(name: &str, served: &[&Served]) -> Vec<String> {
         }
     }
     out
+}
+
+/// `[group/]version` (core: `v1`): the `apiVersion` of a type's objects.
+pub fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") }
 }
 
 /// `[group/]version/resource`: [`WatchedType::key`], and the key of the
