@@ -29,13 +29,13 @@ pub(super) struct Files<'r> {
     base: &'r Tree<'r>,
     /// The blobs of a packed window written so far, which the object
     /// database does not hold until the window's pack is installed.
-    blobs: Option<&'r Blobs>,
+    blobs: &'r Blobs,
     /// Path → new bytes (`None`: removed).
     pub(super) overlay: HashMap<String, Option<Vec<u8>>>,
 }
 
 impl<'r> Files<'r> {
-    pub(super) fn new(repo: &'r Repository, base: &'r Tree<'r>, blobs: Option<&'r Blobs>) -> Self {
+    pub(super) fn new(repo: &'r Repository, base: &'r Tree<'r>, blobs: &'r Blobs) -> Self {
         Files { repo, base, blobs, overlay: HashMap::new() }
     }
 
@@ -46,7 +46,7 @@ impl<'r> Files<'r> {
         match super::writer::entry_id(self.base, path) {
             None => Ok(None),
             Some(id) => {
-                if let Some(bytes) = self.blobs.and_then(|b| b.get(&id)) {
+                if let Some(bytes) = self.blobs.get(&id) {
                     return Ok(Some(bytes.clone()));
                 }
                 let blob = self.repo.find_blob(id).map_err(git(format!("reading {path}")))?;

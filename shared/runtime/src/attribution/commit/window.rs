@@ -94,21 +94,17 @@ impl<'r> WindowObjects<'r> {
     /// The pack of the gathered objects, read from `odb` or, for the blobs
     /// the writer kept, from `blobs`: commits, then trees, then blobs, as
     /// git orders a pack.
-    pub(super) fn pack(&self, odb: &Odb<'_>, blobs: Option<&Blobs>) -> Result<Whole> {
+    pub(super) fn pack(&self, odb: &Odb<'_>, blobs: &Blobs) -> Result<Whole> {
         let context = || "reading the window's objects to pack them";
         let read = |id: &Oid| odb.read(*id).map_err(git(context()));
         let objects = self.commits.iter().chain(&self.trees).map(read).collect::<Result<Vec<_>>>()?;
-        let kept: Vec<(Oid, &[u8])> = self
-            .blobs
-            .iter()
-            .filter_map(|id| blobs.and_then(|b| b.get(id)).map(|bytes| (*id, bytes.as_slice())))
-            .collect();
-        let read_blobs = self
-            .blobs
-            .iter()
-            .filter(|id| !blobs.is_some_and(|b| b.contains_key(id)))
-            .map(read)
-            .collect::<Result<Vec<_>>>()?;
+        let (mut kept, mut read_blobs) = (Vec::new(), Vec::new());
+        for id in &self.blobs {
+            match blobs.get(id) {
+                Some(bytes) => kept.push((*id, bytes.as_slice())),
+                None => read_blobs.push(read(id)?),
+            }
+        }
         whole::build(
             objects
                 .iter()

@@ -473,8 +473,9 @@ impl GitWriter {
         // handed to libgit2's object database, which rescans the pack
         // directory for every object it is asked to write (perf, issue 31:
         // 15-20% of the writer). Its trees and commits still go through
-        // libgit2, which reads them back as it builds the next.
-        let mut blobs = if packed { Some(Blobs::default()) } else { None };
+        // libgit2, which reads them back as it builds the next. (Empty for a
+        // window written loose.)
+        let mut blobs = Blobs::default();
         let bootstrap_files = self.bootstrap_files();
         let groups: Vec<CommitGroup> =
             if *kind == CommitKind::PerEvent { plan_each(changes) } else { plan_commits(changes) };
@@ -485,7 +486,7 @@ impl GitWriter {
         for (g, group) in groups.into_iter().enumerate() {
             let base_tree = tree_of(work, head)?;
             self.index.refresh(work, &base_tree)?;
-            let mut files = Files::new(work, &base_tree, blobs.as_ref());
+            let mut files = Files::new(work, &base_tree, &blobs);
             let mut done: Vec<(Effect, String, usize)> = Vec::new();
             let mut shadowed = Vec::new();
             let mut cx = Context {
@@ -596,9 +597,7 @@ impl GitWriter {
                     files.overlay.keys().map(String::as_str).chain(staged.iter().map(String::as_str)),
                 );
             }
-            if let Some(blobs) = &mut blobs {
-                blobs.extend(written);
-            }
+            blobs.extend(written);
             tracing::debug!(commit = %id, author = %author.name, changes = applied.len(), "committed");
             if let Some(metrics) = &self.metrics {
                 let kind = group.author.as_ref().map_or("none", |a| a.actor_kind.label());
@@ -617,7 +616,7 @@ impl GitWriter {
             // Objects first, as one pack, then the ref: the branch never
             // points at something not on disk.
             if let Some(fresh) = &fresh {
-                let pack = fresh.pack(&work_odb, blobs.as_ref())?;
+                let pack = fresh.pack(&work_odb, &blobs)?;
                 super::window::install(&self.config.repo_dir, &pack)?;
                 self.repack.request(&self.config.repo_dir);
                 self.window_pack = Some(WindowPack { start, head: id, pack });
