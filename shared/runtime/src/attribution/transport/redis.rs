@@ -71,8 +71,9 @@ impl fmt::Display for EntryId {
 }
 
 /// What the probe script answers per stream: entries ever added, length,
-/// last entry id, and whether the follower's own last entry is still held.
-type ProbeReply = (u64, u64, String, u8);
+/// last entry id, first held entry id, and whether the follower's own last
+/// entry is still held.
+type ProbeReply = (u64, u64, String, String, u8);
 
 /// What the follower learns about one stream before each read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +84,9 @@ pub(crate) struct Probe {
     pub length: u64,
     /// `last-generated-id`; `0-0` when the key does not exist.
     pub last: EntryId,
+    /// `recorded-first-entry-id`: the first entry still held; `0-0` when
+    /// none is.
+    pub first: EntryId,
     /// Whether the stream holds an entry whose id is the follower's cursor
     /// (asked only when the cursor is an entry the follower read).
     pub holds_cursor: bool,
@@ -136,12 +140,10 @@ pub(crate) struct ProbeOutcome {
 ///
 /// A stream that vanished whole (an evicting `maxmemory-policy`) took the
 /// entries the follower knew of and had not read. One that vanished and was
-/// created again by a later append is told apart from a trim by the cursor:
-/// the follower's own last entry should still be held (`k` > trimmed) and is
-/// not, or fewer entries were ever added than the follower read. Every
-/// append renews the stream's `EXPIRE` of one TTL, so a new stream whose last
-/// entry is a TTL or more past the old one's may have followed an ordinary
-/// expiry: that is not called an eviction.
+/// created again by a later append is told apart from a trim by
+/// [`recreated`]. Every append renews the stream's `EXPIRE` of one TTL, so a
+/// new stream whose last entry is a TTL or more past the old one's may have
+/// followed an ordinary expiry: that is not called an eviction.
 ///
 /// The ordinal is learnt whenever the cursor is at the stream's tail (then it
 /// equals `added`), and kept by counting entries read; until it is known
@@ -155,8 +157,7 @@ pub(crate) fn probe_rule(f: Followed, probe: Probe, ttl_ms: u64) -> ProbeOutcome
         return ProbeOutcome { gap, ordinal: Some(0), loss };
     }
     let trimmed = probe.added.saturating_sub(probe.length);
-    let recreated =
-        f.ordinal.is_some_and(|k| probe.added < k || (f.cursor_is_entry && trimmed < k && !probe.holds_cursor));
+    let recreated = recreated(f, probe, trimmed);
     let (mut gap, mut ordinal, mut loss) = (0, f.ordinal, Loss::None);
     if recreated {
         gap = f.ordinal.map_or(0, |k| f.seen_added.saturating_sub(k));
@@ -185,8 +186,30 @@ pub(crate) fn probe_rule(f: Followed, probe: Probe, ttl_ms: u64) -> ProbeOutcome
     ProbeOutcome { gap, ordinal, loss }
 }
 
-/// For each key: `{entries-added, length, last-generated-id, holds-cursor}`,
-/// `{0, 0, "0-0", 0}` for a missing key; `ARGV[i]` is the key's cursor, or
+/// Whether the stream under the key is not the one the follower last probed.
+/// A stream only grows `entries-added`, and a trim takes its oldest entries
+/// first, so each clause is impossible for the same stream:
+/// - fewer entries ever added than the follower saw (or read);
+/// - the follower's own last entry gone although fewer entries than it had
+///   read were trimmed;
+/// - every held entry newer than the last one the follower saw, although
+///   fewer entries than it saw were trimmed. This one needs no cursor entry:
+///   a follower that saw a stream emptied by a trim, then evicted and
+///   created again, would otherwise go on counting the new stream's entries
+///   from the old one's ordinal and later charge entries it had read.
+///
+/// Ids are time-based: a new stream's first id is past the old stream's
+/// last unless Redis's clock went back, and then nothing can be told.
+fn recreated(f: Followed, probe: Probe, trimmed: u64) -> bool {
+    let fewer_added = probe.added < f.seen_added.max(f.ordinal.unwrap_or(0));
+    let cursor_gone = f.ordinal.is_some_and(|k| f.cursor_is_entry && trimmed < k && !probe.holds_cursor);
+    let all_newer = probe.length > 0 && probe.first > f.seen_last && trimmed < f.seen_added;
+    fewer_added || cursor_gone || all_newer
+}
+
+/// For each key: `{entries-added, length, last-generated-id,
+/// recorded-first-entry-id, holds-cursor}`, `{0, 0, "0-0", "0-0", 0}` for a
+/// missing key; `ARGV[i]` is the key's cursor, or
 /// `-` when it is not an entry the follower read. A script so the follower
 /// gets a few integers rather than `XINFO STREAM`'s first and last entries
 /// in full.
@@ -194,19 +217,20 @@ const PROBE_SCRIPT: &str = r"
 local out = {}
 for i, key in ipairs(KEYS) do
   if redis.call('EXISTS', key) == 0 then
-    out[i] = {0, 0, '0-0', 0}
+    out[i] = {0, 0, '0-0', '0-0', 0}
   else
     local info = redis.call('XINFO', 'STREAM', key)
-    local added, len, last = 0, 0, '0-0'
+    local added, len, last, first = 0, 0, '0-0', '0-0'
     for j = 1, #info, 2 do
       local f = info[j]
       if f == 'entries-added' then added = info[j + 1]
       elseif f == 'length' then len = info[j + 1]
-      elseif f == 'last-generated-id' then last = info[j + 1] end
+      elseif f == 'last-generated-id' then last = info[j + 1]
+      elseif f == 'recorded-first-entry-id' then first = info[j + 1] end
     end
     local holds = 0
     if ARGV[i] ~= '-' and #redis.call('XRANGE', key, ARGV[i], ARGV[i]) > 0 then holds = 1 end
-    out[i] = {added, len, last, holds}
+    out[i] = {added, len, last, first, holds}
   end
 end
 return out
@@ -834,9 +858,14 @@ impl RedisFollower {
         let (probes, reply): (Vec<ProbeReply>, Option<StreamReadReply>) = pipe.query_async(c).await?;
         metrics.follower_success();
 
-        for ((key, state), (added, length, last, holds)) in streams.iter_mut().zip(probes) {
-            let probe =
-                Probe { added, length, last: EntryId::parse(&last).unwrap_or_default(), holds_cursor: holds == 1 };
+        for ((key, state), (added, length, last, first, holds)) in streams.iter_mut().zip(probes) {
+            let probe = Probe {
+                added,
+                length,
+                last: EntryId::parse(&last).unwrap_or_default(),
+                first: EntryId::parse(&first).unwrap_or_default(),
+                holds_cursor: holds == 1,
+            };
             let followed = Followed {
                 ordinal: state.ordinal,
                 cursor: state.cursor,

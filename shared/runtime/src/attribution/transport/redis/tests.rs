@@ -33,16 +33,18 @@ fn redact_url_hides_only_the_password() {
     assert_eq!(redact_url("redis://h:6379"), "redis://h:6379");
 }
 
+/// A stream whose held entries have consecutive ids ending at `last`.
 fn probe(added: u64, length: u64, last: EntryId) -> Probe {
-    Probe { added, length, last, holds_cursor: length > 0 }
+    let first = if length > 0 { id(last.ms + 1 - length, 0) } else { id(0, 0) };
+    Probe { added, length, last, first, holds_cursor: length > 0 }
 }
 
 const TTL_MS: u64 = 60_000;
 
 /// A follower at `cursor` (an entry it read), `ordinal` known, having seen
-/// `seen_added` entries with the last at `cursor`.
+/// `seen_added` entries; entry n has id n, as in `probe`.
 fn at(ordinal: Option<u64>, cursor: EntryId, seen_added: u64) -> Followed {
-    Followed { ordinal, cursor, cursor_is_entry: true, seen_added, seen_last: cursor }
+    Followed { ordinal, cursor, cursor_is_entry: true, seen_added, seen_last: cursor.max(id(seen_added, 0)) }
 }
 
 fn outcome(gap: u64, ordinal: Option<u64>, loss: Loss) -> ProbeOutcome {
@@ -83,25 +85,47 @@ fn a_stream_evicted_and_created_again_is_told_apart_from_a_trim() {
     assert_eq!(out, outcome(2, Some(0), Loss::Recreated));
     // More ever added than read, none trimmed, yet the cursor's own entry is
     // gone: a new stream too (a trim only ever takes entries before it).
-    let new = Probe { added: 9, length: 9, last: id(30, 0), holds_cursor: false };
+    let new = Probe { added: 9, length: 9, last: id(30, 0), first: id(22, 0), holds_cursor: false };
     assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), new, TTL_MS), outcome(0, Some(0), Loss::Recreated));
     // The new stream was itself trimmed before the follower read it.
-    let new = Probe { added: 9, length: 4, last: id(30, 0), holds_cursor: false };
+    let new = Probe { added: 9, length: 4, last: id(30, 0), first: id(27, 0), holds_cursor: false };
     assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), new, TTL_MS), outcome(5, Some(5), Loss::Recreated));
     // The cursor's entry was trimmed (k <= trimmed): an ordinary trim.
-    let trimmed = Probe { added: 12, length: 4, last: id(12, 0), holds_cursor: false };
+    let trimmed = Probe { added: 12, length: 4, last: id(12, 0), first: id(9, 0), holds_cursor: false };
     assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), trimmed, TTL_MS), outcome(1, Some(8), Loss::Trimmed));
-    // A re-warm cursor is no entry: its absence proves nothing.
+    // A re-warm cursor is no entry: its absence proves nothing, and a first
+    // held entry at or before what the follower saw fits a trim.
     let f = Followed { cursor_is_entry: false, ..at(Some(7), id(7, 0), 7) };
-    assert_eq!(probe_rule(f, new, TTL_MS).loss, Loss::None);
+    let fits_a_trim = Probe { first: id(6, 0), ..new };
+    assert_eq!(probe_rule(f, fits_a_trim, TTL_MS).loss, Loss::None);
+    // But a stream whose every entry is newer than all the follower saw,
+    // with fewer trimmed than it saw, is a new one, cursor entry or not.
+    assert_eq!(probe_rule(f, new, TTL_MS), outcome(5, Some(5), Loss::Recreated));
+}
+
+/// Found by `evictions_are_never_over_reported`: a stream trimmed empty and
+/// probed (ordinal 3, cursor no entry), then evicted and created again with
+/// 5 entries before the next probe. Its entries-added (5) is past the
+/// follower's ordinal and no cursor entry can be missed, so only the ids
+/// tell the new stream apart; counted from the old ordinal, the follower
+/// would later charge entries it had read.
+#[test]
+fn a_stream_emptied_evicted_and_created_again_is_a_new_stream() {
+    let f = Followed { ordinal: Some(3), cursor: id(0, 0), cursor_is_entry: false, seen_added: 3, seen_last: id(3, 0) };
+    let new = probe(5, 5, id(8, 0));
+    assert_eq!(probe_rule(f, new, TTL_MS), outcome(0, Some(0), Loss::Recreated));
+    // The same figures from the same stream, had it kept its ids <= 3: no.
+    let same = Probe { added: 5, length: 2, last: id(8, 0), first: id(7, 0), holds_cursor: false };
+    assert_eq!(probe_rule(f, same, TTL_MS), outcome(0, Some(3), Loss::None));
 }
 
 #[test]
 fn a_new_stream_a_ttl_after_the_old_one_may_be_an_ordinary_expiry() {
-    let later = Probe { added: 1, length: 1, last: id(7 + TTL_MS, 0), holds_cursor: false };
+    let later = probe(1, 1, id(7 + TTL_MS, 0));
     // The follower had read all: an idle stream expired, then a new append.
     assert_eq!(probe_rule(at(Some(7), id(7, 0), 7), later, TTL_MS), outcome(0, Some(0), Loss::None));
     // Entries it knew of and had not read are still lost.
+    let later = probe(1, 1, id(9 + TTL_MS, 0));
     assert_eq!(probe_rule(at(Some(7), id(7, 0), 9), later, TTL_MS), outcome(2, Some(0), Loss::Vanished));
 }
 
@@ -243,6 +267,92 @@ async fn a_stream_evicted_and_created_again_is_counted_and_read_from_its_start()
         1,
         "{text}"
     );
+}
+
+/// A sink that stops the follower on each fact named in `names`, reports
+/// the name, and goes on when told.
+struct Stops {
+    inner: Arc<Recorder>,
+    names: Vec<String>,
+    entered: std::sync::Mutex<tokio::sync::mpsc::UnboundedSender<String>>,
+    go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl FactSink for Stops {
+    fn apply(&self, batch: FactBatch) {
+        let hit = batch.facts.iter().find(|f| self.names.contains(&f.name)).map(|f| f.name.clone());
+        self.inner.apply(batch);
+        if let Some(name) = hit {
+            let _ = self.entered.lock().unwrap().send(name);
+            tokio::task::block_in_place(|| {
+                let _ = self.go.lock().unwrap().recv();
+            });
+        }
+    }
+}
+
+/// The real-Redis case of `a_stream_emptied_evicted_and_created_again_is_a_new_stream`
+/// (proptest's counterexample): a stream trimmed empty before the follower
+/// read it, evicted and created again with 5 entries while the follower was
+/// busy elsewhere, then trimmed to 2 after the follower read its first
+/// entry. Lost unread: the 3 first entries, then 2 of the new stream; the
+/// follower must charge 5, not 7.
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn a_stream_emptied_then_created_again_is_charged_only_what_was_lost() {
+    let h = RedisHarness::new(TransportConfig { read_count: 1, ..test_config() });
+    let (a, b) = (scope("r", "", "configmaps"), scope("r", "", "secrets"));
+    let key = h.key(&a);
+    let follower = h.transport.follower();
+    follower.acquire(&a);
+    follower.acquire(&b);
+    let rec = Arc::new(Recorder::default());
+    let (etx, mut entered) = tokio::sync::mpsc::unbounded_channel();
+    let (go, grx) = std::sync::mpsc::channel();
+    let names = ["hold1", "hold2", "n1"].map(str::to_owned).to_vec();
+    let sink = Arc::new(Stops { inner: rec.clone(), names, entered: etx.into(), go: grx.into() });
+    let _run = start(&follower, sink);
+    wait_caught_up(&follower).await;
+    let p = h.transport.publisher();
+    let cli = |args: &[&str]| h.server.cli(args).unwrap();
+    let stopped_at = async |entered: &mut tokio::sync::mpsc::UnboundedReceiver<String>| {
+        tokio::time::timeout(Duration::from_secs(20), entered.recv()).await.unwrap().unwrap()
+    };
+    let series = format!("gitopsreverser_attribution_fact_stream_gaps_total{{stream=\"{key}\"}}");
+
+    // Three entries trimmed away while the follower is held on another stream.
+    p.publish(vec![(b.clone(), fact("b", "hold1"))]).await.unwrap();
+    assert_eq!(stopped_at(&mut entered).await, "hold1");
+    for i in 1..=3 {
+        p.publish(vec![(a.clone(), fact("a", &format!("x{i}")))]).await.unwrap();
+    }
+    cli(&["XTRIM", &key, "MAXLEN", "0"]);
+    go.send(()).unwrap();
+    for _ in 0..200 {
+        if counter(&h.metrics.render(), &series) == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(counter(&h.metrics.render(), &series), 3, "x1..x3 lost unread");
+
+    // Evicted and created again while the follower is held again.
+    p.publish(vec![(b.clone(), fact("b", "hold2"))]).await.unwrap();
+    assert_eq!(stopped_at(&mut entered).await, "hold2");
+    cli(&["DEL", &key]);
+    for i in 1..=5 {
+        p.publish(vec![(a.clone(), fact("a", &format!("n{i}")))]).await.unwrap();
+    }
+    go.send(()).unwrap();
+    // Read from the new stream's start; trimmed to 2 after its first entry.
+    assert_eq!(stopped_at(&mut entered).await, "n1");
+    cli(&["XTRIM", &key, "MAXLEN", "2"]);
+    go.send(()).unwrap();
+    rec.wait_for_name("n5").await;
+    assert_eq!(rec.names(), ["hold1", "hold2", "n1", "n4", "n5"]);
+    let text = h.metrics.render();
+    assert_eq!(counter(&text, &series), 5, "x1..x3, then n2 and n3: {text}");
+    let recreations = format!("gitopsreverser_attribution_fact_stream_recreations_total{{stream=\"{key}\"}}");
+    assert_eq!(counter(&text, &recreations), 1, "{text}");
 }
 
 /// Hand-written entries the follower cannot use (an authorless fact, not
@@ -460,10 +570,11 @@ mod gap_model {
     impl Stream {
         fn probe(&self, f: &Followed) -> Probe {
             if !self.exists {
-                return Probe { added: 0, length: 0, last: id(0, 0), holds_cursor: false };
+                return Probe { added: 0, length: 0, last: id(0, 0), first: id(0, 0), holds_cursor: false };
             }
             let holds_cursor = f.cursor_is_entry && self.held.contains(&f.cursor.ms);
-            Probe { added: self.added, length: self.held.len() as u64, last: id(self.last, 0), holds_cursor }
+            let first = id(self.held.front().copied().unwrap_or(0), 0);
+            Probe { added: self.added, length: self.held.len() as u64, last: id(self.last, 0), first, holds_cursor }
         }
     }
 
