@@ -5,6 +5,7 @@
 //! their snapshot from; older history is gone (`410 Expired`).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
 use std::path::Path;
 
 use base64::Engine;
@@ -50,6 +51,50 @@ impl EventType {
             EventType::Modified => "MODIFIED",
             EventType::Deleted => "DELETED",
         }
+    }
+}
+
+/// An object's place in a list: etcd's key order, `<namespace>/<name>`
+/// compared as bytes (so `a-b/x` lists before `a/x`, as on a real API
+/// server), which is also the order a continue token's start names.
+#[derive(Debug, Clone, Copy)]
+struct ListKey<'a> {
+    ns: &'a str,
+    name: &'a str,
+}
+
+impl<'a> ListKey<'a> {
+    /// The key a continue token's start (`<namespace>/<name>\0`) names;
+    /// neither part can hold a `/`.
+    fn of_start(start: &'a str) -> Self {
+        match start.split_once('/') {
+            Some((ns, name)) => ListKey { ns, name },
+            None => ListKey { ns: start, name: "" },
+        }
+    }
+
+    fn bytes(&self) -> impl Iterator<Item = u8> + 'a {
+        self.ns.bytes().chain(std::iter::once(b'/')).chain(self.name.bytes())
+    }
+}
+
+impl PartialEq for ListKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for ListKey<'_> {}
+
+impl Ord for ListKey<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.bytes().cmp(other.bytes())
+    }
+}
+
+impl PartialOrd for ListKey<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -775,8 +820,9 @@ impl Store {
 
     /// The objects of one type (its qualified name), in key order: a range
     /// of the map, so a list costs the type's objects, not the store's.
-    fn of_type<'s>(&'s self, q: &'s str) -> impl Iterator<Item = (&'s Key, &'s Value)> + 's {
-        self.objects.range((q.to_owned(), String::new(), String::new())..).take_while(move |((r, _, _), _)| r == q)
+    fn of_type<'s>(&'s self, q: &str) -> impl Iterator<Item = (&'s Key, &'s Value)> + 's {
+        let q = q.to_owned();
+        self.objects.range((q.clone(), String::new(), String::new())..).take_while(move |((r, _, _), _)| *r == q)
     }
 
     /// LIST in one namespace, as a `<Kind>List`.
@@ -790,21 +836,26 @@ impl Store {
     }
 
     /// The objects of type `t` as they were at `rv` (the current ones when
-    /// `rv` is now), or `410 Expired` when the log no longer reaches back.
-    fn snapshot(&self, t: &ResourceType, rv: u64) -> Result<BTreeMap<Key, Value>, ApiError> {
+    /// `rv` is now), in the API server's list order, or `410 Expired` when
+    /// the log no longer reaches back. Borrowed: a page clones only its own
+    /// items (cloning the whole type for each page was most of this fake's
+    /// time serving a large cluster's lists, issue 31).
+    fn snapshot(&self, t: &ResourceType, rv: u64) -> Result<BTreeMap<ListKey<'_>, &Value>, ApiError> {
         let q = t.qualified();
-        let mut objects: BTreeMap<Key, Value> = self.of_type(&q).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut objects: BTreeMap<ListKey<'_>, &Value> =
+            self.of_type(&q).map(|((_, ns, name), v)| (ListKey { ns, name }, v)).collect();
         if rv >= self.resource_version {
             return Ok(objects);
         }
         self.check_not_compacted(rv)?;
+        // Newest first: the oldest write after `rv` says last what was there.
         for e in self.events.iter().rev().take_while(|e| e.resource_version > rv) {
             if e.resource != q {
                 continue;
             }
-            let key = (e.resource.clone(), e.namespace.clone(), e.name.clone());
+            let key = ListKey { ns: &e.namespace, name: &e.name };
             match &e.previous {
-                Some(p) => objects.insert(key, p.clone()),
+                Some(p) => objects.insert(key, p),
                 None => objects.remove(&key),
             };
         }
@@ -839,16 +890,15 @@ impl Store {
             },
         };
         let snapshot = self.snapshot(&t, rv)?;
+        let from = start.as_deref().map_or(Bound::Unbounded, |s| Bound::Included(ListKey::of_start(s)));
         let mut matching = snapshot
-            .into_iter()
-            .filter(|((_, n, _), _)| ns.is_none_or(|ns| n == ns))
-            .filter(|(_, v)| opts.selectors.matches(v))
-            .filter(|((_, n, name), _)| start.as_deref().is_none_or(|s| format!("{n}/{name}").as_str() >= s))
-            .map(|((_, n, name), v)| (format!("{n}/{name}"), v));
+            .range((from, Bound::Unbounded))
+            .filter(|(k, _)| ns.is_none_or(|ns| k.ns == ns))
+            .filter(|(_, v)| opts.selectors.matches(v));
         let mut items = Vec::new();
         let mut last = None;
         for (k, v) in matching.by_ref() {
-            items.push(self.present(&t, v, true));
+            items.push(self.present(&t, (*v).clone(), true));
             last = Some(k);
             if opts.limit.is_some_and(|l| items.len() >= l) {
                 break;
@@ -859,7 +909,8 @@ impl Store {
         if remaining > 0
             && let Some(last) = last
         {
-            metadata["continue"] = json!(Continue { resource_version: rv, start: format!("{last}\u{0}") }.encode());
+            let start = format!("{}/{}\u{0}", last.ns, last.name);
+            metadata["continue"] = json!(Continue { resource_version: rv, start }.encode());
             if opts.selectors.is_empty() {
                 metadata["remainingItemCount"] = json!(remaining);
             }
