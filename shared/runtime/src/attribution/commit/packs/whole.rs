@@ -130,8 +130,11 @@ pub(super) const TMP_PREFIX: &str = "tmp_whole_";
 
 /// Puts `whole` into the object database at `objects_dir` (`objects/`):
 /// the pack, then its index (an object database finds a pack by its
-/// index, so it never sees half of one). Returns the pack's path without
-/// extension.
+/// index, so it never sees half of one). Each is on disk before it gets
+/// its name, as git's default `core.fsync` has it for packs and their
+/// indexes: the branch moves to the window's commits only after this
+/// returns, so a crash cannot leave it naming objects lost with the page
+/// cache. Returns the pack's path without extension.
 pub(crate) fn install(objects_dir: &Path, whole: &Whole) -> Result<PathBuf> {
     let dir = objects_dir.join("pack");
     std::fs::create_dir_all(&dir).map_err(|e| io(format!("creating {}", dir.display()), e))?;
@@ -140,11 +143,17 @@ pub(crate) fn install(objects_dir: &Path, whole: &Whole) -> Result<PathBuf> {
     for (ext, bytes) in [("pack", &whole.pack), ("idx", &whole.idx)] {
         let tmp = dir.join(format!("{tmp_stem}.{ext}"));
         let target = stem.with_extension(ext);
-        std::fs::write(&tmp, bytes)
+        write_synced(&tmp, bytes)
             .and_then(|()| std::fs::rename(&tmp, &target))
             .map_err(|e| io(format!("writing {}", target.display()), e))?;
     }
     Ok(stem)
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = std::fs::File::create(path)?;
+    std::io::Write::write_all(&mut file, bytes)?;
+    file.sync_all()
 }
 
 fn invalid(why: String) -> Error {
