@@ -7,6 +7,7 @@
 mod apply;
 mod digests;
 pub mod encryption;
+mod folders;
 mod index;
 mod known_hosts;
 mod packs;

@@ -43,7 +43,7 @@ impl<'r> Files<'r> {
         if let Some(state) = self.overlay.get(path) {
             return Ok(state.clone());
         }
-        match super::writer::entry_id(self.base, path) {
+        match super::folders::entry_id(self.base, path) {
             None => Ok(None),
             Some(id) => {
                 if let Some(bytes) = self.blobs.get(&id) {
@@ -61,13 +61,13 @@ impl<'r> Files<'r> {
         if self.overlay.contains_key(path) {
             return None;
         }
-        super::writer::entry_id(self.base, path)
+        super::folders::entry_id(self.base, path)
     }
 
     pub(super) fn exists(&self, path: &str) -> bool {
         match self.overlay.get(path) {
             Some(state) => state.is_some(),
-            None => super::writer::entry_id(self.base, path).is_some(),
+            None => super::folders::entry_id(self.base, path).is_some(),
         }
     }
 }

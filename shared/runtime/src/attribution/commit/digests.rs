@@ -19,13 +19,30 @@ const MAX_PER_TYPE: usize = 250_000;
 /// which is then never remembered.
 pub(super) fn stamp(object: &serde_json::Value) -> Option<(u128, u64)> {
     let meta = object.get("metadata")?;
-    let uid: String = meta.get("uid")?.as_str()?.chars().filter(|c| *c != '-').collect();
-    if uid.len() != 32 {
-        return None;
-    }
-    let uid = u128::from_str_radix(&uid, 16).ok()?;
+    let uid = uid_bits(meta.get("uid")?.as_str()?)?;
     let rv = meta.get("resourceVersion")?.as_str()?.parse().ok()?;
     Some((uid, rv))
+}
+
+/// A uuid's 32 hex digits as a number, dashes skipped (read once for every
+/// object of every relist: no string is built for it).
+fn uid_bits(uid: &str) -> Option<u128> {
+    let mut bits = 0u128;
+    let mut digits = 0;
+    for c in uid.chars().filter(|c| *c != '-') {
+        bits = (bits << 4) | u128::from(c.to_digit(16)?);
+        digits += 1;
+        if digits > 32 {
+            return None;
+        }
+    }
+    (digits == 32).then_some(bits)
+}
+
+/// The digest remembered for an object at `stamp`, if its version has not moved.
+pub(super) fn unmoved(of_type: &HashMap<u128, (u64, Oid)>, (uid, rv): (u128, u64)) -> Option<Oid> {
+    let (held, digest) = of_type.get(&uid)?;
+    (*held == rv).then_some(*digest)
 }
 
 #[derive(Debug, Default)]
@@ -40,10 +57,15 @@ fn type_id(key: &ObjectKey) -> String {
 
 impl Digests {
     /// The remembered digest of `object`'s document, if its version has not moved.
+    #[cfg(test)]
     pub(super) fn get(&self, key: &ObjectKey, object: &serde_json::Value) -> Option<Oid> {
-        let (uid, rv) = stamp(object)?;
-        let (held, digest) = self.by_type.get(&type_id(key))?.get(&uid)?;
-        (*held == rv).then_some(*digest)
+        unmoved(self.of_type(key)?, stamp(object)?)
+    }
+
+    /// The digests remembered for `key`'s type (a reconcile's objects are
+    /// all of one type: its lookups need not name it each time).
+    pub(super) fn of_type(&self, key: &ObjectKey) -> Option<&HashMap<u128, (u64, Oid)>> {
+        self.by_type.get(&type_id(key))
     }
 
     /// The digest remembered for `object`'s uid, whatever version it was
@@ -115,5 +137,18 @@ mod tests {
         // No uid or a non-numeric version: never remembered.
         d.remember(&key(), &json!({"metadata": {"resourceVersion": "7"}}), digest);
         assert!(stamp(&json!({"metadata": {"uid": "x", "resourceVersion": "7"}})).is_none());
+    }
+
+    #[test]
+    fn a_uid_reads_as_its_32_hex_digits() {
+        let uuid = "0f8fad5b-d9cb-469f-a165-70867728950e";
+        assert_eq!(uid_bits(uuid), Some(0x0f8fad5b_d9cb_469f_a165_70867728950e));
+        assert_eq!(uid_bits(&uuid.to_uppercase()), uid_bits(uuid));
+        assert_eq!(uid_bits(&uuid.replace('-', "")), uid_bits(uuid), "dashes are not digits");
+        assert_eq!(uid_bits("ffffffff-ffff-ffff-ffff-ffffffffffff"), Some(u128::MAX));
+        for not_one in ["", "x", &uuid[1..], &format!("{uuid}0"), &uuid.replace('f', "g"), &format!("+{}", &uuid[1..])]
+        {
+            assert_eq!(uid_bits(not_one), None, "{not_one}");
+        }
     }
 }

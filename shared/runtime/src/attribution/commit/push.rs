@@ -28,7 +28,8 @@ use git2::{
     Cred, CredentialType, ErrorCode, FetchOptions, FileMode, Oid, PushOptions, RemoteCallbacks, Repository, Sort,
 };
 
-use super::writer::{GitWriter, PushOutcome, RemoteAuth, entry_id, git, make_commit, signature};
+use super::folders::entry_id;
+use super::writer::{GitWriter, PushOutcome, RemoteAuth, git, make_commit, signature};
 use super::{GitError as Error, Result};
 use crate::backoff::Backoff;
 

@@ -23,6 +23,7 @@ use rules::mirror::select::SensitiveTypes;
 use rules::mirror::watch_rules::WatchScope;
 
 use super::apply::{Context, Files, Outcome, digest, documents_in};
+use super::folders::{Folders, entry_id};
 use super::index::{DocIndex, KindMatch, read_blob};
 use super::signing::{SIGNATURE_FIELD, SshSigner};
 use super::window::{Blobs, WindowObjects, WindowPack};
@@ -701,7 +702,12 @@ impl GitWriter {
     fn tree_documents(&self, wanted: &std::collections::HashSet<DocIdentity>, live: &[Doc]) -> Result<Vec<Doc>> {
         let head = self.local_head()?;
         let tree = tree_of(&self.repo, head)?;
-        let live: HashMap<&str, &str> = live.iter().map(|d| (d.path.as_str(), d.blob.as_str())).collect();
+        // A live document's blob as an id, read once: each held file whose
+        // blob is the live one's is compared without formatting its id.
+        let live: HashMap<(&str, &str), (Oid, &str)> = live
+            .iter()
+            .filter_map(|d| Some((d.path.split_once('/')?, (Oid::from_str(&d.blob).ok()?, d.blob.as_str()))))
+            .collect();
         let mut at: HashMap<&str, Vec<&DocIdentity>> = HashMap::new();
         for id in wanted {
             if let Some(path) = self.index.find(id) {
@@ -711,14 +717,15 @@ impl GitWriter {
         let mut paths: Vec<(&str, Vec<&DocIdentity>)> = at.into_iter().collect();
         paths.sort_unstable_by_key(|(p, _)| *p);
         let mut out = Vec::with_capacity(wanted.len());
+        let mut folders = Folders::new(&self.repo, &tree);
         for (path, ids) in paths {
-            let Some(id) = entry_id(&tree, path) else { continue };
-            if let [only] = ids.as_slice() {
-                let name = format!("{}/{}", only.namespace, only.name);
-                if live.get(name.as_str()).is_some_and(|blob| id.to_string() == *blob) {
-                    out.push(Doc { path: name, blob: id.to_string() });
-                    continue;
-                }
+            let Some(id) = folders.entry_id(path) else { continue };
+            if let [only] = ids.as_slice()
+                && let Some((_, blob)) =
+                    live.get(&(only.namespace.as_str(), only.name.as_str())).filter(|(live_id, _)| *live_id == id)
+            {
+                out.push(Doc { path: format!("{}/{}", only.namespace, only.name), blob: (*blob).to_owned() });
+                continue;
             }
             let Some(text) = read_blob(&self.repo, id, path)? else { continue };
             for (identity, value) in documents_in(&text) {
@@ -770,23 +777,26 @@ impl GitWriter {
         live: &[(ObjectKey, serde_json::Value)],
     ) -> Result<(Vec<Doc>, Vec<Doc>)> {
         let wanted = self.identities_of_type(group, resource, kind, scopes)?;
-        let held: std::collections::HashSet<String> =
-            wanted.iter().map(|id| format!("{}/{}", id.namespace, id.name)).collect();
+        let held: std::collections::HashSet<(&str, &str)> =
+            wanted.iter().map(|id| (id.namespace.as_str(), id.name.as_str())).collect();
+        // Every object of a reconcile is of its one type.
+        let remembered = live.first().and_then(|(k, _)| self.digests.of_type(k));
         let mut seen = HashMap::with_capacity(held.len());
         let mut docs = Vec::with_capacity(live.len());
         for (k, o) in live {
             let path = format!("{}/{}", k.namespace, k.name);
-            if !held.contains(&path) {
+            if !held.contains(&(k.namespace.as_str(), k.name.as_str())) {
                 docs.push(Doc { path, blob: String::new() });
                 continue;
             }
-            let digest = match self.digests.get(k, o) {
+            let stamp = super::digests::stamp(o);
+            let digest = match stamp.zip(remembered).and_then(|(s, m)| super::digests::unmoved(m, s)) {
                 Some(d) => d,
                 None => Oid::hash_object(git2::ObjectType::Blob, &render_manifest(k, o)?)
                     .map_err(git("hashing a manifest"))?,
             };
-            if let Some(stamp) = super::digests::stamp(o) {
-                seen.insert(stamp.0, (stamp.1, digest));
+            if let Some((uid, rv)) = stamp {
+                seen.insert(uid, (rv, digest));
             }
             docs.push(Doc { path, blob: digest.to_string() });
         }
@@ -883,10 +893,6 @@ fn blob(work: &Repository, packed: bool, written: &mut Vec<(Oid, Vec<u8>)>, path
     let id = Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(git(format!("hashing {path}")))?;
     written.push((id, bytes.to_vec()));
     Ok(id)
-}
-
-pub(super) fn entry_id(tree: &Tree<'_>, path: &str) -> Option<Oid> {
-    tree.get_path(Path::new(path)).ok().map(|e| e.id())
 }
 
 /// A signature at `at` (the observation time), or now.
