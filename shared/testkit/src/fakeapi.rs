@@ -11,7 +11,8 @@
 //! - discovery (`/api`, `/api/v1`, `/apis`, `/apis/<group>[/<version>]`),
 //!   with an aggregated API that is down ([`FakeApi::unavailable_group`]);
 //! - GET, LIST (one or all namespaces, label and field selectors, `limit`
-//!   and `continue` paging over a consistent snapshot), POST (with
+//!   and `continue` paging over a consistent snapshot, in etcd's key order
+//!   `<namespace>/<name>`), POST (with
 //!   `generateName`), PUT (resourceVersion precondition: 409), merge and
 //!   JSON PATCH, DELETE (preconditions, finalizers: marked, then deleted
 //!   when the last finalizer goes), DELETE of a collection, `dryRun=All`;
