@@ -5,7 +5,9 @@
 //! (`rules::attribution::commit`), re-exported here.
 
 mod apply;
+mod config;
 mod digests;
+mod documents;
 pub mod encryption;
 mod folders;
 mod index;
@@ -17,10 +19,9 @@ pub mod signing;
 mod window;
 mod writer;
 
+pub use config::{RemoteAuth, RemoteConfig, WriterConfig};
 pub use rules::attribution::commit::*;
-pub use writer::{
-    CommitOutcome, CommitSummary, GitWriter, PushOutcome, RejectedChange, RemoteAuth, RemoteConfig, WriterConfig,
-};
+pub use writer::{CommitOutcome, CommitSummary, GitWriter, PushOutcome, RejectedChange};
 
 /// Every way Git authoring fails. Messages say what failed and what to do.
 #[derive(Debug, thiserror::Error)]

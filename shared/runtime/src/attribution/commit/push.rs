@@ -28,8 +28,9 @@ use git2::{
     Cred, CredentialType, ErrorCode, FetchOptions, FileMode, Oid, PushOptions, RemoteCallbacks, Repository, Sort,
 };
 
+use super::config::RemoteAuth;
 use super::folders::entry_id;
-use super::writer::{GitWriter, PushOutcome, RemoteAuth, git, make_commit, signature};
+use super::writer::{GitWriter, PushOutcome, git, make_commit, signature};
 use super::{GitError as Error, Result};
 use crate::backoff::Backoff;
 

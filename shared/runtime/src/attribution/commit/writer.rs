@@ -2,29 +2,25 @@
 //! building trees directly in the object database (no checkout, no index).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
 
+use rules::attribution::commit::commit_author;
 use rules::attribution::commit::plan::{Applied, CommitGroup, Effect, plan_commits, plan_each};
-use rules::attribution::commit::{AuthorMode, commit_author};
 use rules::attribution::commit::{Change, Identity};
-use rules::attribution::render::{ObjectKey, render_manifest};
 use rules::mirror::bootstrap;
 use rules::mirror::commit_request::{Carried, Requested, requested_group};
-use rules::mirror::document::Identity as DocIdentity;
-use rules::mirror::message::{CommitKind, Messages, untemplated_message};
-use rules::mirror::placement::Placement;
-use rules::mirror::reconcile::{Doc, under};
-use rules::mirror::select::SensitiveTypes;
-use rules::mirror::watch_rules::WatchScope;
+use rules::mirror::message::{CommitKind, untemplated_message};
+use rules::mirror::reconcile::under;
 
-use super::apply::{Context, Files, Outcome, digest, documents_in};
-use super::folders::{Folders, entry_id};
-use super::index::{DocIndex, KindMatch, read_blob};
+use super::apply::{Context, Files, Outcome};
+use super::config::WriterConfig;
+use super::folders::entry_id;
+use super::index::DocIndex;
 use super::signing::{SIGNATURE_FIELD, SshSigner};
 use super::window::{Blobs, WindowObjects, WindowPack};
 use super::{GitError as Error, Result};
@@ -33,142 +29,6 @@ use crate::metrics::{CommitLabels, Metrics};
 /// Windows of at least this many changes are written as one pack (git's
 /// default `unpackLimit` is the same figure).
 pub(super) const PACK_THRESHOLD: usize = 100;
-
-/// Where and how the writer keeps its history.
-#[derive(Debug, Clone)]
-pub struct WriterConfig {
-    /// The local bare clone; created when absent. One writer per directory.
-    pub repo_dir: PathBuf,
-    /// The branch commits land on (`main`).
-    pub branch: String,
-    /// The configured committer: it never moves and is never the author.
-    pub committer: Identity,
-    /// Where to push; `None` keeps history local.
-    pub remote: Option<RemoteConfig>,
-    /// The folder documents are written under (a GitTarget's `spec.path`,
-    /// normalized); empty for the repository root.
-    pub prefix: String,
-    /// The GitProvider's message templates; `None` titles commits with what
-    /// they change.
-    pub messages: Option<Messages>,
-    /// Signs every commit (the GitProvider's `commit.signing`).
-    pub signer: Option<Arc<SshSigner>>,
-    /// Seals sensitive manifests (the GitTarget's `spec.encryption`);
-    /// `None` skips sensitive writes (counted), never writing them in clear.
-    pub encryption: Option<Arc<dyn super::encryption::Encryptor>>,
-    /// Where a new object's file goes (the GitTarget's `spec.placement`;
-    /// empty: gitops-reverser's canonical layout).
-    pub placement: Placement,
-    /// The age recipients the bootstrap `.sops.yaml` names, when encryption
-    /// is on.
-    pub age_recipients: Vec<String>,
-    /// Stage the bootstrap files (a GitTarget's `README.md`,
-    /// `.gittargetignore`, `.sops.yaml`) with the first write under the prefix.
-    pub bootstrap: bool,
-    /// The types written only encrypted: core Secrets, and those of
-    /// `--additional-sensitive-resources`.
-    pub sensitive: SensitiveTypes,
-    /// Who authors commits: the resolved actors, or (attribution off) the
-    /// committer.
-    pub author_mode: AuthorMode,
-}
-
-impl WriterConfig {
-    /// History in `repo_dir` on `branch` by `committer`: local, at the
-    /// repository root, titled by what changes, unsigned.
-    pub fn new(repo_dir: impl Into<PathBuf>, branch: impl Into<String>, committer: Identity) -> Self {
-        WriterConfig {
-            repo_dir: repo_dir.into(),
-            branch: branch.into(),
-            committer,
-            remote: None,
-            prefix: String::new(),
-            messages: None,
-            signer: None,
-            encryption: None,
-            placement: Placement::default(),
-            age_recipients: Vec::new(),
-            bootstrap: false,
-            sensitive: SensitiveTypes::default(),
-            author_mode: AuthorMode::Attributed,
-        }
-    }
-}
-
-/// The remote to push to: `file://` (or a bare path), `https://` with a
-/// token, or ssh (`ssh://` or `user@host:path`).
-#[derive(Debug, Clone)]
-pub struct RemoteConfig {
-    pub url: String,
-    pub auth: RemoteAuth,
-    /// Push attempts before giving up; each rejection fetches and replays.
-    pub max_push_attempts: u32,
-}
-
-impl RemoteConfig {
-    /// A remote with no credentials and the default 10 push attempts.
-    pub fn new(url: impl Into<String>) -> Self {
-        Self { url: url.into(), auth: RemoteAuth::None, max_push_attempts: 10 }
-    }
-}
-
-/// Credentials for the remote.
-#[derive(Clone)]
-pub enum RemoteAuth {
-    None,
-    /// HTTPS basic auth with a token as the password (GitHub: username
-    /// `x-access-token`; GitLab: `oauth2`).
-    Token {
-        username: String,
-        token: String,
-    },
-    /// An SSH private key file. The username in the URL wins over this one.
-    SshKey {
-        username: String,
-        private_key: PathBuf,
-        passphrase: Option<String>,
-    },
-    /// An HTTP bearer token (`Authorization: Bearer`, a credentials
-    /// Secret's `bearerToken`).
-    Bearer {
-        token: String,
-    },
-    /// An SSH private key held in memory (a GitProvider's credentials
-    /// Secret), with its passphrase, and the `known_hosts` the server's key
-    /// must appear in.
-    SshKeyInMemory {
-        username: String,
-        private_key: String,
-        passphrase: Option<String>,
-        known_hosts: String,
-    },
-    /// The running ssh-agent.
-    SshAgent {
-        username: String,
-    },
-}
-
-impl std::fmt::Debug for RemoteAuth {
-    // Never print a secret into a log.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RemoteAuth::None => f.write_str("None"),
-            RemoteAuth::Token { username, .. } => {
-                f.debug_struct("Token").field("username", username).field("token", &"<redacted>").finish()
-            }
-            RemoteAuth::SshKey { username, private_key, .. } => f
-                .debug_struct("SshKey")
-                .field("username", username)
-                .field("private_key", private_key)
-                .finish_non_exhaustive(),
-            RemoteAuth::Bearer { .. } => f.debug_struct("Bearer").field("token", &"<redacted>").finish(),
-            RemoteAuth::SshAgent { username } => f.debug_struct("SshAgent").field("username", username).finish(),
-            RemoteAuth::SshKeyInMemory { username, .. } => {
-                f.debug_struct("SshKeyInMemory").field("username", username).finish_non_exhaustive()
-            }
-        }
-    }
-}
 
 /// What one [`GitWriter::commit`] did.
 #[derive(Debug, Default)]
@@ -227,9 +87,9 @@ pub struct GitWriter {
     /// Every document under the prefix by identity.
     pub(super) index: DocIndex,
     /// (group, resource) → kind, learned from the objects seen.
-    kinds: HashMap<(String, String), String>,
+    pub(super) kinds: HashMap<(String, String), String>,
     /// Live objects' document digests by uid and resourceVersion.
-    digests: super::digests::Digests,
+    pub(super) digests: super::digests::Digests,
     /// Merges the window packs in the background.
     pub(super) repack: super::packs::Maintainer,
     /// Merges done when `repo` was opened: once more are done, `repo` is
@@ -665,158 +525,6 @@ impl GitWriter {
         }
     }
 
-    /// The documents of one type the tree holds anywhere under the prefix,
-    /// in the watched scopes (none: everywhere), each as
-    /// `<namespace>/<name>` with the digest of its content: what a
-    /// reconcile compares the live objects with. `kind` is the type's kind
-    /// when a listed object named it.
-    pub fn documents_of_type(
-        &mut self,
-        group: &str,
-        resource: &str,
-        kind: Option<&str>,
-        scopes: &[WatchScope],
-    ) -> Result<Vec<Doc>> {
-        self.documents_of_type_beside(group, resource, kind, scopes, &[])
-    }
-
-    /// [`GitWriter::documents_of_type`], given the live objects' documents
-    /// ([`GitWriter::document`]): a file whose blob is exactly a live
-    /// object's document holds that document alone, unchanged, and is not
-    /// read or parsed. An unchanged relist then costs a hash per object,
-    /// not a YAML parse and a render.
-    pub fn documents_of_type_beside(
-        &mut self,
-        group: &str,
-        resource: &str,
-        kind: Option<&str>,
-        scopes: &[WatchScope],
-        live: &[Doc],
-    ) -> Result<Vec<Doc>> {
-        let wanted = self.identities_of_type(group, resource, kind, scopes)?;
-        self.tree_documents(&wanted, live)
-    }
-
-    /// The documents of `wanted` in the branch tip's tree, beside the live
-    /// documents (see [`GitWriter::documents_of_type_beside`]).
-    fn tree_documents(&self, wanted: &std::collections::HashSet<DocIdentity>, live: &[Doc]) -> Result<Vec<Doc>> {
-        let head = self.local_head()?;
-        let tree = tree_of(&self.repo, head)?;
-        // A live document's blob as an id, read once: each held file whose
-        // blob is the live one's is compared without formatting its id.
-        let live: HashMap<(&str, &str), (Oid, &str)> = live
-            .iter()
-            .filter_map(|d| Some((d.path.split_once('/')?, (Oid::from_str(&d.blob).ok()?, d.blob.as_str()))))
-            .collect();
-        let mut at: HashMap<&str, Vec<&DocIdentity>> = HashMap::new();
-        for id in wanted {
-            if let Some(path) = self.index.find(id) {
-                at.entry(path).or_default().push(id);
-            }
-        }
-        let mut paths: Vec<(&str, Vec<&DocIdentity>)> = at.into_iter().collect();
-        paths.sort_unstable_by_key(|(p, _)| *p);
-        let mut out = Vec::with_capacity(wanted.len());
-        let mut folders = Folders::new(&self.repo, &tree);
-        for (path, ids) in paths {
-            let Some(id) = folders.entry_id(path) else { continue };
-            if let [only] = ids.as_slice()
-                && let Some((_, blob)) =
-                    live.get(&(only.namespace.as_str(), only.name.as_str())).filter(|(live_id, _)| *live_id == id)
-            {
-                out.push(Doc { path: format!("{}/{}", only.namespace, only.name), blob: (*blob).to_owned() });
-                continue;
-            }
-            let Some(text) = read_blob(&self.repo, id, path)? else { continue };
-            for (identity, value) in documents_in(&text) {
-                if wanted.contains(&identity) && self.index.find(&identity) == Some(path) {
-                    let blob = digest(&value)?;
-                    out.push(Doc { path: format!("{}/{}", identity.namespace, identity.name), blob });
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// The identities of the type's documents the tree holds in `scopes`,
-    /// the index brought to the branch tip first. `kind`, when a listed
-    /// object named it, is learned for the type.
-    fn identities_of_type(
-        &mut self,
-        group: &str,
-        resource: &str,
-        kind: Option<&str>,
-        scopes: &[WatchScope],
-    ) -> Result<std::collections::HashSet<DocIdentity>> {
-        let type_key = (group.to_owned(), resource.to_owned());
-        if let Some(k) = kind {
-            self.kinds.insert(type_key.clone(), k.to_owned());
-        }
-        let head = self.local_head()?;
-        let tree = tree_of(&self.repo, head)?;
-        self.index.refresh(&self.repo, &tree)?;
-        let matching = match self.kinds.get(&type_key) {
-            Some(k) => KindMatch::Kind(k),
-            None => KindMatch::Resource(resource),
-        };
-        Ok(self.index.identities_of(group, matching, scopes).cloned().collect())
-    }
-
-    /// Both sides of a reconcile: the type's documents in the tree (as
-    /// [`GitWriter::documents_of_type_beside`]) and the live objects'
-    /// documents. Only a live object the tree holds a document of is
-    /// rendered and digested; any other is written whatever its digest, so
-    /// its digest is left empty (a first start renders each object once,
-    /// when it is written, not twice).
-    pub fn reconcile_documents(
-        &mut self,
-        group: &str,
-        resource: &str,
-        kind: Option<&str>,
-        scopes: &[WatchScope],
-        live: &[(ObjectKey, serde_json::Value)],
-    ) -> Result<(Vec<Doc>, Vec<Doc>)> {
-        let wanted = self.identities_of_type(group, resource, kind, scopes)?;
-        let held: std::collections::HashSet<(&str, &str)> =
-            wanted.iter().map(|id| (id.namespace.as_str(), id.name.as_str())).collect();
-        // Every object of a reconcile is of its one type.
-        let remembered = live.first().and_then(|(k, _)| self.digests.of_type(k));
-        let mut seen = HashMap::with_capacity(held.len());
-        let mut docs = Vec::with_capacity(live.len());
-        for (k, o) in live {
-            let path = format!("{}/{}", k.namespace, k.name);
-            if !held.contains(&(k.namespace.as_str(), k.name.as_str())) {
-                docs.push(Doc { path, blob: String::new() });
-                continue;
-            }
-            let stamp = super::digests::stamp(o);
-            let digest = match stamp.zip(remembered).and_then(|(s, m)| super::digests::unmoved(m, s)) {
-                Some(d) => d,
-                None => Oid::hash_object(git2::ObjectType::Blob, &render_manifest(k, o)?)
-                    .map_err(git("hashing a manifest"))?,
-            };
-            if let Some((uid, rv)) = stamp {
-                seen.insert(uid, (rv, digest));
-            }
-            docs.push(Doc { path, blob: digest.to_string() });
-        }
-        if let Some((k, _)) = live.first() {
-            // A reconcile of the whole type saw every object of it.
-            let whole = scopes.iter().all(|s| *s == WatchScope::Everywhere);
-            self.digests.add_type(k, seen, whole);
-        }
-        let tree = self.tree_documents(&wanted, &docs)?;
-        Ok((tree, docs))
-    }
-
-    /// A live object as [`GitWriter::documents_of_type`] names and digests
-    /// its document.
-    pub fn document(&self, key: &ObjectKey, object: &serde_json::Value) -> Result<Doc> {
-        let bytes = render_manifest(key, object)?;
-        let blob = Oid::hash_object(git2::ObjectType::Blob, &bytes).map_err(git("hashing a manifest"))?;
-        Ok(Doc { path: format!("{}/{}", key.namespace, key.name), blob: blob.to_string() })
-    }
-
     pub(super) fn local_ref(&self) -> String {
         format!("refs/heads/{}", self.config.branch)
     }
@@ -851,7 +559,7 @@ impl GitWriter {
     }
 }
 
-fn tree_of(repo: &Repository, commit: Option<Oid>) -> Result<Tree<'_>> {
+pub(super) fn tree_of(repo: &Repository, commit: Option<Oid>) -> Result<Tree<'_>> {
     match commit {
         Some(id) => repo.find_commit(id).and_then(|c| c.tree()).map_err(git(format!("reading the tree of {id}"))),
         None => {
