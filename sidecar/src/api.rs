@@ -632,9 +632,10 @@ impl Attribution for Api {
                 }
                 header = Some(h);
             }
-            for (i, bytes) in chunk.objects_json.iter().enumerate() {
+            for bytes in &chunk.objects_json {
+                // Named by its place in the whole list: the objects before it.
                 let object = parse_object(bytes)
-                    .map_err(|s| Status::invalid_argument(format!("object {}: {}", objects.len() + i, s.message())))?;
+                    .map_err(|s| Status::invalid_argument(format!("object {}: {}", objects.len(), s.message())))?;
                 objects.push(object);
             }
         }

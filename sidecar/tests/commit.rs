@@ -6,7 +6,7 @@ mod support;
 
 use std::process::Command;
 
-use runtime::proto::{CommitRequest, ResolveRequest};
+use runtime::proto::{CommitRequest, ReconcileChunk, ReconcileHeader, ResolveRequest};
 use support::*;
 
 fn git(dir: &std::path::Path, args: &[&str]) -> String {
@@ -89,6 +89,57 @@ async fn commit_writes_attributed_history_and_pushes_it() {
     assert_eq!(tree.lines().collect::<Vec<_>>(), ["ns/configmaps/cm.yaml", "ns/configmaps/orphan.yaml"]);
     let manifest = git(&remote, &["show", "main:ns/configmaps/cm.yaml"]);
     assert!(!manifest.contains("resourceVersion") && !manifest.contains("uid"), "{manifest}");
+}
+
+/// A list as the watcher sends it: 200 objects a message, the header in
+/// the first.
+fn reconcile_chunks(objects: &[Vec<u8>]) -> Vec<ReconcileChunk> {
+    let mut chunks: Vec<ReconcileChunk> =
+        objects.chunks(200).map(|c| ReconcileChunk { header: None, objects_json: c.to_vec() }).collect();
+    chunks[0].header = Some(ReconcileHeader { r#type: configmaps("lab"), ..ReconcileHeader::default() });
+    chunks
+}
+
+/// A reconcile's objects come in chunks: every object of every chunk is
+/// written, and one that is not JSON is named by its place in the whole
+/// list (its place within its chunk was once counted twice: object 201
+/// was called 202), with nothing committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconcile_in_chunks_writes_every_object_and_names_a_bad_one_by_its_place() {
+    let work = tempfile::tempdir().unwrap();
+    let remote = work.path().join("remote.git");
+    git(work.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
+    let mirror = work.path().join("mirror");
+    let s = Sidecar::start(
+        "serve",
+        &[
+            "--author-attribution-grace",
+            "100ms",
+            "--git-repo",
+            mirror.to_str().unwrap(),
+            "--git-remote",
+            &format!("file://{}", remote.display()),
+        ],
+    );
+    let objects: Vec<Vec<u8>> =
+        (0..450).map(|i| watch_object("ns", &format!("cm-{i:03}"), &format!("u-{i}"), "7", false)).collect();
+    let mut c = s.client().await;
+
+    let mut bad = objects.clone();
+    bad[201] = b"{not json".to_vec();
+    let err = c.reconcile(tokio_stream::iter(reconcile_chunks(&bad))).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{}", err.message());
+    assert!(err.message().starts_with("object 201: object_json is not JSON"), "{}", err.message());
+    let branch = Command::new("git").arg("-C").arg(&remote).args(["rev-parse", "-q", "--verify", "main"]).output();
+    assert!(!branch.unwrap().status.success(), "a refused reconcile pushed a commit");
+
+    let out = c.reconcile(tokio_stream::iter(reconcile_chunks(&objects))).await.unwrap().into_inner();
+    assert_eq!(out.resolutions.len(), 450);
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+    let tree = git(&remote, &["ls-tree", "-r", "--name-only", "main"]);
+    let files: Vec<&str> = tree.lines().collect();
+    let expected: Vec<String> = (0..450).map(|i| format!("ns/configmaps/cm-{i:03}.yaml")).collect();
+    assert_eq!(files, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
