@@ -1,7 +1,10 @@
 //! The commit window: events coalesce until the provider's commit window of
 //! silence (or the window fills, or grows old), then go to the sidecar's
 //! `Commit` as one call; a list goes to `Reconcile` after the events before
-//! it. One call at a time, in order, so Git sees changes in watch order.
+//! it. Calls go in watch order, so Git sees changes in that order; the one
+//! overlap is a list sent while the reconcile before it commits (at most
+//! two in flight, never two of one type and scope), and a window of
+//! events waits for every reconcile before it.
 //! A call that fails is retried with the same events (the sidecar makes no
 //! commit twice: a change already recorded leaves the tree identical); a
 //! push that fails leaves the commits in the sidecar's clone, and an empty
@@ -127,6 +130,28 @@ fn kind_label(kind: WatchKind) -> &'static str {
     }
 }
 
+/// A reconcile sent while the one before it was still committing.
+struct InFlight {
+    /// The listed type and scope: a later list of the same waits for it,
+    /// so an older list never lands after a newer one.
+    list: (String, WatchScope),
+    call: tokio::task::JoinHandle<bool>,
+}
+
+impl InFlight {
+    /// Waits for its answer; whether a push is still owed.
+    async fn answered(self) -> bool {
+        owed(self.call.await)
+    }
+}
+
+fn owed(answer: Result<bool, tokio::task::JoinError>) -> bool {
+    answer.unwrap_or_else(|error| {
+        tracing::error!(%error, "a reconcile stopped before its answer; the next window pushes what it left");
+        true
+    })
+}
+
 /// Runs until the item channel closes (every watch stopped), then sends
 /// what is pending.
 pub async fn run(
@@ -142,6 +167,11 @@ pub async fn run(
     let mut last = Instant::now();
     let mut push_owed = false;
     let mut retry = push_retry();
+    // Sending the next type's list while the previous one commits keeps
+    // the sidecar busy: a first start's lists otherwise wait, one by one,
+    // for each other's push.
+    let settings = Arc::new(settings);
+    let mut inflight: Option<InFlight> = None;
     loop {
         if !push_owed {
             retry.reset();
@@ -160,6 +190,10 @@ pub async fn run(
             // the channel is older than the window's silence, and a timer
             // taken first would send it one or two events per commit.
             biased;
+            answer = async { (&mut inflight.as_mut().expect("guarded").call).await }, if inflight.is_some() => {
+                inflight = None;
+                push_owed = owed(answer);
+            }
             item = rx.recv() => match item {
                 Some(Item::Event { ty, kind, object, at }) => {
                     if pending.is_empty() {
@@ -178,18 +212,36 @@ pub async fn run(
                     });
                     let policy = settings.live.borrow().policy;
                     if policy.full(pending.len()) || Instant::now() >= first + policy.max_wait {
+                        if let Some(f) = inflight.take() {
+                            f.answered().await;
+                        }
                         push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
                 }
                 Some(Item::Listed(listed)) => {
                     // The events before the list go first: Git sees watch order.
                     if !pending.is_empty() {
+                        if let Some(f) = inflight.take() {
+                            f.answered().await;
+                        }
                         flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
-                    push_owed = reconcile(&mut client, &settings, &metrics, listed).await;
+                    let list = (listed.ty.key(), listed.scope.clone());
+                    if let Some(f) = inflight.take_if(|f| f.list == list) {
+                        push_owed = f.answered().await;
+                    }
+                    let (mut c, s, m) = (client.clone(), settings.clone(), metrics.clone());
+                    let call = tokio::spawn(async move { reconcile(&mut c, &s, &m, listed).await });
+                    // At most two in flight: this one, while the one before it finishes.
+                    if let Some(f) = inflight.replace(InFlight { list, call }) {
+                        push_owed = f.answered().await;
+                    }
                 }
                 Some(Item::Request(request)) => requests.push(request),
                 None => {
+                    if let Some(f) = inflight.take() {
+                        f.answered().await;
+                    }
                     if !pending.is_empty() || !requests.is_empty() {
                         flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
                     }
@@ -197,6 +249,9 @@ pub async fn run(
                 }
             },
             _ = tokio::time::sleep_until(flush_at) => {
+                if let Some(f) = inflight.take() {
+                    push_owed = f.answered().await;
+                }
                 if pending.is_empty() && !push_owed && !requests.iter().any(|r| r.finalize_at <= Instant::now()) {
                     continue;
                 }
