@@ -11,6 +11,11 @@
 //! Run: `cargo bench -p reverser-sidecar --bench mirror` (`-- N` for another
 //! object count).
 
+/// The product's allocator (sidecar/src/main.rs): the Git writer alone
+/// runs here as `serve` runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod common;
 
 use std::collections::HashMap;

@@ -20,6 +20,11 @@
 //! --changes C --rounds R` to change it; `--serve-arg ARG` is passed to `serve`, e.g.
 //! `--serve-arg --author-attribution=false`).
 
+/// The product's allocator (sidecar/src/main.rs): the Git writer alone
+/// runs here as `serve` runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod common;
 
 use std::time::{Duration, Instant, SystemTime};
