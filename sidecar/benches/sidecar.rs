@@ -19,6 +19,11 @@
 //! Run: `cargo bench -p reverser-sidecar --bench sidecar` (`-- --facts N`,
 //! a multiple of 100,000, for a quicker run than the default million).
 
+/// The product's allocator (sidecar/src/main.rs): the baselines this
+/// executable serves in its helper processes run on what `serve` runs on.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
