@@ -19,21 +19,26 @@ fn event(event_type: &str, object: Vec<u8>) -> ResolveRequest {
     ResolveRequest { r#type: configmaps("lab"), event_type: event_type.into(), object_json: object }
 }
 
+/// `serve` committing into a clone in `work` and pushing to a bare
+/// remote there, with `extra` arguments; the remote's path.
+fn serve_pushing(work: &std::path::Path, extra: &[&str]) -> (Sidecar, std::path::PathBuf) {
+    let remote = work.join("remote.git");
+    git(work, &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
+    let mirror = work.join("mirror");
+    let remote_url = format!("file://{}", remote.display());
+    let mut args = vec!["--git-repo", mirror.to_str().unwrap(), "--git-remote", &remote_url];
+    args.extend_from_slice(extra);
+    (Sidecar::start("serve", &args), remote)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn commit_writes_attributed_history_and_pushes_it() {
     let work = tempfile::tempdir().unwrap();
-    let remote = work.path().join("remote.git");
-    git(work.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
-    let mirror = work.path().join("mirror");
-    let s = Sidecar::start(
-        "serve",
+    let (s, remote) = serve_pushing(
+        work.path(),
         &[
             "--author-attribution-grace",
             "500ms",
-            "--git-repo",
-            mirror.to_str().unwrap(),
-            "--git-remote",
-            &format!("file://{}", remote.display()),
             "--git-committer-name",
             "mirror-bot",
             "--git-committer-email",
@@ -107,20 +112,7 @@ fn reconcile_chunks(objects: &[Vec<u8>]) -> Vec<ReconcileChunk> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconcile_in_chunks_writes_every_object_and_names_a_bad_one_by_its_place() {
     let work = tempfile::tempdir().unwrap();
-    let remote = work.path().join("remote.git");
-    git(work.path(), &["init", "-q", "--bare", "-b", "main", remote.to_str().unwrap()]);
-    let mirror = work.path().join("mirror");
-    let s = Sidecar::start(
-        "serve",
-        &[
-            "--author-attribution-grace",
-            "100ms",
-            "--git-repo",
-            mirror.to_str().unwrap(),
-            "--git-remote",
-            &format!("file://{}", remote.display()),
-        ],
-    );
+    let (s, remote) = serve_pushing(work.path(), &["--author-attribution-grace", "100ms"]);
     let objects: Vec<Vec<u8>> =
         (0..450).map(|i| watch_object("ns", &format!("cm-{i:03}"), &format!("u-{i}"), "7", false)).collect();
     let mut c = s.client().await;
