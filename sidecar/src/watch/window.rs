@@ -212,19 +212,13 @@ pub async fn run(
                     });
                     let policy = settings.live.borrow().policy;
                     if policy.full(pending.len()) || Instant::now() >= first + policy.max_wait {
-                        if let Some(f) = inflight.take() {
-                            f.answered().await;
-                        }
-                        push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
+                        push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests, &mut inflight).await;
                     }
                 }
                 Some(Item::Listed(listed)) => {
                     // The events before the list go first: Git sees watch order.
                     if !pending.is_empty() {
-                        if let Some(f) = inflight.take() {
-                            f.answered().await;
-                        }
-                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
+                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests, &mut inflight).await;
                     }
                     let list = (listed.ty.key(), listed.scope.clone());
                     if let Some(f) = inflight.take_if(|f| f.list == list) {
@@ -243,20 +237,17 @@ pub async fn run(
                         f.answered().await;
                     }
                     if !pending.is_empty() || !requests.is_empty() {
-                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
+                        flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests, &mut inflight).await;
                     }
                     return;
                 }
             },
             _ = tokio::time::sleep_until(flush_at) => {
-                if let Some(f) = inflight.take() {
-                    push_owed = f.answered().await;
-                }
                 if pending.is_empty() && !push_owed && !requests.iter().any(|r| r.finalize_at <= Instant::now()) {
                     continue;
                 }
                 // An empty window still pushes what an earlier one left.
-                push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests).await;
+                push_owed = flush(&mut client, &settings, &metrics, std::mem::take(&mut pending), &mut requests, &mut inflight).await;
             }
         }
     }
@@ -319,14 +310,20 @@ where
 /// carries at most one, as the reference's does); returns whether a push
 /// is still owed. A request that ends goes to `settings.ended`; one whose
 /// author had no change here waits for the next flush, until its close
-/// delay ends.
+/// delay ends. The reconcile in flight, if any, is answered first: a
+/// window never overtakes a list sent before it.
 async fn flush(
     client: &mut AttributionClient<Channel>,
     settings: &Settings,
     metrics: &WatchMetrics,
     window: Vec<Pending>,
     requests: &mut Vec<Request>,
+    inflight: &mut Option<InFlight>,
 ) -> bool {
+    if let Some(f) = inflight.take() {
+        // Its push, if owed, goes with this window's.
+        f.answered().await;
+    }
     let events: Vec<proto::ResolveRequest> = window.iter().map(|p| p.event.clone()).collect();
     let carried = (!requests.is_empty()).then(|| {
         let oldest = (0..requests.len()).min_by_key(|&i| requests[i].finalize_at).unwrap_or(0);
