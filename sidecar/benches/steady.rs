@@ -10,7 +10,10 @@
 //!   generation written; every change must land;
 //! - commits and changes with an unresolved or a wrong author;
 //! - CPU per change of `watch` and `serve` (`/proc/<pid>/stat`);
-//! - resident memory of both, every minute, and per watched object;
+//! - resident memory of both, every minute, and per watched object, and
+//!   whether it is flat: measured after a warm-up of one fact TTL at the
+//!   same rate, because `serve` keeps each change's audit fact for
+//!   `--author-attribution-ttl` and so only reaches its steady state then;
 //! - a relist storm: halfway, one type's watch gets `410 Expired` and
 //!   relists while the changes go on; the other types' lag after it beside
 //!   their lag before it.
@@ -21,7 +24,10 @@
 //! --rate R --minutes M --window 1s --audit-max-wait 1s --grace 3s
 //! --relist-type T` to change it; `--serve-arg ARG` is passed to `serve`,
 //! `--serve-log FILTER` is its log filter, `--sample-secs S` how often
-//! memory is sampled (60), `--serve-binary PATH` runs PATH as `serve` (a
+//! memory is sampled (60), `--warmup-minutes W` the changes written before
+//! the measured phase (default: `serve`'s fact TTL, 10 unless a
+//! `--serve-arg --author-attribution-ttl=D` says otherwise; 0 measures from
+//! the first start), `--serve-binary PATH` runs PATH as `serve` (a
 //! profiling wrapper), `--keep` keeps the scratch directory (the
 //! watcher's log, the remote).
 
@@ -50,12 +56,19 @@ const STALL: Duration = Duration::from_secs(60);
 /// The audit webhook's batch size: kube-apiserver's
 /// `--audit-webhook-batch-max-size` default.
 const AUDIT_BATCH: usize = 400;
+/// Resident memory counts as flat when its least-squares growth over the
+/// measured phase is at most this share of its mean: sampling lands on
+/// windows in flight, so two samples differ by a few MiB however flat.
+const FLAT_PERCENT: f64 = 5.0;
 
 struct Args {
     cluster: Cluster,
     /// Changes per second.
     rate: f64,
     minutes: f64,
+    /// Minutes of changes at `rate` before the measured phase; `None`:
+    /// `serve`'s fact TTL.
+    warmup: Option<f64>,
     /// The watcher's `--commit-window`, as given and as a duration.
     window: String,
     window_d: Duration,
@@ -93,6 +106,7 @@ fn args() -> Args {
         cluster: Cluster { objects: 100_000, types: 100, namespaces: 20 },
         rate: 500.0,
         minutes: 10.0,
+        warmup: None,
         window: "1s".into(),
         window_d: Duration::from_secs(1),
         audit_max_wait: Duration::from_secs(1),
@@ -112,6 +126,7 @@ fn args() -> Args {
             "--namespaces" => a.cluster.namespaces = number() as usize,
             "--rate" => a.rate = number(),
             "--minutes" => a.minutes = number(),
+            "--warmup-minutes" => a.warmup = Some(number()),
             "--window" => {
                 a.window_d = duration(next);
                 a.window = next.to_owned();
@@ -135,7 +150,66 @@ fn args() -> Args {
     assert!(a.cluster.objects >= a.cluster.types, "--objects: at least one per type");
     assert!(a.relist_type < a.cluster.types, "--relist-type: one of the {} types", a.cluster.types);
     assert!(a.rate > 0.0 && a.minutes > 0.0, "--rate and --minutes: more than 0");
+    assert!(a.warmup.is_none_or(|w| w >= 0.0), "--warmup-minutes: 0 or more");
     a
+}
+
+/// `serve`'s `--author-attribution-ttl` among its arguments (`=D` or a
+/// separate `D`), else its default of 10 minutes.
+fn fact_ttl(serve: &[String]) -> Duration {
+    const FLAG: &str = "--author-attribution-ttl";
+    let mut ttl = Duration::from_secs(600);
+    for (i, arg) in serve.iter().enumerate() {
+        if let Some(d) = arg.strip_prefix(FLAG).and_then(|rest| rest.strip_prefix('=')) {
+            ttl = duration(d);
+        } else if arg == FLAG
+            && let Some(d) = serve.get(i + 1)
+        {
+            ttl = duration(d);
+        }
+    }
+    ttl
+}
+
+/// Resident memory at one point of the measured phase, MiB.
+#[derive(Clone, Copy, Default)]
+struct Sample {
+    minute: f64,
+    watch: f64,
+    serve: f64,
+    /// `serve`'s anonymous pages: what it allocated.
+    serve_anon: f64,
+    /// `serve`'s file-backed pages: the clone's pack indexes and packs
+    /// libgit2 maps, the binary.
+    serve_file: f64,
+}
+
+impl Sample {
+    fn take(at: Duration, watch: u32, serve: u32) -> Self {
+        let (serve_anon, serve_file) = cluster::rss_split(serve);
+        Sample {
+            minute: at.as_secs_f64() / 60.0,
+            watch: cluster::rss_mib(watch),
+            serve: cluster::rss_mib(serve),
+            serve_anon,
+            serve_file,
+        }
+    }
+}
+
+/// Which figure of a [`Sample`] a row shows.
+type Pick = fn(&Sample) -> f64;
+
+/// Least-squares slope of `(minute, MiB)` samples, MiB a minute.
+fn slope(points: &[(f64, f64)]) -> f64 {
+    let n = points.len() as f64;
+    if n < 2.0 {
+        return 0.0;
+    }
+    let (mx, my) = (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if sxx == 0.0 { 0.0 } else { sxy / sxx }
 }
 
 /// The user change `k` is written as.
@@ -427,9 +501,20 @@ fn main() {
     let c = a.cluster;
     let total = (a.rate * a.minutes * 60.0).round() as usize;
     let steady = Duration::from_secs_f64(a.minutes * 60.0);
+    let ttl = fact_ttl(&a.serve);
+    let warm_d = a.warmup.map(|m| Duration::from_secs_f64(m * 60.0)).unwrap_or(ttl);
+    // Changes `0..warm` are the warm-up; `warm..warm + total` are measured.
+    let warm = (a.rate * warm_d.as_secs_f64()).round() as usize;
+    let all_changes = warm + total;
     eprintln!(
-        "steady: {} objects over {} types in {} namespaces; {} changes/s for {} min ({total} changes); window {}",
-        c.objects, c.types, c.namespaces, a.rate, a.minutes, a.window
+        "steady: {} objects over {} types in {} namespaces; {} changes/s, {:.1} min of warm-up ({warm} changes) then {} min measured ({total} changes); window {}",
+        c.objects,
+        c.types,
+        c.namespaces,
+        a.rate,
+        warm_d.as_secs_f64() / 60.0,
+        a.minutes,
+        a.window
     );
     let dir = tempfile::tempdir().unwrap();
     let api = testkit::fakeapi::spawn(c.store()).unwrap();
@@ -499,7 +584,7 @@ fn main() {
     let first_commits = cluster::commits(&remote);
 
     // The steady phase.
-    let written: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::with_capacity(total)));
+    let written: Arc<Mutex<Vec<Instant>>> = Arc::new(Mutex::new(Vec::with_capacity(all_changes)));
     let seen: Arc<Mutex<Seen>> = Arc::new(Mutex::new(Seen::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let poller = {
@@ -507,11 +592,10 @@ fn main() {
         std::thread::spawn(move || poll(&remote, c, baseline, &written, &seen, &stop))
     };
     let me = std::process::id();
-    let cpu_before = (cpu_ticks(w_pid), cpu_ticks(serve_pid), cpu_ticks(me));
     let start = Instant::now();
     let writer = {
         let (api, written) = (api.clone(), written.clone());
-        std::thread::spawn(move || write(&api, c, a.rate, total, &written, start))
+        std::thread::spawn(move || write(&api, c, a.rate, all_changes, &written, start))
     };
     let fail = |why: String| -> ! {
         stop.store(true, Ordering::Relaxed);
@@ -531,19 +615,30 @@ fn main() {
             )
         })
     };
-    let rss = |at: Duration| (at.as_secs_f64() / 60.0, cluster::rss_mib(w_pid), cluster::rss_mib(serve_pid));
-    let mut samples = vec![rss(Duration::ZERO)];
-    let serve_split_start = cluster::rss_split(serve_pid);
-    let storm_offset = steady / 2;
+    let rss = |at: Duration| Sample::take(at, w_pid, serve_pid);
+    // Taken when the measured phase starts, after the warm-up.
+    let mut samples = Vec::new();
+    let mut measured: Option<[(u64, u64); 3]> = None;
+    let mut warmed_logged = warm_d.is_zero();
+    let storm_offset = warm_d + steady / 2;
     let relisting = resource_arg(a.relist_type);
     let (_, _, plural, _) = type_of(a.relist_type);
     let gone_metric = format!("gitopsreverser_mirror_watch_restarts_total{{resource=\"{plural}\",reason=\"gone\"}}");
     let mut storm: Option<(Instant, u64, u64)> = None;
     let mut relisted: Option<Duration> = None;
     while !writer.is_finished() {
+        if measured.is_none() && start.elapsed() >= warm_d {
+            measured = Some([cpu_ticks(w_pid), cpu_ticks(serve_pid), cpu_ticks(me)]);
+            samples.push(rss(Duration::ZERO));
+            if !warmed_logged {
+                eprintln!("warm-up done ({warm} changes); the measured phase next");
+                warmed_logged = true;
+            }
+        }
         std::thread::sleep(Duration::from_millis(250));
         let elapsed = start.elapsed();
-        if elapsed >= a.sample * samples.len() as u32 && elapsed < steady {
+        let into = elapsed.saturating_sub(warm_d);
+        if measured.is_some() && into >= a.sample * samples.len() as u32 && into < steady {
             samples.push(rss(a.sample * samples.len() as u32));
         }
         if storm.is_none() && elapsed >= storm_offset {
@@ -571,12 +666,13 @@ fn main() {
         }
     }
     writer.join().expect("the writer panicked");
-    let writes_took = start.elapsed();
+    let writes_took = start.elapsed().saturating_sub(warm_d);
     samples.push(rss(writes_took));
+    let cpu_before = measured.expect("the measured phase started");
     // Every change lands, or the run fails.
     let drained = Instant::now();
     loop {
-        if seen.lock().unwrap().landed.len() >= total {
+        if seen.lock().unwrap().landed.len() >= all_changes {
             break;
         }
         if let Some(why) = stalled(drained) {
@@ -585,10 +681,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let cpu_after = (cpu_ticks(w_pid), cpu_ticks(serve_pid), cpu_ticks(me));
-    // What serve holds at the end: its pages by kind (what it allocated
-    // and the clone's packs it maps), and the facts its index holds (each
-    // kept for the TTL).
-    let serve_split = cluster::rss_split(serve_pid);
+    // The facts serve's index holds at the end (each kept for the TTL).
     let facts_held = cluster::metric(serve.metrics_port, "gitopsreverser_attribution_fact_index_entries");
     let (storm_at, gone_before, _) = storm.expect("the relist storm ran");
     let gone = cluster::metric(wm, &gone_metric) - gone_before;
@@ -602,27 +695,29 @@ fn main() {
     }
 
     let s = seen.lock().unwrap();
-    let all = lags(s.landed.iter());
+    // Lag and CPU are the measured phase's; authors and landing, every
+    // change's (the warm-up's too).
+    let all = lags(s.landed.iter().filter(|l| l.k >= warm));
     let (p50_target, p99_target) = (a.window_d + Duration::from_millis(100), a.window_d + Duration::from_secs(1));
     let unresolved = s.landed.iter().filter(|l| l.author == Author::Unresolved).count();
     let wrong = s.landed.iter().filter(|l| l.author == Author::Wrong).count();
     let mut ks: Vec<usize> = s.landed.iter().map(|l| l.k).collect();
     ks.sort_unstable();
     ks.dedup();
-    let missing = total - ks.len();
+    let missing = all_changes - ks.len();
     let ticks = clock_ticks_per_second();
     let per_change = |before: (u64, u64), after: (u64, u64)| {
         let us = |t: u64| t as f64 / ticks * 1e6 / total as f64;
         (us(after.0 - before.0), us(after.1 - before.1))
     };
     let (watch_cpu, serve_cpu, bench_cpu) = (
-        per_change(cpu_before.0, cpu_after.0),
-        per_change(cpu_before.1, cpu_after.1),
-        per_change(cpu_before.2, cpu_after.2),
+        per_change(cpu_before[0], cpu_after.0),
+        per_change(cpu_before[1], cpu_after.1),
+        per_change(cpu_before[2], cpu_after.2),
     );
     // The relist storm: the other types' changes written in the span
     // before it and the span after it.
-    let span = Duration::from_secs(60).min(storm_offset).min(steady - storm_offset);
+    let span = Duration::from_secs(60).min(steady / 2);
     let in_span = |l: &&Landed, after: bool| {
         if after {
             l.written >= storm_at && l.written < storm_at + span
@@ -633,15 +728,15 @@ fn main() {
     let others_before = lags(s.landed.iter().filter(|l| l.t != a.relist_type).filter(|l| in_span(l, false)));
     let others_after = lags(s.landed.iter().filter(|l| l.t != a.relist_type).filter(|l| in_span(l, true)));
     let own_after = lags(s.landed.iter().filter(|l| l.t == a.relist_type).filter(|l| in_span(l, true)));
-    let series = |pick: fn(&(f64, f64, f64)) -> f64| {
+    let series = |pick: Pick| {
         let at = |minutes: f64| {
             let secs = (minutes * 60.0).round() as u64;
             format!("{}:{:02}", secs / 60, secs % 60)
         };
-        samples.iter().map(|x| format!("{} {:.1}", at(x.0), pick(x))).collect::<Vec<_>>().join(", ")
+        samples.iter().map(|x| format!("{} {:.1}", at(x.minute), pick(x))).collect::<Vec<_>>().join(", ")
     };
     let last = samples.last().copied().unwrap_or_default();
-    let grown = |pick: fn(&(f64, f64, f64)) -> f64| (pick(&last) - pick(&samples[0])) * 1048576.0 / total as f64;
+    let grown = |pick: Pick| (pick(&last) - pick(&samples[0])) * 1048576.0 / total as f64;
     let lag_row = |l: &Lags| {
         format!(
             "p50 {} {}, p99 {} {}, max {} ({} changes)",
@@ -665,7 +760,9 @@ fn main() {
         first.as_secs_f64()
     );
     println!(
-        "| steady phase | {total} changes at {} /s (written in {:.1} s, {:.0} /s) over all types in turn, by {ACTORS} users; watch --commit-window {}, serve --author-attribution-grace {} | |",
+        "| steady phase | {warm} changes of warm-up ({:.1} min: serve's fact TTL is {:.1} min), then {total} changes measured at {} /s (written in {:.1} s, {:.0} /s) over all types in turn, by {ACTORS} users; watch --commit-window {}, serve --author-attribution-grace {} | |",
+        warm_d.as_secs_f64() / 60.0,
+        ttl.as_secs_f64() / 60.0,
         a.rate,
         writes_took.as_secs_f64(),
         total as f64 / writes_took.as_secs_f64(),
@@ -697,10 +794,12 @@ fn main() {
         }
     );
     println!(
-        "| commits in the steady phase / with the unresolved author | {} / {} | 0 unresolved |",
+        "| commits after the first start / with the unresolved author | {} / {} | 0 unresolved |",
         s.commits, s.unresolved_commits
     );
-    println!("| changes landed with the unresolved author / with a wrong author | {unresolved} / {wrong} | 0 / 0 |");
+    println!(
+        "| changes landed with the unresolved author / with a wrong author (warm-up included) | {unresolved} / {wrong} | 0 / 0 |"
+    );
     println!(
         "| CPU per change (utime+stime, {ticks:.0} ticks/s, write start to last landing): watch / serve | {:.0} µs / {:.0} µs (children: {:.0} µs / {:.0} µs) | |",
         watch_cpu.0, serve_cpu.0, watch_cpu.1, serve_cpu.1
@@ -709,22 +808,54 @@ fn main() {
         "| CPU per change of this process (fake API, audit webhook, poller), for scale | {:.0} µs | |",
         bench_cpu.0
     );
-    println!("| resident memory of watch, every {} s (m:ss MiB) | {} | flat |", a.sample.as_secs(), series(|x| x.1));
-    println!("| resident memory of serve, every {} s (m:ss MiB) | {} | flat |", a.sample.as_secs(), series(|x| x.2));
     println!(
-        "| growth over the steady phase per change: watch / serve (serve holds each change's audit fact for --author-attribution-ttl, 10m by default) | {:.0} / {:.0} bytes | |",
-        grown(|x| x.1),
-        grown(|x| x.2)
+        "| resident memory of watch, every {} s (m:ss MiB) | {} | flat |",
+        a.sample.as_secs(),
+        series(|x| x.watch)
+    );
+    println!(
+        "| resident memory of serve, every {} s (m:ss MiB) | {} | flat |",
+        a.sample.as_secs(),
+        series(|x| x.serve)
+    );
+    println!(
+        "| serve's anonymous pages (what it allocated), every {} s | {} | |",
+        a.sample.as_secs(),
+        series(|x| x.serve_anon)
+    );
+    println!(
+        "| serve's file-backed pages (the clone's pack indexes and packs libgit2 maps, the binary), every {} s | {} | |",
+        a.sample.as_secs(),
+        series(|x| x.serve_file)
+    );
+    let flat_rows: [(&str, Pick); 4] = [
+        ("watch", |x| x.watch),
+        ("serve", |x| x.serve),
+        ("serve, anonymous pages", |x| x.serve_anon),
+        ("serve, file-backed pages", |x| x.serve_file),
+    ];
+    for (name, pick) in flat_rows {
+        let points: Vec<(f64, f64)> = samples.iter().map(|x| (x.minute, pick(x))).collect();
+        let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len().max(1) as f64;
+        let over = slope(&points) * a.minutes;
+        let share = if mean > 0.0 { over / mean * 100.0 } else { 0.0 };
+        println!(
+            "| growth of {name} over the measured phase (least-squares slope × {} min) | {over:.1} MiB, {share:.1}% of its mean {mean:.1} MiB {} | flat: ≤ {FLAT_PERCENT}% |",
+            a.minutes,
+            if share <= FLAT_PERCENT { "✓" } else { "✗" }
+        );
+    }
+    println!(
+        "| growth over the measured phase per change: watch / serve (serve holds each change's audit fact for --author-attribution-ttl) | {:.0} / {:.0} bytes | |",
+        grown(|x| x.watch),
+        grown(|x| x.serve)
     );
     println!(
         "| resident memory per watched object at the end: watch / serve | {:.0} / {:.0} bytes | |",
-        last.1 * 1048576.0 / c.objects as f64,
-        last.2 * 1048576.0 / c.objects as f64
+        last.watch * 1048576.0 / c.objects as f64,
+        last.serve * 1048576.0 / c.objects as f64
     );
-    println!(
-        "| serve's resident memory by kind, steady phase start → end: anonymous / file-backed (the clone's mapped packs, the binary); facts its index holds at the end | {:.1} → {:.1} / {:.1} → {:.1} MiB; {facts_held} facts | |",
-        serve_split_start.0, serve_split.0, serve_split_start.1, serve_split.1
-    );
+    println!("| facts serve's index holds at the end | {facts_held} | |");
     println!(
         "| relist storm: {relisting} gets 410 Expired at {:.0} s (every watch connection dropped, that type's resume answered 410; {gone} gone restart(s), {restarts} watch restarts in all) | relisted and reconciled in {} | |",
         storm_offset.as_secs_f64(),
@@ -747,6 +878,6 @@ fn main() {
         ms(p99_target)
     );
     println!("| {relisting}'s own lag, the {} s after it | {} | |", span.as_secs(), lag_row(&own_after));
-    assert_eq!(missing, 0, "{missing} of {total} changes never landed in the remote");
+    assert_eq!(missing, 0, "{missing} of {all_changes} changes never landed in the remote");
     assert_eq!(gone, 1, "the relisting type's watch got no 410 (or more than one)");
 }
