@@ -271,8 +271,14 @@ impl GitWriter {
         kind: &CommitKind,
         requested: Option<&Requested>,
     ) -> Result<CommitOutcome> {
+        // Reopened after a merge, to let go of the files of the packs it
+        // replaced, and before each packed window: libgit2 keeps every
+        // page of a pack it has read mapped while a handle holds the pack,
+        // so a long-lived handle came to hold the pages of each tier's
+        // packs until the next merge (3 to 15 MiB of `serve` cycling, at
+        // 500 changes/s); a fresh one holds what one window reads (2 MiB).
         let merges = self.repack.merges();
-        if merges != self.repack_seen {
+        if merges != self.repack_seen || changes.len() >= PACK_THRESHOLD {
             self.repo = Repository::open_bare(&self.config.repo_dir)
                 .map_err(git(format!("reopening the clone at {}", self.config.repo_dir.display())))?;
             self.repack_seen = merges;
