@@ -808,33 +808,21 @@ fn main() {
         "| CPU per change of this process (fake API, audit webhook, poller), for scale | {:.0} µs | |",
         bench_cpu.0
     );
-    println!(
-        "| resident memory of watch, every {} s (m:ss MiB) | {} | flat |",
-        a.sample.as_secs(),
-        series(|x| x.watch)
-    );
-    println!(
-        "| resident memory of serve, every {} s (m:ss MiB) | {} | flat |",
-        a.sample.as_secs(),
-        series(|x| x.serve)
-    );
-    println!(
-        "| serve's anonymous pages (what it allocated), every {} s | {} | |",
-        a.sample.as_secs(),
-        series(|x| x.serve_anon)
-    );
-    println!(
-        "| serve's file-backed pages (the clone's pack indexes and packs libgit2 maps, the binary), every {} s | {} | |",
-        a.sample.as_secs(),
-        series(|x| x.serve_file)
-    );
-    let flat_rows: [(&str, Pick); 4] = [
-        ("watch", |x| x.watch),
-        ("serve", |x| x.serve),
-        ("serve, anonymous pages", |x| x.serve_anon),
-        ("serve, file-backed pages", |x| x.serve_file),
+    // (short name, what the series is, its figure)
+    let memory_rows: [(&str, &str, Pick); 4] = [
+        ("watch", "resident memory of watch", |x| x.watch),
+        ("serve", "resident memory of serve", |x| x.serve),
+        ("serve, anonymous pages", "serve's anonymous pages (what it allocated)", |x| x.serve_anon),
+        (
+            "serve, file-backed pages",
+            "serve's file-backed pages (the clone's pack indexes and packs libgit2 maps, the binary)",
+            |x| x.serve_file,
+        ),
     ];
-    for (name, pick) in flat_rows {
+    for (_, what, pick) in memory_rows {
+        println!("| {what}, every {} s (m:ss MiB) | {} | |", a.sample.as_secs(), series(pick));
+    }
+    for (name, _, pick) in memory_rows {
         let points: Vec<(f64, f64)> = samples.iter().map(|x| (x.minute, pick(x))).collect();
         let mean = points.iter().map(|p| p.1).sum::<f64>() / points.len().max(1) as f64;
         let over = slope(&points) * a.minutes;
