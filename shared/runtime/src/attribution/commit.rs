@@ -16,6 +16,8 @@ mod packs;
 mod push;
 pub use push::probe;
 pub mod signing;
+mod store;
+mod tree;
 mod window;
 mod writer;
 

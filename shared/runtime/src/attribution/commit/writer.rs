@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, Oid, Repository, Signature, Time, Tree};
+use git2::{FileMode, ObjectType, Oid, Repository, Signature, Time, Tree};
 
 use rules::attribution::commit::commit_author;
 use rules::attribution::commit::plan::{Applied, CommitGroup, Effect, plan_commits, plan_each};
@@ -339,10 +339,19 @@ impl GitWriter {
         // A packed window's blobs: hashed here and kept for its pack, never
         // handed to libgit2's object database, which rescans the pack
         // directory for every object it is asked to write (perf, issue 31:
-        // 15-20% of the writer). Its trees and commits still go through
-        // libgit2, which reads them back as it builds the next. (Empty for a
-        // window written loose.)
+        // 15-20% of the writer). (Empty for a window written loose.)
         let mut blobs = Blobs::default();
+        // Its trees (built by commit/tree.rs) and unsigned commits go into
+        // a store of its own, without libgit2's lookup of each in every pack
+        // (commit/store.rs), and libgit2 reads them back from there as it
+        // builds the next. The store hangs off the start's commit, so a
+        // window on an empty branch, and a signed commit, go through
+        // libgit2's own writes.
+        let anchor = match (packed, start) {
+            (true, Some(id)) => Some(work.find_commit(id).map_err(git("reading the window's start"))?),
+            _ => None,
+        };
+        let store = anchor.as_ref().map(super::store::Store::attach).transpose()?;
         let bootstrap_files = self.bootstrap_files();
         let groups: Vec<CommitGroup> =
             if *kind == CommitKind::PerEvent { plan_each(changes) } else { plan_commits(changes) };
@@ -391,6 +400,7 @@ impl GitWriter {
                 continue;
             }
             let mut update = TreeUpdateBuilder::new();
+            let mut edits: Vec<super::tree::Edit<'_>> = Vec::new();
             let mut touched = false;
             let mut written: Vec<(Oid, Vec<u8>)> = Vec::new();
             for (path, state) in &files.overlay {
@@ -399,11 +409,13 @@ impl GitWriter {
                         let id = blob(work, packed, &mut written, path, bytes)?;
                         if entry_id(&base_tree, path) != Some(id) {
                             update.upsert(path, id, FileMode::Blob);
+                            edits.push((path, Some(id)));
                             touched = true;
                         }
                     }
                     None if entry_id(&base_tree, path).is_some() => {
                         update.remove(path);
+                        edits.push((path, None));
                         touched = true;
                     }
                     None => {}
@@ -423,10 +435,16 @@ impl GitWriter {
                 if !files.exists(&path) {
                     let id = blob(work, packed, &mut written, &path, content.as_bytes())?;
                     update.upsert(&path, id, FileMode::Blob);
-                    staged.push(path);
+                    staged.push((path, id));
                 }
             }
-            let tree_id = update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?;
+            edits.extend(staged.iter().map(|(path, id)| (path.as_str(), Some(*id))));
+            let tree_id = match &store {
+                Some(store) => {
+                    super::tree::updated(work, &base_tree, &edits, &mut |bytes| store.write(ObjectType::Tree, bytes))?
+                }
+                None => update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?,
+            };
             let tree = work.find_tree(tree_id).map_err(git("reading the tree just built"))?;
             let applied: Vec<Applied<'_>> =
                 done.iter().map(|(effect, path, i)| Applied { effect: *effect, path, change: &changes[*i] }).collect();
@@ -443,16 +461,14 @@ impl GitWriter {
                 None => None,
             };
             let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-            let id = make_commit(
-                work,
-                self.config.signer.as_deref(),
-                &author_sig,
-                &committer_sig,
-                &message,
-                &tree,
-                &parents,
-            )
-            .map_err(|e| match e {
+            let made = match (&store, self.config.signer.as_deref()) {
+                (Some(store), None) => work
+                    .commit_create_buffer(&author_sig, &committer_sig, &message, &tree, &parents)
+                    .map_err(git("building the commit"))
+                    .and_then(|buffer| store.write(ObjectType::Commit, &buffer)),
+                (_, signer) => make_commit(work, signer, &author_sig, &committer_sig, &message, &tree, &parents),
+            };
+            let id = made.map_err(|e| match e {
                 Error::Git { source, .. } => git(format!("committing as {} <{}>", author.name, author.email))(source),
                 other => other,
             })?;
@@ -461,7 +477,7 @@ impl GitWriter {
                 fresh.commit(
                     id,
                     &tree,
-                    files.overlay.keys().map(String::as_str).chain(staged.iter().map(String::as_str)),
+                    files.overlay.keys().map(String::as_str).chain(staged.iter().map(|(path, _)| path.as_str())),
                 );
             }
             blobs.extend(written);
@@ -604,7 +620,7 @@ fn blob(work: &Repository, packed: bool, written: &mut Vec<(Oid, Vec<u8>)>, path
     if !packed {
         return work.blob(bytes).map_err(git(format!("writing {path}")));
     }
-    let id = Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(git(format!("hashing {path}")))?;
+    let id = Oid::hash_object(ObjectType::Blob, bytes).map_err(git(format!("hashing {path}")))?;
     written.push((id, bytes.to_vec()));
     Ok(id)
 }
