@@ -6,8 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, ObjectType, Oid, Repository, Signature, Time, Tree};
+use git2::{ObjectType, Oid, Repository, Signature, Time, Tree};
 
 use rules::attribution::commit::commit_author;
 use rules::attribution::commit::plan::{Applied, CommitGroup, Effect, plan_commits, plan_each};
@@ -399,29 +398,21 @@ impl GitWriter {
             if done.is_empty() {
                 continue;
             }
-            let mut update = TreeUpdateBuilder::new();
             let mut edits: Vec<super::tree::Edit<'_>> = Vec::new();
-            let mut touched = false;
             let mut written: Vec<(Oid, Vec<u8>)> = Vec::new();
             for (path, state) in &files.overlay {
                 match state {
                     Some(bytes) => {
                         let id = blob(work, packed, &mut written, path, bytes)?;
                         if entry_id(&base_tree, path) != Some(id) {
-                            update.upsert(path, id, FileMode::Blob);
                             edits.push((path, Some(id)));
-                            touched = true;
                         }
                     }
-                    None if entry_id(&base_tree, path).is_some() => {
-                        update.remove(path);
-                        edits.push((path, None));
-                        touched = true;
-                    }
+                    None if entry_id(&base_tree, path).is_some() => edits.push((path, None)),
                     None => {}
                 }
             }
-            if !touched {
+            if edits.is_empty() {
                 // e.g. a create and a delete of one object in one window.
                 outcome.unchanged += done.len();
                 self.index.describe(base_tree.id());
@@ -434,7 +425,6 @@ impl GitWriter {
                 let path = under(&self.config.prefix, name);
                 if !files.exists(&path) {
                     let id = blob(work, packed, &mut written, &path, content.as_bytes())?;
-                    update.upsert(&path, id, FileMode::Blob);
                     staged.push((path, id));
                 }
             }
@@ -443,7 +433,7 @@ impl GitWriter {
                 Some(store) => {
                     super::tree::updated(work, &base_tree, &edits, &mut |bytes| store.write(ObjectType::Tree, bytes))?
                 }
-                None => update.create_updated(work, &base_tree).map_err(git("building the manifest tree"))?,
+                None => super::tree::by_libgit2(work, &base_tree, &edits).map_err(git("building the manifest tree"))?,
             };
             let tree = work.find_tree(tree_id).map_err(git("reading the tree just built"))?;
             let applied: Vec<Applied<'_>> =
