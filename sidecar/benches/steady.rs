@@ -619,7 +619,6 @@ fn main() {
     // Taken when the measured phase starts, after the warm-up.
     let mut samples = Vec::new();
     let mut measured: Option<[(u64, u64); 3]> = None;
-    let mut warmed_logged = warm_d.is_zero();
     let storm_offset = warm_d + steady / 2;
     let relisting = resource_arg(a.relist_type);
     let (_, _, plural, _) = type_of(a.relist_type);
@@ -630,9 +629,9 @@ fn main() {
         if measured.is_none() && start.elapsed() >= warm_d {
             measured = Some([cpu_ticks(w_pid), cpu_ticks(serve_pid), cpu_ticks(me)]);
             samples.push(rss(Duration::ZERO));
-            if !warmed_logged {
+            // Taken once: `measured` is set here and never cleared.
+            if !warm_d.is_zero() {
                 eprintln!("warm-up done ({warm} changes); the measured phase next");
-                warmed_logged = true;
             }
         }
         std::thread::sleep(Duration::from_millis(250));
