@@ -31,11 +31,13 @@ mod packed;
 mod queue;
 mod slab;
 pub(crate) mod store;
+mod table;
 pub use answered::{Answered, Previous, version_key};
 pub use order::{object_order, supersedes};
 pub use packed::PackedFacts;
 use queue::Queue;
 use store::{Fid, Hashes, Key, NONE, SlotRef, Store};
+use table::insert_churned;
 
 /// Why a weak tier passed a fact over, as `Explain` says it.
 pub const BEFORE_CREATION: &str =
@@ -288,7 +290,7 @@ fn take_entry(
     match table.find_mut(hash, |&cur| same(st.get(cur))) {
         Some(cur) => take_slot(st, cur, f),
         None => {
-            table.insert_unique(hash, f, |&cur| rehash(st.get(cur)));
+            insert_churned(table, hash, f, |&cur| rehash(st.get(cur)));
             true
         }
     }
@@ -349,7 +351,7 @@ impl ScopeIndex {
         let hash = h.of(Some(a));
         // On a (vanishingly rare) second holder the first one stays.
         if self.audit_ids.find(hash, |&x| st.get(x).audit() == Some(a)).is_none() {
-            self.audit_ids.insert_unique(hash, f, |&x| h.of(st.get(x).audit()));
+            insert_churned(&mut self.audit_ids, hash, f, |&x| h.of(st.get(x).audit()));
         }
     }
 

@@ -534,7 +534,7 @@ impl Interner {
             }
         };
         let (strings, state) = (&self.strings, &self.state);
-        self.table.insert_unique(hash, id, |&i| state.hash_one(&*strings[i as usize]));
+        super::table::insert_churned(&mut self.table, hash, id, |&i| state.hash_one(&*strings[i as usize]));
         id
     }
 
