@@ -7,6 +7,8 @@ use std::process::ExitCode;
 /// mimalloc, not glibc's malloc: a first start parses each list on the
 /// socket API's thread and frees it on the writer's, and glibc's arenas
 /// spent a quarter of `serve`'s CPU there (README, "A whole cluster").
+/// The `system-allocator` feature keeps glibc's, for heaptrack.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
