@@ -6,8 +6,8 @@
 //! room runs out, hashbrown cleans the table where it stands only if it is
 //! at most half full, and otherwise doubles it: so a table that settled
 //! more than half full doubles minutes into steady state,
-//! though it holds no more than before (4 MiB of 47 at 300,000 facts, the
-//! step in `serve`'s memory a quarter of an hour into the steady bench).
+//! though it holds no more than before (4 MiB of 47 at 300,000 facts, a
+//! quarter of an hour into the steady bench's load replayed on the index).
 //! [`insert_churned`] rebuilds such a table at its own size instead.
 
 use hashbrown::HashTable;
@@ -23,7 +23,8 @@ fn full_capacity(buckets: usize) -> usize {
 /// usual: a rebuild would leave room for too few inserts to pay for it (at
 /// the bound, a rebuild moves 15 entries for each insert it makes room for;
 /// a table of 3,000 facts at 84% moves 5). A bound of 7/8 instead left the
-/// tables that drift past it to double one by one, for an hour.
+/// tables that drift past it to double one by one, still doing so two
+/// hours into the replay.
 pub(super) fn insert_churned<T>(table: &mut HashTable<T>, hash: u64, value: T, hasher: impl Fn(&T) -> u64) {
     if table.len() == table.capacity() {
         let full = full_capacity(table.num_buckets());
